@@ -1,0 +1,112 @@
+// Package model holds the hub's pure data contracts: sources, manifests,
+// tools, tool addresses and tool contracts. It has no I/O and imports nothing
+// from the rest of the engine.
+package model
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Source kinds.
+const (
+	KindStdio = "stdio" // a local command speaking MCP over stdin/stdout
+	KindHTTP  = "http"  // a remote streamable-HTTP endpoint
+)
+
+// Source is an upstream MCP server the person added to the hub.
+type Source struct {
+	Namespace string            `json:"namespace"`
+	Kind      string            `json:"kind"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	AddedAt   time.Time         `json:"addedAt"`
+}
+
+// CommandLine is the exact command a stdio source runs, shell-quoted for display.
+func (s *Source) CommandLine() string {
+	if s.Kind != KindStdio {
+		return ""
+	}
+	return QuoteCommand(append([]string{s.Command}, s.Args...))
+}
+
+// Annotations are the MCP tool annotations (hints). A nil hint is absent.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Tool is one tool of a manifest, as the upstream described it, plus the
+// hub's address and contract digest for it.
+type Tool struct {
+	// Address is namespace.tool, the tool part a JavaScript identifier.
+	Address string `json:"address"`
+	// Name is the tool's name upstream, used when calling it.
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// Contract is the hex SHA-256 of the tool's canonical contract (see Contract).
+	Contract string `json:"contract"`
+}
+
+// Namespace is the namespace part of the tool's address.
+func (t *Tool) Namespace() string {
+	ns, _, _ := SplitAddress(t.Address)
+	return ns
+}
+
+// Effect classifies a tool by its annotations.
+type Effect string
+
+const (
+	EffectRead        Effect = "read"        // readOnlyHint: true
+	EffectWrite       Effect = "write"       // not read-only, destructiveHint: false
+	EffectDestructive Effect = "destructive" // anything else: the MCP default for an unannotated tool
+)
+
+// Effect reports what calling the tool may do, by its annotations and the MCP
+// defaults: absent readOnlyHint means it may write; absent destructiveHint
+// means it may destroy.
+func (t *Tool) Effect() Effect {
+	a := t.Annotations
+	if a != nil && a.ReadOnlyHint != nil && *a.ReadOnlyHint {
+		return EffectRead
+	}
+	if a != nil && a.DestructiveHint != nil && !*a.DestructiveHint {
+		return EffectWrite
+	}
+	return EffectDestructive
+}
+
+// Manifest is a source's tool list as last fetched, cached in the store so
+// that listing and search never wait on an upstream.
+type Manifest struct {
+	Namespace string `json:"namespace"`
+	// Protocol is the MCP protocol version negotiated with the upstream.
+	Protocol      string    `json:"protocol,omitempty"`
+	ServerName    string    `json:"serverName,omitempty"`
+	ServerVersion string    `json:"serverVersion,omitempty"`
+	Instructions  string    `json:"instructions,omitempty"`
+	FetchedAt     time.Time `json:"fetchedAt"`
+	Tools         []Tool    `json:"tools"`
+}
+
+// Tool returns the tool with the given address, or nil.
+func (m *Manifest) Tool(address string) *Tool {
+	for i := range m.Tools {
+		if m.Tools[i].Address == address {
+			return &m.Tools[i]
+		}
+	}
+	return nil
+}
