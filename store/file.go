@@ -1,0 +1,361 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
+// Hub is hub.json: what the store is.
+type Hub struct {
+	Schema    int       `json:"schema"`
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Home is the capabilities home: $CAPABILITIES_HOME, or ~/.capabilities.
+func Home() (string, error) {
+	if h := os.Getenv("CAPABILITIES_HOME"); h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the home directory (set CAPABILITIES_HOME): %w", err)
+	}
+	return filepath.Join(u, ".capabilities"), nil
+}
+
+// File is the store on disk.
+type File struct {
+	dir string
+	hub Hub
+}
+
+var _ Store = (*File)(nil)
+
+// ErrNoHub is returned by Open when the hub was never initialized.
+var ErrNoHub = errors.New("no hub here")
+
+// Init creates the hub at dir (home/hub) if it does not exist and opens it.
+// It is idempotent; created reports whether it made a new hub.
+func Init(dir string) (f *File, created bool, err error) {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return nil, false, fmt.Errorf("creating the hub directory: %w", err)
+	}
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return nil, false, fmt.Errorf("setting the hub directory's mode: %w", err)
+	}
+	for _, sub := range append(kindDirs(), "locks") {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, dirMode); err != nil {
+			return nil, false, fmt.Errorf("creating %s: %w", p, err)
+		}
+		if err := os.Chmod(p, dirMode); err != nil {
+			return nil, false, fmt.Errorf("setting the mode of %s: %w", p, err)
+		}
+	}
+	hubPath := filepath.Join(dir, "hub.json")
+	unlock, err := lockFile(context.Background(), filepath.Join(dir, "locks", "hub.lock"))
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if _, err := os.Stat(hubPath); errors.Is(err, fs.ErrNotExist) {
+		h := Hub{Schema: SchemaVersion, ID: newID(), CreatedAt: time.Now().UTC().Truncate(time.Second)}
+		b, err := marshal(h)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := WriteFileAtomic(hubPath, b); err != nil {
+			return nil, false, err
+		}
+		created = true
+	}
+	f, err = Open(dir)
+	return f, created, err
+}
+
+// Open opens an existing hub at dir. It refuses a store written by a newer
+// schema than this build understands.
+func Open(dir string) (*File, error) {
+	hubPath := filepath.Join(dir, "hub.json")
+	data, err := os.ReadFile(hubPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("opening the hub: %w at %s; run `capabilities hub init` first", ErrNoHub, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the hub: %w", err)
+	}
+	var h Hub
+	if err := DecodeRecord(hubPath, data, &h); err != nil {
+		return nil, fmt.Errorf("opening the hub: %w", err)
+	}
+	if h.Schema > SchemaVersion {
+		return nil, fmt.Errorf("opening the hub: %s was written by a newer capabilities (store schema %d; this build reads up to %d): upgrade capabilities, or point CAPABILITIES_HOME at another directory", hubPath, h.Schema, SchemaVersion)
+	}
+	if h.Schema < 1 || h.ID == "" {
+		return nil, fmt.Errorf("opening the hub: %s has no schema version or hub id; remove it and run `capabilities hub init` (records in the other directories are kept)", hubPath)
+	}
+	return &File{dir: dir, hub: h}, nil
+}
+
+func kindDirs() []string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// Dir is the hub directory.
+func (f *File) Dir() string { return f.dir }
+
+// Hub describes the store.
+func (f *File) Hub() Hub { return f.hub }
+
+// Path is the file of a record.
+func (f *File) Path(kind Kind, id string) string {
+	return filepath.Join(f.dir, string(kind), id+".json")
+}
+
+func (f *File) logPath(kind Kind, id string) string {
+	return filepath.Join(f.dir, string(kind), id+".journal.jsonl")
+}
+
+func (f *File) lockPath(kind Kind, id string) string {
+	return filepath.Join(f.dir, "locks", string(kind)+"."+id+".lock")
+}
+
+func check(kind Kind, id string) error {
+	if err := validKind(kind); err != nil {
+		return err
+	}
+	return ValidID(id)
+}
+
+func (f *File) Get(ctx context.Context, kind Kind, id string, v any) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	p := f.Path(kind, id)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reading %s/%s: %w", kind, id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	return DecodeRecord(p, data, v)
+}
+
+func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return WriteFileAtomic(f.Path(kind, id), b)
+}
+
+func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte) ([]byte, error)) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := f.Path(kind, id)
+	old, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		old = nil
+	} else if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(p, next)
+}
+
+func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, p := range []string{f.Path(kind, id), f.logPath(kind, id)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	_ = os.Remove(f.lockPath(kind, id))
+	return nil
+}
+
+func (f *File) List(ctx context.Context, kind Kind) ([]string, error) {
+	if err := validKind(kind); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(filepath.Join(f.dir, string(kind)))
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", kind, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		ids = append(ids, strings.TrimSuffix(name, ".json"))
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func (f *File) Append(ctx context.Context, kind Kind, id string, line []byte) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	if bytes.ContainsAny(line, "\n\r") {
+		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
+	}
+	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := f.logPath(kind, id)
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", p, err)
+	}
+	_, err = fh.Write(append(append([]byte(nil), line...), '\n'))
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appending to %s: %w", p, err)
+	}
+	return nil
+}
+
+func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	p := f.logPath(kind, id)
+	fh, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", p, err)
+	}
+	defer fh.Close()
+	var lines [][]byte
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return lines, nil
+}
+
+// lockFile takes an exclusive cross-process lock on path, waiting until ctx
+// is done.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	l := flock.New(path, flock.SetPermissions(fileMode))
+	ok, err := l.TryLockContext(ctx, 5*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("locking %s: %w", path, ctx.Err())
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory that is synced and renamed over path, mode 600. On any error
+// the old file is untouched and the temporary file removed.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(fileMode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewID returns a random 128-bit id in hex, for runs and other records.
+func NewID() string { return newID() }

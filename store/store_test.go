@@ -1,0 +1,237 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/storetest"
+)
+
+func TestFileConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		f, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	})
+}
+
+func TestMemConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return store.NewMem() })
+}
+
+func TestInitModesAndIdempotence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, created, err := store.Init(dir)
+	if err != nil || !created {
+		t.Fatalf("Init = %v, created %v", err, created)
+	}
+	id := f.Hub().ID
+	if err := f.Put(context.Background(), store.Sources, "everything", map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	f2, created, err := store.Init(dir)
+	if err != nil || created {
+		t.Fatalf("second Init = %v, created %v; want the existing hub", err, created)
+	}
+	if f2.Hub().ID != id {
+		t.Errorf("second Init changed the hub id")
+	}
+	checkModes(t, dir)
+}
+
+// checkModes asserts every directory under dir is 700 and every file 600.
+func checkModes(t *testing.T, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if got := info.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", p, got, want)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Errorf("walked only %d entries", n)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	if _, _, err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	hub := filepath.Join(dir, "hub.json")
+	if err := os.WriteFile(hub, []byte(`{"schema": 99, "id": "x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := store.Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "newer capabilities") || !strings.Contains(err.Error(), "schema 99") {
+		t.Fatalf("Open of a newer store = %v; want a clear refusal naming the schema", err)
+	}
+	data, _ := os.ReadFile(hub)
+	if !strings.Contains(string(data), "99") {
+		t.Error("refusing the store changed hub.json")
+	}
+}
+
+func TestOpenMissingHub(t *testing.T) {
+	_, err := store.Open(filepath.Join(t.TempDir(), "hub"))
+	if !errors.Is(err, store.ErrNoHub) || !strings.Contains(err.Error(), "hub init") {
+		t.Fatalf("Open of a missing hub = %v; want ErrNoHub telling to run hub init", err)
+	}
+}
+
+func TestCorruptRecordNamesFileAndLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Path(store.Sources, "broken")
+	if err := os.WriteFile(p, []byte("{\n  \"namespace\": \"x\",\n  oops\n}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = f.Get(context.Background(), store.Sources, "broken", &map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("Get of a corrupt record = %v; want the path and line 3", err)
+	}
+}
+
+func TestAtomicWriteKeepsOldOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.json")
+	if err := store.WriteFileAtomic(p, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	// A directory in the way of the rename makes the write fail late.
+	bad := filepath.Join(dir, "sub")
+	if err := os.Mkdir(bad, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.WriteFileAtomic(bad, []byte("new")); err == nil {
+		t.Fatal("writing over a non-empty directory succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+	if data, _ := os.ReadFile(p); string(data) != "old" {
+		t.Errorf("old file = %q", data)
+	}
+}
+
+// TestCrossProcessUpdates runs updates from several OS processes at once and
+// checks none is lost: the per-record lock files work across processes.
+func TestCrossProcessUpdates(t *testing.T) {
+	if dir := os.Getenv("STORE_TEST_CHILD_DIR"); dir != "" {
+		childUpdates(t, dir)
+		return
+	}
+	dir := filepath.Join(t.TempDir(), "hub")
+	if _, _, err := store.Init(dir); err != nil {
+		t.Fatal(err)
+	}
+	const procs, each = 3, 30
+	var cmds []*exec.Cmd
+	for range procs {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrossProcessUpdates$")
+		cmd.Env = append(os.Environ(), "STORE_TEST_CHILD_DIR="+dir, "STORE_TEST_EACH="+strconv.Itoa(each))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	f, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get[counter](context.Background(), f, store.Profiles, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != procs*each {
+		t.Errorf("count = %d after %d updates from %d processes; updates were lost", got.N, procs*each, procs)
+	}
+}
+
+type counter struct{ N int }
+
+func childUpdates(t *testing.T, dir string) {
+	f, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	each, _ := strconv.Atoi(os.Getenv("STORE_TEST_EACH"))
+	for range each {
+		err := store.UpdateJSON(context.Background(), f, store.Profiles, "shared", func(old *counter) (*counter, error) {
+			if old == nil {
+				old = &counter{}
+			}
+			old.N++
+			return old, nil
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			t.Fatal(err)
+		}
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(`{"namespace":"everything","kind":"stdio","command":"node","args":["x"]}`))
+	f.Add([]byte(`{"schema":1,"id":"abc"}`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(``))
+	f.Add([]byte(`{} {}`))
+	f.Add([]byte(`{"args": 3}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v struct {
+			Namespace string            `json:"namespace"`
+			Args      []string          `json:"args"`
+			Env       map[string]string `json:"env"`
+			Schema    int               `json:"schema"`
+		}
+		err := store.DecodeRecord("sources/x.json", data, &v)
+		if err != nil {
+			var ce *store.CorruptError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sources/x.json") {
+				t.Fatalf("error %v is not a CorruptError naming the file", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,213 @@
+// Package storetest is the conformance suite every store.Store passes: the
+// file store and the in-memory store run the same tests.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+type record struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// Run runs the suite; open returns a fresh, empty store for each subtest.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	ctx := context.Background()
+
+	t.Run("PutGet", func(t *testing.T) {
+		s := open(t)
+		want := record{Name: "everything", Count: 3}
+		if err := s.Put(ctx, store.Sources, "everything", want); err != nil {
+			t.Fatal(err)
+		}
+		var got record
+		if err := s.Get(ctx, store.Sources, "everything", &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Get after Put (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("NotFound", func(t *testing.T) {
+		s := open(t)
+		var got record
+		err := s.Get(ctx, store.Sources, "nope", &got)
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get of a missing record: got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("ListSorted", func(t *testing.T) {
+		s := open(t)
+		for _, id := range []string{"memory", "everything", "filesystem"} {
+			if err := s.Put(ctx, store.Manifests, id, record{Name: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.List(ctx, store.Manifests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"everything", "filesystem", "memory"}, got); diff != "" {
+			t.Errorf("List (-want +got):\n%s", diff)
+		}
+		other, err := s.List(ctx, store.Sources)
+		if err != nil || len(other) != 0 {
+			t.Errorf("List of another kind = %v, %v; want empty", other, err)
+		}
+	})
+
+	t.Run("UpdateSerializes", func(t *testing.T) {
+		s := open(t)
+		const n = 40
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				errs <- store.UpdateJSON(ctx, s, store.Profiles, "default", func(old *record) (*record, error) {
+					if old == nil {
+						old = &record{Name: "default"}
+					}
+					old.Count++
+					return old, nil
+				})
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := store.Get[record](ctx, s, store.Profiles, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Count != n {
+			t.Errorf("after %d concurrent updates count = %d; updates were lost", n, got.Count)
+		}
+	})
+
+	t.Run("UpdateErrorWritesNothing", func(t *testing.T) {
+		s := open(t)
+		if err := s.Put(ctx, store.Policies, "p", record{Name: "kept"}); err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		err := s.Update(ctx, store.Policies, "p", func([]byte) ([]byte, error) { return nil, boom })
+		if !errors.Is(err, boom) {
+			t.Fatalf("Update = %v, want the callback's error", err)
+		}
+		got, err := store.Get[record](ctx, s, store.Policies, "p")
+		if err != nil || got.Name != "kept" {
+			t.Errorf("record after a failed update = %+v, %v; want it unchanged", got, err)
+		}
+	})
+
+	t.Run("Corrupt", func(t *testing.T) {
+		s := open(t)
+		if err := s.Update(ctx, store.Sources, "bad", func([]byte) ([]byte, error) { return []byte(`{"name": "x",`), nil }); err != nil {
+			t.Fatal(err)
+		}
+		var got record
+		err := s.Get(ctx, store.Sources, "bad", &got)
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Get of a corrupt record = %v, want a *CorruptError", err)
+		}
+		// Other records stay readable.
+		if err := s.Put(ctx, store.Sources, "good", record{Name: "good"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Get[record](ctx, s, store.Sources, "good"); err != nil {
+			t.Errorf("a good record beside a corrupt one: %v", err)
+		}
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		s := open(t)
+		if err := s.Put(ctx, store.Runs, "r1", record{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, store.Runs, "r1", []byte(`{"seq":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // idempotent
+			if err := s.Delete(ctx, store.Runs, "r1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Get(ctx, store.Runs, "r1", &record{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Get after Delete = %v, want ErrNotFound", err)
+		}
+		lines, err := s.ReadLog(ctx, store.Runs, "r1")
+		if err != nil || len(lines) != 0 {
+			t.Errorf("ReadLog after Delete = %q, %v; want nothing", lines, err)
+		}
+	})
+
+	t.Run("AppendInOrder", func(t *testing.T) {
+		s := open(t)
+		var want []string
+		for i := range 25 {
+			line := fmt.Sprintf(`{"seq":%d}`, i)
+			want = append(want, line)
+			if err := s.Append(ctx, store.Runs, "r2", []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lines, err := s.ReadLog(ctx, store.Runs, "r2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range lines {
+			got = append(got, string(l))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ReadLog (-want +got):\n%s", diff)
+		}
+		if err := s.Append(ctx, store.Runs, "r2", []byte("a\nb")); err == nil {
+			t.Error("Append of a line with a newline succeeded; want an error")
+		}
+	})
+
+	t.Run("BadIDs", func(t *testing.T) {
+		s := open(t)
+		for _, id := range []string{"", "../escape", "a/b", ".hidden", "sp ace", string(make([]byte, 129))} {
+			if err := s.Put(ctx, store.Sources, id, record{}); err == nil {
+				t.Errorf("Put with id %q succeeded; want an error", id)
+			}
+			if err := s.Get(ctx, store.Sources, id, &record{}); err == nil || errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Get with id %q = %v; want an invalid-id error", id, err)
+			}
+		}
+		if err := s.Put(ctx, store.Kind("etc"), "x", record{}); err == nil {
+			t.Error("Put to an unknown kind succeeded; want an error")
+		}
+	})
+
+	t.Run("ManyRecords", func(t *testing.T) {
+		s := open(t)
+		for i := range 50 {
+			if err := s.Put(ctx, store.Blobs, "b"+strconv.Itoa(i), record{Count: i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids, err := s.List(ctx, store.Blobs)
+		if err != nil || len(ids) != 50 {
+			t.Errorf("List = %d ids, %v; want 50", len(ids), err)
+		}
+	})
+}
