@@ -1,0 +1,122 @@
+package source
+
+import (
+	"context"
+	"sync"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+)
+
+// Pool holds at most one live session per namespace and starts each lazily,
+// on the first call that needs it. Close reaps them all.
+type Pool struct {
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[string]*poolEntry
+	closed   bool
+}
+
+type poolEntry struct {
+	once sync.Mutex // serializes starting this namespace's session
+	s    *Session
+}
+
+// NewPool returns an empty pool.
+func NewPool(opts Options) *Pool {
+	return &Pool{opts: opts, sessions: map[string]*poolEntry{}}
+}
+
+// Session returns the live session for src, starting it if there is none or
+// the previous one died. protocol is the version negotiated before, if any.
+func (p *Pool) Session(ctx context.Context, src model.Source, protocol string) (*Session, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	e := p.sessions[src.Namespace]
+	if e == nil {
+		e = &poolEntry{}
+		p.sessions[src.Namespace] = e
+	}
+	p.mu.Unlock()
+
+	e.once.Lock()
+	defer e.once.Unlock()
+	if e.s != nil && e.s.Alive() && sameSource(&e.s.src, &src) {
+		return e.s, nil
+	}
+	if e.s != nil {
+		_ = e.s.Close()
+		e.s = nil
+	}
+	opts := p.opts
+	opts.Protocol = protocol
+	s, err := Connect(ctx, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		_ = s.Close()
+		return nil, errPoolClosed
+	}
+	e.s = s
+	return s, nil
+}
+
+// Drop closes the namespace's session, if any (the source was removed or
+// changed).
+func (p *Pool) Drop(namespace string) {
+	p.mu.Lock()
+	e := p.sessions[namespace]
+	delete(p.sessions, namespace)
+	p.mu.Unlock()
+	if e != nil {
+		e.once.Lock()
+		if e.s != nil {
+			_ = e.s.Close()
+		}
+		e.once.Unlock()
+	}
+}
+
+// Close ends every session and reaps every upstream process.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	entries := p.sessions
+	p.sessions = map[string]*poolEntry{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Go(func() {
+			e.once.Lock()
+			defer e.once.Unlock()
+			if e.s != nil {
+				_ = e.s.Close()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func sameSource(a, b *model.Source) bool {
+	if a.Kind != b.Kind || a.Command != b.Command || a.URL != b.URL || a.Cwd != b.Cwd || len(a.Args) != len(b.Args) || len(a.Env) != len(b.Env) {
+		return false
+	}
+	for i := range a.Args {
+		if a.Args[i] != b.Args[i] {
+			return false
+		}
+	}
+	for k, v := range a.Env {
+		if b.Env[k] != v {
+			return false
+		}
+	}
+	return true
+}

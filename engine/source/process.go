@@ -1,0 +1,200 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+)
+
+// passEnv are the variables of the hub's own environment a stdio upstream
+// inherits: what a program needs to run, nothing else. A source's configured
+// variables (and, later, its resolved secret) are added on top.
+var passEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE",
+	"TMPDIR", "TZ", "TERM", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+	"XDG_CACHE_HOME", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+// Environ is the environment a stdio source's process gets.
+func Environ(src *model.Source) []string {
+	var env []string
+	for _, k := range passEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			if _, set := src.Env[k]; !set {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	for k, v := range src.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// process is a running stdio upstream in its own process group.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser // protocol lines only
+	stderr *tail
+	done   chan struct{}
+	err    error // set before done is closed
+	strays int   // non-protocol lines dropped, under mu
+	mu     sync.Mutex
+}
+
+func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
+	path, err := exec.LookPath(src.Command)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: command %q not found (is it installed and on PATH?): %w", src.CommandLine(), src.Command, err)
+	}
+	cmd := exec.Command(path, src.Args...)
+	cmd.Dir = src.Cwd
+	cmd.Env = Environ(src)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{cmd: cmd, stderr: newTail(8 << 10), done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+	}
+	raw, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+	}
+	pr, pw := io.Pipe()
+	p.stdout = pr
+	go p.filter(raw, pw, src.Namespace, log)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// filter copies protocol lines (a JSON object or array) from the upstream's
+// stdout to w and drops anything else, so a stray print does not kill the
+// session.
+func (p *process) filter(r io.Reader, w *io.PipeWriter, ns string, log *slog.Logger) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			trimmed := bytes.TrimSpace(line)
+			if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
+				if _, werr := w.Write(append(trimmed, '\n')); werr != nil {
+					return
+				}
+			} else if len(trimmed) > 0 {
+				p.mu.Lock()
+				p.strays++
+				p.mu.Unlock()
+				log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", ns, "line", truncate(string(trimmed), 200))
+			}
+		}
+		if err != nil {
+			w.CloseWithError(err)
+			return
+		}
+	}
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitText describes how the process ended, for errors.
+func (p *process) exitText() string {
+	if !p.exited() {
+		return "still running"
+	}
+	if p.err == nil {
+		return "exited with status 0"
+	}
+	return p.err.Error()
+}
+
+// stop ends the process group: close stdin and wait briefly, then SIGTERM,
+// then SIGKILL. It always reaps the process.
+func (p *process) stop() {
+	_ = p.stdin.Close()
+	pgid := p.cmd.Process.Pid
+	wait := func(d time.Duration) bool {
+		select {
+		case <-p.done:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	if !wait(500 * time.Millisecond) {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		if !wait(2 * time.Second) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	// Anything the leader left behind in its group goes too.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// tail keeps the last n bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.n {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.n:]...)
+	}
+	return len(b), nil
+}
+
+// Lines returns up to the last n lines.
+func (t *tail) Lines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(string(t.buf), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+var errExited = errors.New("the server exited")
+
+var errPoolClosed = errors.New("the hub is shutting down")

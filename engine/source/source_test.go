@@ -1,0 +1,288 @@
+package source_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func stdio(ns string, argv []string, env map[string]string) model.Source {
+	return model.Source{Namespace: ns, Kind: model.KindStdio, Command: argv[0], Args: argv[1:], Env: env}
+}
+
+func connect(t *testing.T, src model.Source, opts source.Options) *source.Session {
+	t.Helper()
+	s, err := source.Connect(context.Background(), src, opts)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func text(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func tool(t *testing.T, m *model.Manifest, addr string) *model.Tool {
+	t.Helper()
+	tl := m.Tool(addr)
+	if tl == nil {
+		var have []string
+		for _, x := range m.Tools {
+			have = append(have, x.Address)
+		}
+		t.Fatalf("no tool %s in manifest; have %v", addr, have)
+	}
+	return tl
+}
+
+func TestEverythingStdio(t *testing.T) {
+	s := connect(t, stdio("everything", testenv.Everything(t), nil), source.Options{})
+	m, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tools) < 10 {
+		t.Fatalf("server-everything listed %d tools, want at least 10", len(m.Tools))
+	}
+	echo := tool(t, m, "everything.echo")
+	if echo.Effect() != model.EffectRead || len(echo.Contract) != 64 {
+		t.Errorf("echo: effect %s contract %q", echo.Effect(), echo.Contract)
+	}
+	tool(t, m, "everything.getSum") // get-sum normalized
+	if m.ServerName == "" || m.Protocol == "" {
+		t.Errorf("manifest lacks server info: %+v", m)
+	}
+	res, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); !strings.Contains(got, "hi") {
+		t.Errorf("echo returned %q", got)
+	}
+}
+
+func TestEverythingHTTP(t *testing.T) {
+	url := testenv.EverythingHTTP(t)
+	s := connect(t, model.Source{Namespace: "everything", Kind: model.KindHTTP, URL: url}, source.Options{})
+	m, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool(t, m, "everything.echo")
+	res, err := s.CallTool(context.Background(), "get-sum", json.RawMessage(`{"a":2,"b":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); !strings.Contains(got, "5") {
+		t.Errorf("get-sum returned %q", got)
+	}
+}
+
+func TestMemoryAndFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	mem := connect(t, stdio("memory", testenv.Memory(t), map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}), source.Options{})
+	m, err := mem.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool(t, m, "memory.createEntities").Effect() == model.EffectRead {
+		t.Error("create_entities counted as read-only")
+	}
+	if tool(t, m, "memory.readGraph").Effect() != model.EffectRead {
+		t.Error("read_graph not read-only")
+	}
+	if _, err := mem.CallTool(context.Background(), "create_entities", json.RawMessage(`{"entities":[{"name":"Ada","entityType":"person","observations":["wrote programs"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := mem.CallTool(context.Background(), "read_graph", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text(t, res), "Ada") {
+		t.Errorf("read_graph after create = %q", text(t, res))
+	}
+
+	files := t.TempDir()
+	os.WriteFile(filepath.Join(files, "hello.txt"), []byte("hello from a file"), 0o600)
+	fsys := connect(t, stdio("filesystem", testenv.Filesystem(t, files), nil), source.Options{})
+	fm, err := fsys.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool(t, fm, "filesystem.readTextFile")
+	res, err = fsys.CallTool(context.Background(), "read_text_file", json.RawMessage(`{"path":"`+filepath.Join(files, "hello.txt")+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text(t, res), "hello from a file") {
+		t.Errorf("read_text_file = %q", text(t, res))
+	}
+}
+
+func TestLegacyFallback(t *testing.T) {
+	start := time.Now()
+	s := connect(t, stdio("legacy", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "legacy"}),
+		source.Options{DiscoverTimeout: 700 * time.Millisecond})
+	if got := s.Protocol(); got != source.ProtocolLegacy {
+		t.Errorf("protocol = %q, want the fallback %q", got, source.ProtocolLegacy)
+	}
+	if _, err := s.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("connected through the fallback in %v", time.Since(start))
+	// With the remembered protocol there is no discovery wait.
+	s2 := connect(t, stdio("legacy", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "legacy"}),
+		source.Options{Protocol: source.ProtocolLegacy})
+	if s2.Protocol() != source.ProtocolLegacy {
+		t.Errorf("remembered protocol: got %q", s2.Protocol())
+	}
+}
+
+func TestMethodNotFoundDiscoverFallsBack(t *testing.T) {
+	s := connect(t, stdio("scripted", testenv.Scripted(t), nil), source.Options{})
+	if got := s.Protocol(); got != source.ProtocolLegacy {
+		t.Errorf("protocol = %q, want %q", got, source.ProtocolLegacy)
+	}
+}
+
+func TestGarbageOnStdout(t *testing.T) {
+	s := connect(t, stdio("garbage", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "garbage"}), source.Options{})
+	m, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"message":"still here"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tools) != 3 || !strings.Contains(text(t, res), "still here") {
+		t.Errorf("tools %d, echo %q", len(m.Tools), text(t, res))
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		src  model.Source
+		opts source.Options
+		want []string
+	}{
+		{"exits at start", stdio("x", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "exit"}), source.Options{},
+			[]string{"exit status 3", "missing configuration"}},
+		{"never answers", stdio("x", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "silent"}),
+			source.Options{ConnectTimeout: 1500 * time.Millisecond, DiscoverTimeout: 500 * time.Millisecond},
+			[]string{"did not answer the MCP handshake in time"}},
+		{"no such command", model.Source{Namespace: "x", Kind: model.KindStdio, Command: "no-such-mcp-server-here"}, source.Options{},
+			[]string{`command "no-such-mcp-server-here" not found`}},
+		{"unreachable url", model.Source{Namespace: "x", Kind: model.KindHTTP, URL: "http://127.0.0.1:1/mcp"}, source.Options{},
+			[]string{"connecting to x (http://127.0.0.1:1/mcp)", "refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			s, err := source.Connect(context.Background(), tt.src, tt.opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("Connect succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if d := time.Since(start); d > 8*time.Second {
+				t.Errorf("failing took %v", d)
+			}
+		})
+	}
+}
+
+func TestPagination(t *testing.T) {
+	s := connect(t, stdio("paged", testenv.Scripted(t), map[string]string{"SCRIPTED_PAGE": "2", "SCRIPTED_TOOLS": "7"}), source.Options{})
+	m, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Tools) != 7 {
+		t.Fatalf("followed pagination to %d tools, want 7", len(m.Tools))
+	}
+}
+
+func TestToolListChanged(t *testing.T) {
+	changed := make(chan string, 4)
+	s := connect(t, stdio("scripted", testenv.Scripted(t), nil), source.Options{OnToolsChanged: func(ns string) { changed <- ns }})
+	before, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(context.Background(), "change-tools", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ns := <-changed:
+		if ns != "scripted" {
+			t.Errorf("OnToolsChanged(%q)", ns)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed reaction within 5 s")
+	}
+	after, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Tools[0].Contract == after.Tools[0].Contract {
+		t.Error("contract did not change with the description")
+	}
+}
+
+func TestCloseReapsProcessGroup(t *testing.T) {
+	p := source.NewPool(source.Options{})
+	src := stdio("scripted", testenv.Scripted(t), nil)
+	s, err := p.Session(context.Background(), src, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := p.Session(context.Background(), src, "")
+	if err != nil || s2 != s {
+		t.Fatalf("second Session = %p, %v; want the same live session", s2, err)
+	}
+	pid := s.Pid()
+	p.Close()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("process %d still alive after Pool.Close", pid)
+	}
+	if _, err := p.Session(context.Background(), src, ""); err == nil {
+		t.Error("Session after Close succeeded")
+	}
+}
+
+func TestEnvironIsMinimal(t *testing.T) {
+	t.Setenv("CAPABILITIES_TEST_LEAK", "should-not-pass")
+	env := source.Environ(&model.Source{Env: map[string]string{"MEMORY_FILE_PATH": "/tmp/m"}})
+	joined := strings.Join(env, "\n")
+	if strings.Contains(joined, "CAPABILITIES_TEST_LEAK") {
+		t.Error("the hub's own environment leaked into the upstream's")
+	}
+	if !strings.Contains(joined, "MEMORY_FILE_PATH=/tmp/m") || !strings.Contains(joined, "PATH=") {
+		t.Errorf("environment lacks configured or needed variables: %v", env)
+	}
+}

@@ -1,0 +1,57 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// EverythingHTTP starts server-everything in its streamableHttp mode on a
+// loopback port and returns its MCP endpoint URL. The server is stopped when
+// the test ends.
+func EverythingHTTP(t testing.TB) string {
+	t.Helper()
+	port := FreePort(t)
+	cmd := exec.Command(Node(t), NPMPath(t, "@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+	cmd.Env = append(cmd.Environ(), "PORT="+strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting server-everything over HTTP: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return fmt.Sprintf("http://%s/mcp", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server-everything did not listen on %s within 15 s", addr)
+	return ""
+}
+
+// Scripted returns the argv of testdata/upstreams/scripted.mjs, a small MCP
+// server whose misbehaviour the test picks with SCRIPTED_* variables.
+func Scripted(t testing.TB) []string {
+	t.Helper()
+	return []string{Node(t), Root(t) + "/testdata/upstreams/scripted.mjs"}
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// A small MCP server over stdio, written against the wire protocol with no
+// dependencies, whose misbehaviour the tests choose. It is a real process
+// speaking newline-delimited JSON-RPC, used where the npm servers cannot be
+// made to fail on purpose.
+//
+// Environment:
+//   SCRIPTED_MODE   normal | legacy (ignores server/discover, never answers it)
+//                   | garbage (prints non-protocol lines on stdout) | exit (exits at start)
+//                   | silent (never answers anything)
+//   SCRIPTED_PAGE   tools/list page size (default: all in one page)
+//   SCRIPTED_TOOLS  number of generated tools (default 3)
+//   SCRIPTED_DESC   description suffix (changes every tool's contract)
+//   SCRIPTED_CALLS  a file to which every tools/call appends one line
+//   SCRIPTED_NAME   serverInfo.name (default "scripted-mcp-server")
+import fs from "node:fs";
+import readline from "node:readline";
+
+const mode = process.env.SCRIPTED_MODE || "normal";
+const page = Number(process.env.SCRIPTED_PAGE || 0);
+const count = Number(process.env.SCRIPTED_TOOLS || 3);
+let suffix = process.env.SCRIPTED_DESC || "";
+const callsFile = process.env.SCRIPTED_CALLS || "";
+
+if (mode === "exit") {
+  process.stderr.write("scripted: fatal: missing configuration, exiting\n");
+  process.exit(3);
+}
+
+function tools() {
+  const list = [
+    {
+      name: "echo",
+      description: "Echo the message back." + suffix,
+      inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+      annotations: { readOnlyHint: true },
+    },
+    {
+      name: "sleep",
+      description: "Sleep for ms milliseconds, then answer." + suffix,
+      inputSchema: { type: "object", properties: { ms: { type: "integer", minimum: 0 } }, required: ["ms"] },
+      annotations: { readOnlyHint: true },
+    },
+    {
+      name: "change-tools",
+      description: "Change every tool's description and announce it." + suffix,
+      inputSchema: { type: "object", properties: {} },
+      annotations: { readOnlyHint: false, destructiveHint: false },
+    },
+  ];
+  for (let i = list.length; i < count; i++) {
+    list.push({ name: `tool_${i}`, description: `Generated tool ${i}.` + suffix, inputSchema: { type: "object" } });
+  }
+  return list;
+}
+
+function send(msg) {
+  process.stdout.write(JSON.stringify(msg) + "\n");
+  if (mode === "garbage") process.stdout.write("debug: sent a message\n");
+}
+
+if (mode === "garbage") {
+  process.stdout.write("Starting scripted server v1 ...\n");
+  process.stdout.write("{not json at all\n");
+}
+
+const rl = readline.createInterface({ input: process.stdin });
+rl.on("line", async (line) => {
+  if (mode === "silent") return;
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    return;
+  }
+  if (msg.id === undefined) return; // a notification
+  const reply = (result) => send({ jsonrpc: "2.0", id: msg.id, result });
+  const fail = (code, message) => send({ jsonrpc: "2.0", id: msg.id, error: { code, message } });
+  switch (msg.method) {
+    case "server/discover":
+      if (mode === "legacy") return; // the trap: a legacy server that never answers
+      return fail(-32601, "Method not found");
+    case "initialize":
+      return reply({
+        protocolVersion: "2025-11-25",
+        capabilities: { tools: { listChanged: true } },
+        serverInfo: { name: process.env.SCRIPTED_NAME || "scripted-mcp-server", version: "1.0.0" },
+      });
+    case "ping":
+      return reply({});
+    case "tools/list": {
+      const all = tools();
+      if (!page) return reply({ tools: all });
+      const start = Number(msg.params?.cursor || 0);
+      const next = start + page < all.length ? String(start + page) : undefined;
+      return reply({ tools: all.slice(start, start + page), ...(next ? { nextCursor: next } : {}) });
+    }
+    case "tools/call": {
+      const { name, arguments: args = {} } = msg.params || {};
+      if (callsFile) fs.appendFileSync(callsFile, JSON.stringify({ name, args }) + "\n");
+      if (name === "echo") return reply({ content: [{ type: "text", text: `Echo: ${args.message}` }] });
+      if (name === "sleep") {
+        await new Promise((r) => setTimeout(r, args.ms || 0));
+        return reply({ content: [{ type: "text", text: `slept ${args.ms}` }] });
+      }
+      if (name === "change-tools") {
+        suffix += " (changed)";
+        reply({ content: [{ type: "text", text: "changed" }] });
+        return send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+      }
+      if (tools().some((t) => t.name === name)) return reply({ content: [{ type: "text", text: name }] });
+      return reply({ isError: true, content: [{ type: "text", text: `unknown tool ${name}` }] });
+    }
+    default:
+      return fail(-32601, "Method not found");
+  }
+});
