@@ -1,0 +1,200 @@
+package index
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// evalQueries are intent queries as a person or a model phrases them, with
+// the tools that answer them (any of them counts). They were written before
+// tuning, from the tool list only, avoiding the tools' own words where a
+// person would: "ticket" for issue, "picture" for screenshot, "outage" for
+// incident.
+var evalQueries = []struct {
+	q    string
+	want []string
+}{
+	{"open a ticket about a bug in our repo", []string{"github.createIssue", "github.issueWrite", "gitlab.createIssue", "linear.linearCreateIssue"}},
+	{"send a message to the team channel", []string{"slack.slackPostMessage"}},
+	{"reply in a slack thread", []string{"slack.slackReplyToThread"}},
+	{"take a picture of the web page", []string{"puppeteer.puppeteerScreenshot"}},
+	{"go to a website in the headless browser", []string{"puppeteer.puppeteerNavigate"}},
+	{"type text into a form field", []string{"puppeteer.puppeteerFill"}},
+	{"convert street address to latitude longitude", []string{"googlemaps.mapsGeocode"}},
+	{"how do I drive from Paris to Lyon", []string{"googlemaps.mapsDirections"}},
+	{"restaurants near me", []string{"brave.braveLocalSearch", "googlemaps.mapsSearchPlaces"}},
+	{"search the internet for news", []string{"brave.braveWebSearch"}},
+	{"run a SQL query against postgres", []string{"postgres.query"}},
+	{"store a value under a key in the cache", []string{"redis.set"}},
+	{"remove a key from redis", []string{"redis.delete"}},
+	{"make a new folder", []string{"filesystem.createDirectory"}},
+	{"show me what's in this directory", []string{"filesystem.listDirectory", "filesystem.listDirectoryWithSizes", "filesystem.directoryTree"}},
+	{"save text to a file on disk", []string{"filesystem.writeFile"}},
+	{"rename a file", []string{"filesystem.moveFile"}},
+	{"read a png image from disk", []string{"filesystem.readMediaFile"}},
+	{"remember that Alice works at Acme", []string{"memory.createEntities", "memory.addObservations"}},
+	{"forget a fact about a person", []string{"memory.deleteObservations", "memory.deleteEntities"}},
+	{"look up what the knowledge graph knows about Bob", []string{"memory.searchNodes", "memory.openNodes", "memory.readGraph"}},
+	{"merge the pull request", []string{"github.mergePullRequest"}},
+	{"open a PR from my branch", []string{"github.createPullRequest", "gitlab.createMergeRequest"}},
+	{"who am I logged in as on GitHub", []string{"github.getMe"}},
+	{"star a repo", []string{"github.starRepository"}},
+	{"fork a repository into my account", []string{"github.forkRepository", "gitlab.forkRepository"}},
+	{"list recent commits on main", []string{"github.listCommits"}},
+	{"find code that calls a function across github", []string{"github.searchCode"}},
+	{"security vulnerabilities found by dependabot", []string{"github.listDependabotAlerts", "github.getDependabotAlert"}},
+	{"leaked credentials detected in a repo", []string{"github.listSecretScanningAlerts", "github.getSecretScanningAlert"}},
+	{"create a new branch", []string{"github.createBranch", "gitlab.createBranch"}},
+	{"tag a github issue with labels", []string{"github.updateIssueLabels", "github.issueWrite"}},
+	{"close a github issue as completed", []string{"github.updateIssueState", "github.issueWrite"}},
+	{"add a comment to an issue", []string{"github.addIssueComment", "linear.linearCreateComment"}},
+	{"download the logs of a failed CI job", []string{"github.getJobLogs", "circleci.getBuildFailureLogs"}},
+	{"why did my circleci build fail", []string{"circleci.getBuildFailureLogs"}},
+	{"tests that fail intermittently", []string{"circleci.findFlakyTests"}},
+	{"trigger a pipeline run", []string{"circleci.runPipeline", "github.actionsRunTrigger"}},
+	{"roll back a deployment", []string{"circleci.runRollbackPipeline"}},
+	{"is the latest pipeline green", []string{"circleci.getLatestPipelineStatus"}},
+	{"silence alerts for a host during maintenance", []string{"datadog.muteHost", "datadog.scheduleDowntime"}},
+	{"show production outages", []string{"datadog.listIncidents", "datadog.getIncident"}},
+	{"cpu usage timeseries", []string{"datadog.queryMetrics"}},
+	{"which monitors are alerting", []string{"datadog.getMonitors"}},
+	{"distributed tracing spans for a service", []string{"datadog.listTraces"}},
+	{"page load speed for real users", []string{"datadog.getRumPagePerformance"}},
+	{"which Sentry organizations do I belong to", []string{"sentry.findOrganizations"}},
+	{"exceptions happening in production", []string{"sentry.searchIssues", "sentry.searchEvents"}},
+	{"ask AI for the root cause of an error", []string{"sentry.analyzeIssueWithSeer"}},
+	{"get a DSN to configure the SDK", []string{"sentry.findDsns", "sentry.createDsn"}},
+	{"create a notion page", []string{"notion.apiPostPage"}},
+	{"append a paragraph to an existing notion page", []string{"notion.apiPatchBlockChildren"}},
+	{"search my notion workspace", []string{"notion.apiPostSearch"}},
+	{"query rows of a notion database with a filter", []string{"notion.apiQueryDataSource"}},
+	{"list collections in a mongo database", []string{"mongodb.listCollections"}},
+	{"insert documents into mongodb", []string{"mongodb.insertMany"}},
+	{"delete a mongodb collection", []string{"mongodb.dropCollection"}},
+	{"add an index on a field to speed up queries", []string{"mongodb.createIndex"}},
+	{"how much disk space does the collection use", []string{"mongodb.collectionStorageSize", "mongodb.dbStats"}},
+	{"assign an issue to a teammate in linear", []string{"linear.linearAssignIssue", "linear.linearUpdateIssue"}},
+	{"current sprint in linear", []string{"linear.linearGetActiveCycle", "linear.linearGetCycles"}},
+	{"set the urgency of a linear ticket", []string{"linear.linearSetIssuePriority"}},
+	{"move an issue to another team", []string{"linear.linearTransferIssue"}},
+	{"mark an issue as a duplicate", []string{"linear.linearDuplicateIssue"}},
+	{"roadmap for the quarter", []string{"linear.linearGetRoadmaps"}},
+	{"write release notes", []string{"linear.linearCreateReleaseNote"}},
+	{"list the members of a team", []string{"linear.linearGetTeamMemberships", "github.getTeamMembers"}},
+	{"think through a hard problem step by step", []string{"thinking.sequentialthinking"}},
+	{"find files in google drive", []string{"gdrive.search"}},
+	{"upload several files in one commit", []string{"github.pushFiles", "gitlab.pushFiles"}},
+	{"unread notifications", []string{"github.listNotifications", "linear.linearGetUnreadNotificationCount", "linear.linearGetNotifications"}},
+	{"react with an emoji to a slack message", []string{"slack.slackAddReaction"}},
+	{"who wrote this line of code", []string{"github.getFileBlame"}},
+	{"retry a failed workflow", []string{"circleci.rerunWorkflow"}},
+	{"elevation of a mountain", []string{"googlemaps.mapsElevation"}},
+	{"how long to travel between two cities", []string{"googlemaps.mapsDistanceMatrix", "googlemaps.mapsDirections"}},
+	{"click a button on the page", []string{"puppeteer.puppeteerClick"}},
+	{"run javascript in the browser", []string{"puppeteer.puppeteerEvaluate"}},
+	{"delete a github repository", []string{"github.deleteRepository"}},
+	{"share a code snippet as a gist", []string{"github.createGist"}},
+}
+
+// baseline is plain BM25 over name and description: one field, words split
+// at non-alphanumerics only, no stemming, stop words or synonyms.
+var baseline = params{
+	k1:   1.2,
+	w:    [numFields]float64{fName: 1, fDesc: 1},
+	b:    [numFields]float64{fDesc: 0.75},
+	flat: true,
+}
+
+type evalScore struct{ r1, r5, mrr float64 }
+
+func (s evalScore) String() string {
+	return fmt.Sprintf("recall@1 %.3f  recall@5 %.3f  MRR@10 %.3f", s.r1, s.r5, s.mrr)
+}
+
+// evaluate ranks every query and scores the first correct tool's rank.
+func evaluate(t testing.TB, ix *Index, verbose bool) evalScore {
+	t.Helper()
+	var s evalScore
+	for _, e := range evalQueries {
+		res, err := ix.Search(Query{Text: e.q, Limit: 10})
+		if err != nil {
+			t.Fatalf("searching %q: %v", e.q, err)
+		}
+		rank := 0
+		for i, h := range res.Hits {
+			if contains(e.want, h.Address) {
+				rank = i + 1
+				break
+			}
+		}
+		if rank == 1 {
+			s.r1++
+		}
+		if rank >= 1 && rank <= 5 {
+			s.r5++
+		}
+		if rank > 0 {
+			s.mrr += 1 / float64(rank)
+		}
+		if verbose && rank != 1 {
+			var got []string
+			for _, h := range res.Hits[:min(3, len(res.Hits))] {
+				got = append(got, h.Address)
+			}
+			t.Logf("rank %d for %q (want %s); top: %s", rank, e.q, e.want[0], strings.Join(got, ", "))
+		}
+	}
+	n := float64(len(evalQueries))
+	return evalScore{s.r1 / n, s.r5 / n, s.mrr / n}
+}
+
+func TestSearchQuality(t *testing.T) {
+	if len(evalQueries) < 60 {
+		t.Fatalf("%d evaluation queries; keep at least 60", len(evalQueries))
+	}
+	tools := corpus(t)
+	ours := evaluate(t, build(tools, Options{}, tuned), testing.Verbose())
+	base := evaluate(t, build(tools, Options{}, baseline), false)
+	t.Logf("BM25F (ours):      %v", ours)
+	t.Logf("BM25 (baseline):   %v", base)
+	if ours.mrr < base.mrr+0.10 {
+		t.Errorf("MRR %.3f does not beat plain BM25 (%.3f) by 0.10", ours.mrr, base.mrr)
+	}
+}
+
+var tune = flag.Bool("tune", false, "search the ranking parameters (TestTune)")
+
+// TestTune reports the best parameters on a grid; run with -tune.
+func TestTune(t *testing.T) {
+	if !*tune {
+		return
+	}
+	tools := corpus(t)
+	best, bestP := evalScore{}, tuned
+	for _, wn := range []float64{1.5, 2, 3, 4} {
+		for _, wt := range []float64{0.5, 1, 2} {
+			for _, wp := range []float64{0.2, 0.4, 0.6, 1} {
+				for _, wpd := range []float64{0.1, 0.3, 0.5} {
+					for _, bd := range []float64{0.5, 0.75, 0.9} {
+						for _, syn := range []float64{0.3, 0.5, 0.7} {
+							for _, wns := range []float64{0.5, 1, 2} {
+								p := tuned
+								p.w[fName], p.w[fTitle], p.w[fParam], p.w[fParamDesc], p.w[fNamespace] = wn, wt, wp, wpd, wns
+								p.b[fDesc] = bd
+								p.syn = syn
+								s := evaluate(t, build(tools, Options{}, p), false)
+								if s.mrr > best.mrr {
+									best, bestP = s, p
+									t.Logf("%v: w=%v b=%v syn=%v", s, p.w, p.b, p.syn)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("best %v with %+v", best, bestP)
+}

@@ -1,0 +1,576 @@
+// Package index is what search reads: a BM25F index over the tools of every
+// manifest, answering intent queries ("open a ticket") with one-line
+// TypeScript signatures.
+//
+//	ix := index.New(tools, index.Options{Connections: conns})
+//	res, err := ix.Search(index.Query{Text: "open a ticket", Limit: 8})
+//	fmt.Print(res.Text())        // or json.Marshal(res) for --json
+//
+// Ranking is BM25F (Robertson & Zaragoza) over five fields of each tool:
+// its name (split at camelCase humps, '_', '-' and digits), its title, its
+// description, its parameter names, and its parameter descriptions, plus
+// the namespace as a weak sixth field. Connection names are never indexed.
+// Text is lower-cased, stripped of English stop words and stemmed with
+// the Snowball English stemmer; query words then gain a few synonyms
+// ("ticket" → issue, "delete" ↔ remove) at a reduced weight. Field weights,
+// length normalization and the synonym table were tuned on the real
+// manifests in shared/corpus with the intent queries of eval_test.go; the
+// numbers are in docs/bench-search.md. Each term's weight in each tool is
+// computed at build, so a search only adds up posting lists.
+//
+// Build is cheap (10,000 tools well under 200 ms): rebuild the index when a
+// manifest changes rather than updating it. An Index is safe for
+// concurrent use.
+package index
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+)
+
+// Query limits.
+const (
+	MaxQueryLen  = 200 // characters
+	DefaultLimit = 8
+	MaxLimit     = 25
+)
+
+// Options adapt the index to the hub's policy and connections. The zero
+// value is useful.
+type Options struct {
+	// Asks reports whether calling the tool needs a person's approval.
+	// Default: every tool that is not read-only (model.EffectRead) asks.
+	Asks func(*model.Tool) bool
+	// Hidden reports whether the tool is denied and so left out of
+	// results (counted in Result.Hidden). Default: none.
+	Hidden func(*model.Tool) bool
+	// Connections names a namespace's connections and its default one, for
+	// the header line of text results. Default: none shown.
+	Connections func(namespace string) (names []string, def string)
+}
+
+// Query is one search.
+type Query struct {
+	// Text is what the model is looking for, 1 to MaxQueryLen characters;
+	// it may be empty when Namespace is set, which lists that namespace.
+	Text string
+	// Namespace restricts results to one namespace.
+	Namespace string
+	// Limit is the most hits returned, 1 to MaxLimit; 0 means
+	// DefaultLimit.
+	Limit int
+}
+
+// field is a part of a tool the index reads.
+type field uint8
+
+const (
+	fName field = iota
+	fTitle
+	fDesc
+	fParam
+	fParamDesc
+	fNamespace
+	numFields
+)
+
+// params are the ranking's knobs.
+type params struct {
+	k1      float64
+	w, b    [numFields]float64
+	syn     float64 // weight of a synonym relative to the query word; 0: none
+	coord   float64 // bonus for matching more of the query's words
+	flat    bool    // one field: every text counts as description (the baseline)
+	join    bool    // also try adjacent query words as one ("roll back" → rollback)
+	analyze [3]bool // camel, stem, stop
+}
+
+// tuned are the parameters chosen on the corpus (see eval_test.go).
+var tuned = params{
+	k1:      1.2,
+	w:       [numFields]float64{fName: 3, fTitle: 2, fDesc: 1, fParam: 0.6, fParamDesc: 0.3, fNamespace: 1},
+	b:       [numFields]float64{fName: 0.5, fTitle: 0.5, fDesc: 0.75, fParam: 0.75, fParamDesc: 0.75, fNamespace: 0},
+	syn:     0.5,
+	coord:   0.5,
+	join:    true,
+	analyze: [3]bool{true, true, true},
+}
+
+type posting struct {
+	doc int32
+	w   float32
+}
+
+type doc struct {
+	tool model.Tool
+	ns   string
+	desc string
+	sig  atomic.Pointer[string]
+}
+
+// Index is a built search index.
+type Index struct {
+	p     params
+	an    *analyzer
+	opts  Options
+	docs  []doc
+	terms map[string]int32
+	post  [][]posting
+	byNS  map[string][]int32
+	nss   []string
+	syn   map[string][]string
+	pool  sync.Pool
+}
+
+// New builds the index over tools.
+func New(tools []model.Tool, opts Options) *Index {
+	return build(tools, opts, tuned)
+}
+
+type entry struct {
+	term  int32
+	field field
+}
+
+func build(tools []model.Tool, opts Options, p params) *Index {
+	if opts.Asks == nil {
+		opts.Asks = func(t *model.Tool) bool { return t.Effect() != model.EffectRead }
+	}
+	ix := &Index{
+		p: p, opts: opts, an: newAnalyzer(p.analyze[0], p.analyze[1], p.analyze[2]),
+		docs: make([]doc, len(tools)), terms: map[string]int32{}, byNS: map[string][]int32{},
+	}
+	ix.syn = synonyms(ix.an)
+	n := len(tools)
+	var lens [][numFields]float32 = make([][numFields]float32, n)
+	var sum [numFields]float64
+	entries := make([][]entry, n)
+	var buf []byte
+	var cur []entry
+	for i := range tools {
+		t := &tools[i]
+		d := &ix.docs[i]
+		d.tool = *t
+		d.ns = t.Namespace()
+		d.desc = typegen.FirstSentence(t.Description)
+		if d.desc == "" {
+			d.desc = t.Title
+		}
+		if ix.byNS[d.ns] == nil {
+			ix.nss = append(ix.nss, d.ns)
+		}
+		ix.byNS[d.ns] = append(ix.byNS[d.ns], int32(i))
+		cur = cur[:0]
+		add := func(f field, s string) {
+			if p.flat {
+				f = fDesc
+			}
+			if p.w[f] == 0 {
+				return
+			}
+			buf = ix.an.each(s, buf, func(term string) {
+				id, ok := ix.terms[term]
+				if !ok {
+					id = int32(len(ix.terms))
+					ix.terms[term] = id
+				}
+				cur = append(cur, entry{id, f})
+				lens[i][f]++
+			})
+		}
+		add(fName, t.Name)
+		add(fTitle, t.Title)
+		if t.Annotations != nil && t.Annotations.Title != t.Title {
+			add(fTitle, t.Annotations.Title)
+		}
+		add(fDesc, t.Description)
+		eachParam(t.InputSchema, func(name, desc string) {
+			add(fParam, name)
+			add(fParamDesc, desc)
+		})
+		add(fNamespace, d.ns)
+		for f := range numFields {
+			sum[f] += float64(lens[i][f])
+		}
+		entries[i] = append([]entry(nil), cur...)
+	}
+	sort.Strings(ix.nss)
+
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = max(sum[f]/float64(max(n, 1)), 1)
+	}
+	// Document frequencies, then one weight per (term, tool).
+	df := make([]int32, len(ix.terms))
+	for i := range entries {
+		sort.Slice(entries[i], func(a, b int) bool { return entries[i][a].term < entries[i][b].term })
+		for j, e := range entries[i] {
+			if j == 0 || entries[i][j-1].term != e.term {
+				df[e.term]++
+			}
+		}
+	}
+	ix.post = make([][]posting, len(ix.terms))
+	for t, c := range df {
+		ix.post[t] = make([]posting, 0, c)
+	}
+	for i, es := range entries {
+		var norm [numFields]float64
+		for f := range numFields {
+			norm[f] = p.w[f] / (1 - p.b[f] + p.b[f]*float64(lens[i][f])/avg[f])
+		}
+		for j := 0; j < len(es); {
+			term := es[j].term
+			tf := 0.0
+			for ; j < len(es) && es[j].term == term; j++ {
+				tf += norm[es[j].field]
+			}
+			idf := math.Log(1 + (float64(n)-float64(df[term])+0.5)/(float64(df[term])+0.5))
+			ix.post[term] = append(ix.post[term], posting{int32(i), float32(idf * tf / (p.k1 + tf))})
+		}
+	}
+	ix.pool.New = func() any {
+		return &scratch{score: make([]float32, n), matched: make([]uint8, n)}
+	}
+	return ix
+}
+
+// eachParam calls fn with the name and description of every property of an
+// input schema, nested objects and array items included (three levels).
+func eachParam(schema json.RawMessage, fn func(name, desc string)) {
+	if len(schema) == 0 {
+		return
+	}
+	var s any
+	if json.Unmarshal(schema, &s) != nil {
+		return
+	}
+	var walk func(s any, depth int)
+	walk = func(s any, depth int) {
+		m, ok := s.(map[string]any)
+		if !ok || depth > 3 {
+			return
+		}
+		if props, ok := m["properties"].(map[string]any); ok {
+			for name, ps := range props {
+				desc := ""
+				if pm, ok := ps.(map[string]any); ok {
+					desc, _ = pm["description"].(string)
+				}
+				fn(name, desc)
+				walk(ps, depth+1)
+			}
+		}
+		walk(m["items"], depth+1)
+	}
+	walk(s, 0)
+}
+
+type scratch struct {
+	score   []float32
+	matched []uint8
+	touched []int32
+}
+
+// Hit is one tool found.
+type Hit struct {
+	Address     string
+	Signature   string // one line of TypeScript, see typegen.Signature
+	Description string // the first sentence of the tool's description
+	Asks        bool   // calling it needs a person's approval
+	Score       float64
+}
+
+// Result is what a search found.
+type Result struct {
+	Hits   []Hit
+	More   int // further matches beyond the limit
+	Hidden int // matches hidden by policy
+	conns  map[string]string
+	query  Query
+	nss    []string
+}
+
+// Search runs q. Errors name the bad input and the accepted range.
+func (ix *Index) Search(q Query) (Result, error) {
+	if n := utf8.RuneCountInString(q.Text); n > MaxQueryLen {
+		return Result{}, fmt.Errorf("query is %d characters long; the limit is %d: shorten it to the words that say what the tool does", n, MaxQueryLen)
+	}
+	text := strings.TrimSpace(q.Text)
+	if text == "" && q.Namespace == "" {
+		return Result{}, fmt.Errorf("query is empty: say what the tool should do (1 to %d characters), or pass a namespace to list its tools", MaxQueryLen)
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 1 || limit > MaxLimit {
+		return Result{}, fmt.Errorf("limit %d is out of range: pass 1 to %d (default %d)", q.Limit, MaxLimit, DefaultLimit)
+	}
+	if q.Namespace != "" && ix.byNS[q.Namespace] == nil {
+		return Result{}, fmt.Errorf("unknown namespace %q: the namespaces are %s", q.Namespace, strings.Join(ix.nss, ", "))
+	}
+	res := Result{query: q, nss: ix.nss}
+	var top []scored
+	if text == "" {
+		top, res.More, res.Hidden = ix.list(q.Namespace, limit)
+	} else {
+		top, res.More, res.Hidden = ix.rank(text, q.Namespace, limit)
+	}
+	res.Hits = make([]Hit, len(top))
+	for i, s := range top {
+		d := &ix.docs[s.doc]
+		res.Hits[i] = Hit{Address: d.tool.Address, Signature: ix.signature(d), Description: d.desc, Asks: ix.opts.Asks(&d.tool), Score: float64(s.score)}
+		if ix.opts.Connections != nil {
+			if res.conns == nil {
+				res.conns = map[string]string{}
+			}
+			if _, ok := res.conns[d.ns]; !ok {
+				res.conns[d.ns] = connections(ix.opts.Connections(d.ns))
+			}
+		}
+	}
+	return res, nil
+}
+
+func connections(names []string, def string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n
+		if n == def {
+			parts[i] += "*"
+		}
+	}
+	return "  (connections: " + strings.Join(parts, ", ") + ")"
+}
+
+// signature is computed on first use and kept.
+func (ix *Index) signature(d *doc) string {
+	if s := d.sig.Load(); s != nil {
+		return *s
+	}
+	s := typegen.Signature(&d.tool)
+	d.sig.Store(&s)
+	return s
+}
+
+type scored struct {
+	doc   int32
+	score float32
+}
+
+// better orders hits: higher score first, then manifest order.
+func better(a, b scored) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.doc < b.doc
+}
+
+// list is the tools of one namespace in manifest order.
+func (ix *Index) list(ns string, limit int) (top []scored, more, hidden int) {
+	for _, i := range ix.byNS[ns] {
+		if ix.hidden(i) {
+			hidden++
+			continue
+		}
+		if len(top) < limit {
+			top = append(top, scored{doc: i})
+		} else {
+			more++
+		}
+	}
+	return top, more, hidden
+}
+
+func (ix *Index) hidden(i int32) bool {
+	return ix.opts.Hidden != nil && ix.opts.Hidden(&ix.docs[i].tool)
+}
+
+// queryTerm is a term of a query and its weight.
+type queryTerm struct {
+	id  int32
+	w   float32
+	bit uint8 // which query word it stands for (for coordination)
+}
+
+func (ix *Index) queryTerms(text string) ([]queryTerm, int) {
+	var qt []queryTerm
+	seen := map[string]bool{}
+	words := 0
+	prev := ""
+	add := func(term string, w float32, bit uint8) {
+		if id, ok := ix.terms[term]; ok && !seen[term] {
+			seen[term] = true
+			qt = append(qt, queryTerm{id, w, bit})
+		}
+	}
+	eachWord(text, func(word string) {
+		// Two words a person writes apart may be one in tool text:
+		// "roll back" → rollback, "log in" → login.
+		if prev != "" && ix.p.join {
+			ix.an.each(prev+word, nil, func(term string) { add(term, 1, uint8(min(words-1, 7))) })
+		}
+		prev = word
+		ix.an.each(word, nil, func(term string) {
+			bit := uint8(min(words, 7))
+			words++
+			add(term, 1, bit)
+			if ix.p.syn > 0 {
+				for _, s := range ix.syn[term] {
+					add(s, float32(ix.p.syn), bit)
+				}
+			}
+		})
+	})
+	return qt, words
+}
+
+// eachWord calls fn with each run of letters and digits in s.
+func eachWord(s string, fn func(word string)) {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		fn(w)
+	}
+}
+
+func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden int) {
+	qt, words := ix.queryTerms(text)
+	sc := ix.pool.Get().(*scratch)
+	defer ix.pool.Put(sc)
+	for _, q := range qt {
+		for _, p := range ix.post[q.id] {
+			if sc.matched[p.doc] == 0 {
+				sc.touched = append(sc.touched, p.doc)
+			}
+			sc.score[p.doc] += q.w * p.w
+			sc.matched[p.doc] |= 1 << q.bit
+		}
+	}
+	words = min(words, 8)
+	for _, i := range sc.touched {
+		s := sc.score[i]
+		m := sc.matched[i]
+		sc.score[i], sc.matched[i] = 0, 0
+		if ns != "" && ix.docs[i].ns != ns {
+			continue
+		}
+		if ix.hidden(i) {
+			hidden++
+			continue
+		}
+		if words > 1 && ix.p.coord > 0 {
+			frac := float32(popcount(m)) / float32(words)
+			s *= 1 + float32(ix.p.coord)*frac
+		}
+		c := scored{i, s}
+		if len(top) < limit {
+			top = append(top, c)
+			for k := len(top) - 1; k > 0 && better(top[k], top[k-1]); k-- {
+				top[k], top[k-1] = top[k-1], top[k]
+			}
+			continue
+		}
+		more++
+		if better(c, top[limit-1]) {
+			top[limit-1] = c
+			for k := limit - 1; k > 0 && better(top[k], top[k-1]); k-- {
+				top[k], top[k-1] = top[k-1], top[k]
+			}
+		}
+	}
+	sc.touched = sc.touched[:0]
+	return top, more, hidden
+}
+
+func popcount(b uint8) int {
+	n := 0
+	for ; b != 0; b &= b - 1 {
+		n++
+	}
+	return n
+}
+
+// Text renders the result for a model: hits grouped by namespace, the
+// namespace of the best hit first, each as its signature, "[asks]" when it
+// needs approval, and its description's first sentence.
+func (r Result) Text() string {
+	var b strings.Builder
+	if len(r.Hits) == 0 {
+		if r.query.Text == "" {
+			fmt.Fprintf(&b, "No tools to list in %s.\n", r.query.Namespace)
+		} else {
+			fmt.Fprintf(&b, "No tools match %q. Try other words for what the tool does", r.query.Text)
+			if r.query.Namespace != "" {
+				b.WriteString(", or leave out the namespace")
+			}
+			fmt.Fprintf(&b, ". Namespaces: %s.\n", strings.Join(r.nss, ", "))
+		}
+	}
+	done := map[string]bool{}
+	for i, h := range r.Hits {
+		ns, _, _ := model.SplitAddress(h.Address)
+		if done[ns] {
+			continue
+		}
+		done[ns] = true
+		b.WriteString(ns + r.conns[ns] + "\n")
+		for _, g := range r.Hits[i:] {
+			if gns, _, _ := model.SplitAddress(g.Address); gns != ns {
+				continue
+			}
+			b.WriteString("  " + g.Signature)
+			if g.Asks {
+				b.WriteString("   [asks]")
+			}
+			b.WriteString("\n")
+			if g.Description != "" {
+				b.WriteString("    " + g.Description + "\n")
+			}
+		}
+	}
+	if r.More > 0 {
+		if r.query.Namespace == "" {
+			fmt.Fprintf(&b, "%d more matches. Narrow the query or pass namespace.\n", r.More)
+		} else {
+			fmt.Fprintf(&b, "%d more matches. Narrow the query or raise limit (up to %d).\n", r.More, MaxLimit)
+		}
+	}
+	if r.Hidden > 0 {
+		fmt.Fprintf(&b, "%d more matches are hidden: policy denies them.\n", r.Hidden)
+	}
+	return b.String()
+}
+
+// MarshalJSON gives the --json shape:
+// {"results":[{"address","signature","description","asks"}],"more":N,"hidden":N}.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type hit struct {
+		Address     string `json:"address"`
+		Signature   string `json:"signature"`
+		Description string `json:"description"`
+		Asks        bool   `json:"asks"`
+	}
+	out := struct {
+		Results []hit `json:"results"`
+		More    int   `json:"more"`
+		Hidden  int   `json:"hidden"`
+	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden}
+	for i, h := range r.Hits {
+		out.Results[i] = hit{h.Address, h.Signature, h.Description, h.Asks}
+	}
+	return json.Marshal(out)
+}
