@@ -13,6 +13,8 @@
 //   SCRIPTED_DESC   description suffix (changes every tool's contract)
 //   SCRIPTED_CALLS  a file to which every tools/call appends one line
 //   SCRIPTED_NAME   serverInfo.name (default "scripted-mcp-server")
+//   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
+//                   tools/list, so a test can change the tools between refreshes
 import fs from "node:fs";
 import readline from "node:readline";
 
@@ -28,6 +30,12 @@ if (mode === "exit") {
 }
 
 function tools() {
+  let n = count;
+  if (process.env.SCRIPTED_STATE && fs.existsSync(process.env.SCRIPTED_STATE)) {
+    const st = JSON.parse(fs.readFileSync(process.env.SCRIPTED_STATE, "utf8"));
+    if (st.desc !== undefined) suffix = st.desc;
+    if (st.tools !== undefined) n = st.tools;
+  }
   const list = [
     {
       name: "echo",
@@ -48,10 +56,10 @@ function tools() {
       annotations: { readOnlyHint: false, destructiveHint: false },
     },
   ];
-  for (let i = list.length; i < count; i++) {
+  for (let i = list.length; i < n; i++) {
     list.push({ name: `tool_${i}`, description: `Generated tool ${i}.` + suffix, inputSchema: { type: "object" } });
   }
-  return list;
+  return list.slice(0, n);
 }
 
 function send(msg) {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/cli"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"capabilities": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI journeys in testdata/script against real MCP
+// servers from testdata/npm.
+//
+// Variables: $HOME and $CAPABILITIES_HOME point into the script's work dir,
+// $NODE is node, $NM is testdata/npm/node_modules/@modelcontextprotocol,
+// $SCRIPTED is testdata/upstreams/scripted.mjs.
+// Extra commands: `modes DIR` checks dirs are 700 and files 600 under DIR;
+// `freeport NAME` sets $NAME to a free loopback port; `waitport PORT` waits
+// until something listens there; `unchanged FILE` / `snapshot FILE` compare a
+// file with an earlier copy.
+func TestScripts(t *testing.T) {
+	node := testenv.Node(t)
+	nm := testenv.NPMPath(t, "@modelcontextprotocol")
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("CAPABILITIES_HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("NODE", node)
+			env.Setenv("NM", nm)
+			env.Setenv("SCRIPTED", scripted)
+			env.Setenv("PATH", filepath.Dir(node)+string(os.PathListSeparator)+env.Getenv("PATH"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"modes":    cmdModes,
+			"freeport": cmdFreePort,
+			"waitport": cmdWaitPort,
+			"snapshot": cmdSnapshot,
+			"unchanged": func(ts *testscript.TestScript, neg bool, args []string) {
+				for _, f := range args {
+					now := ts.ReadFile(f)
+					was := ts.ReadFile(f + ".snapshot")
+					if (now == was) == neg {
+						ts.Fatalf("%s changed: %v", f, now != was)
+					}
+				}
+			},
+		},
+	})
+}
+
+func cmdModes(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: modes DIR")
+	}
+	n := 0
+	err := filepath.WalkDir(ts.MkAbs(args[0]), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if got := info.Mode().Perm(); got != want {
+			return fmt.Errorf("%s has mode %o, want %o", p, got, want)
+		}
+		n++
+		return nil
+	})
+	if (err != nil) != neg {
+		ts.Fatalf("modes: %v", err)
+	}
+	ts.Logf("checked the modes of %d entries", n)
+}
+
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ts.Fatalf("freeport: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
+	addr := "127.0.0.1:" + ts.Getenv(strings.TrimPrefix(args[0], "$"))
+	if _, err := strconv.Atoi(args[0]); err == nil {
+		addr = "127.0.0.1:" + args[0]
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.Fatalf("nothing listens on %s after 15 s", addr)
+}
+
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	for _, f := range args {
+		if err := os.WriteFile(ts.MkAbs(f+".snapshot"), []byte(ts.ReadFile(f)), 0o600); err != nil {
+			ts.Fatalf("snapshot: %v", err)
+		}
+	}
+}

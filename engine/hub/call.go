@@ -1,0 +1,111 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Call validates args against the tool's input schema and calls the tool on
+// its upstream, starting the upstream if needed.
+func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	src, t, m, err := h.Tool(ctx, address)
+	if err != nil {
+		return nil, fmt.Errorf("calling: %w", err)
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if err := ValidateArgs(t, args); err != nil {
+		return nil, fmt.Errorf("calling %s: %w", address, err)
+	}
+	s, err := h.pool.Session(ctx, *src, m.Protocol)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %w", address, err)
+	}
+	return s.CallTool(ctx, t.Name, args)
+}
+
+// ValidateArgs checks args (a JSON object) against the tool's input schema.
+// Errors name the offending field. A schema the validator cannot use is not
+// held against the caller: the upstream validates too.
+func ValidateArgs(t *model.Tool, args json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Errorf("the arguments are not valid JSON: %w", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", jsonKind(v))
+	}
+	if len(t.InputSchema) == 0 {
+		return nil
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+		return nil
+	}
+	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+	if err != nil {
+		return nil
+	}
+	if err := rs.Validate(v); err != nil {
+		return fmt.Errorf("invalid arguments for %s: %s (see `capabilities hub describe %s`)", t.Address, cleanValidation(err), t.Address)
+	}
+	return nil
+}
+
+// cleanValidation rewrites the validator's message as "field <path>:
+// <reason>", the path in the instance's terms (entities[].name).
+func cleanValidation(err error) string {
+	msg := err.Error()
+	i := strings.LastIndex(msg, "validating /")
+	if i < 0 {
+		return strings.TrimPrefix(msg, "validating root: ")
+	}
+	rest := msg[i+len("validating /"):]
+	path, reason, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return msg
+	}
+	var b strings.Builder
+	segs := strings.Split(path, "/")
+	for j := 0; j < len(segs); j++ {
+		switch segs[j] {
+		case "properties":
+			if j+1 < len(segs) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(segs[j+1])
+				j++
+			}
+		case "items", "prefixItems":
+			b.WriteString("[]")
+		}
+	}
+	if b.Len() == 0 {
+		return reason
+	}
+	return "field " + b.String() + ": " + reason
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "a value"
+}

@@ -1,0 +1,108 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// Report is what `doctor` shows.
+type Report struct {
+	Dir         string         `json:"dir,omitempty"`
+	Schema      int            `json:"schema"`
+	HubID       string         `json:"hubId"`
+	Permissions []string       `json:"permissionProblems"`
+	Sources     []SourceHealth `json:"sources"`
+}
+
+// SourceHealth is one source's state as doctor found it now.
+type SourceHealth struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Health    string `json:"health"` // ok | error
+	Error     string `json:"error,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
+	Tools     int    `json:"tools"`
+	Stderr    string `json:"stderr,omitempty"` // the last lines of a stdio upstream's stderr
+	Millis    int64  `json:"ms"`
+}
+
+// Doctor checks the store and connects to every source (in parallel, each
+// bounded by the connect timeout).
+func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
+	r := &Report{Permissions: []string{}, Sources: []SourceHealth{}}
+	if f, ok := h.store.(*store.File); ok {
+		r.Dir, r.Schema, r.HubID = f.Dir(), f.Hub().Schema, f.Hub().ID
+		r.Permissions = permissionProblems(f.Dir())
+	} else {
+		r.Schema = store.SchemaVersion
+	}
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checking sources: %w", err)
+	}
+	r.Sources = make([]SourceHealth, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() {
+			sh := SourceHealth{Namespace: rec.Source.Namespace, Kind: rec.Source.Kind}
+			protocol := ""
+			if rec.Manifest != nil {
+				protocol = rec.Manifest.Protocol
+			}
+			opts := h.sourceOptions()
+			opts.Protocol = protocol
+			start := time.Now()
+			s, err := source.Connect(ctx, rec.Source, opts)
+			if err == nil {
+				var n int
+				m, lerr := s.ListTools(ctx)
+				if lerr == nil {
+					n = len(m.Tools)
+				}
+				sh.Protocol, sh.Tools, err = s.Protocol(), n, lerr
+				sh.Stderr = s.Stderr(5)
+				s.Close()
+			}
+			sh.Millis = time.Since(start).Milliseconds()
+			sh.Health = "ok"
+			if err != nil {
+				sh.Health, sh.Error = "error", err.Error()
+			}
+			r.Sources[i] = sh
+		})
+	}
+	wg.Wait()
+	return r, nil
+}
+
+// permissionProblems lists entries under dir whose mode is not 700 (dirs) or
+// 600 (files).
+func permissionProblems(dir string) []string {
+	probs := []string{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("%s: %v", p, err))
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if got := info.Mode().Perm(); got != want {
+			probs = append(probs, fmt.Sprintf("%s has mode %o, want %o (chmod %o %s)", p, got, want, want, p))
+		}
+		return nil
+	})
+	return probs
+}

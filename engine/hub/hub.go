@@ -1,0 +1,214 @@
+// Package hub is the facade the CLI, the MCP surface and the desktop app
+// use: it wires the store, the sources and (later) the index, sandbox,
+// policy and secrets together.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// Options configure a Hub. The zero value is useful.
+type Options struct {
+	Logger *slog.Logger
+	// Source configures connections to upstreams.
+	Source source.Options
+}
+
+// Hub is one process's engine over a shared store.
+type Hub struct {
+	store store.Store
+	log   *slog.Logger
+	pool  *source.Pool
+
+	refreshing sync.WaitGroup
+}
+
+// New returns a hub over st. Close it to reap upstream processes.
+func New(st store.Store, opts Options) *Hub {
+	h := &Hub{store: st, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	so := opts.Source
+	if so.Logger == nil {
+		so.Logger = h.log
+	}
+	so.OnToolsChanged = h.toolsChanged
+	h.pool = source.NewPool(so)
+	return h
+}
+
+// Store is the hub's store.
+func (h *Hub) Store() store.Store { return h.store }
+
+// Close stops every upstream the hub started.
+func (h *Hub) Close() {
+	h.refreshing.Wait()
+	h.pool.Close()
+}
+
+// SourceRecord is what the store keeps per source: the source and its
+// cached manifest with health.
+type SourceRecord struct {
+	Source   model.Source
+	Manifest *Manifest // nil when never fetched
+}
+
+// Manifest is the cached manifest plus the health of the last contact.
+type Manifest struct {
+	model.Manifest
+	Health    string    `json:"health"` // "ok" or "error"
+	LastError string    `json:"lastError,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
+}
+
+// ErrUnknownNamespace is returned for a namespace with no source.
+var ErrUnknownNamespace = errors.New("unknown namespace")
+
+// ErrUnknownTool is returned for an address that names no tool.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Source returns the source with the namespace.
+func (h *Hub) Source(ctx context.Context, ns string) (*model.Source, error) {
+	if err := model.ValidNamespace(ns); err != nil && !strings.Contains(err.Error(), "reserved") {
+		return nil, fmt.Errorf("%w %q: %v", ErrUnknownNamespace, ns, err)
+	}
+	src, err := store.Get[model.Source](ctx, h.store, store.Sources, ns)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, h.unknownNamespace(ctx, ns)
+	}
+	return src, err
+}
+
+func (h *Hub) unknownNamespace(ctx context.Context, ns string) error {
+	ids, _ := h.store.List(ctx, store.Sources)
+	if len(ids) == 0 {
+		return fmt.Errorf("%w %q: the hub has no sources yet; add one with `capabilities hub add`", ErrUnknownNamespace, ns)
+	}
+	return fmt.Errorf("%w %q: the hub's namespaces are %s (see `capabilities hub list`)", ErrUnknownNamespace, ns, strings.Join(ids, ", "))
+}
+
+// Manifest returns the cached manifest of a namespace (nil, nil if it was
+// never fetched).
+func (h *Hub) Manifest(ctx context.Context, ns string) (*Manifest, error) {
+	m, err := store.Get[Manifest](ctx, h.store, store.Manifests, ns)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// Sources lists every source with its cached manifest, by namespace. A
+// corrupt record is reported, not skipped.
+func (h *Hub) Sources(ctx context.Context) ([]SourceRecord, error) {
+	ids, err := h.store.List(ctx, store.Sources)
+	if err != nil {
+		return nil, fmt.Errorf("listing sources: %w", err)
+	}
+	out := make([]SourceRecord, 0, len(ids))
+	for _, id := range ids {
+		src, err := store.Get[model.Source](ctx, h.store, store.Sources, id)
+		if err != nil {
+			return nil, fmt.Errorf("listing sources: %w", err)
+		}
+		m, err := h.Manifest(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("listing sources: %w", err)
+		}
+		out = append(out, SourceRecord{Source: *src, Manifest: m})
+	}
+	return out, nil
+}
+
+// Tools returns every cached tool of every source, by address.
+func (h *Hub) Tools(ctx context.Context) ([]model.Tool, error) {
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tools []model.Tool
+	for _, r := range recs {
+		if r.Manifest != nil {
+			tools = append(tools, r.Manifest.Tools...)
+		}
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Address < tools[j].Address })
+	return tools, nil
+}
+
+// Tool finds a tool by address in the cached manifests.
+func (h *Hub) Tool(ctx context.Context, address string) (*model.Source, *model.Tool, *Manifest, error) {
+	ns, _, ok := model.SplitAddress(address)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%w %q: a tool address is namespace.tool, e.g. everything.echo", ErrUnknownTool, address)
+	}
+	src, err := h.Source(ctx, ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := h.Manifest(ctx, ns)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if m == nil {
+		return nil, nil, nil, fmt.Errorf("%w %q: the tools of %s were never listed; run `capabilities hub refresh %s`", ErrUnknownTool, address, ns, ns)
+	}
+	t := m.Tool(address)
+	if t == nil {
+		return nil, nil, nil, fmt.Errorf("%w %q%s", ErrUnknownTool, address, closest(address, m.Tools))
+	}
+	return src, t, m, nil
+}
+
+// closest suggests up to three addresses near addr.
+func closest(addr string, tools []model.Tool) string {
+	type cand struct {
+		a string
+		d int
+	}
+	var cs []cand
+	for _, t := range tools {
+		cs = append(cs, cand{t.Address, distance(strings.ToLower(addr), strings.ToLower(t.Address))})
+	}
+	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || cs[i].d == cs[j].d && cs[i].a < cs[j].a })
+	var names []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		names = append(names, cs[i].a)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(names, ", ") + "?"
+}
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,323 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// AddRequest names a new source: a URL or a command.
+type AddRequest struct {
+	URL       string
+	Command   []string
+	Env       map[string]string
+	Cwd       string
+	Namespace string // optional; proposed from the server's name when empty
+}
+
+// Proposal is what adding a source would store, for a person to review.
+type Proposal struct {
+	Source   model.Source
+	Manifest model.Manifest
+}
+
+// Counts tallies the proposal's tools by effect.
+func (p *Proposal) Counts() (read, write, destructive int) {
+	return countEffects(p.Manifest.Tools)
+}
+
+func countEffects(tools []model.Tool) (read, write, destructive int) {
+	for i := range tools {
+		switch tools[i].Effect() {
+		case model.EffectRead:
+			read++
+		case model.EffectWrite:
+			write++
+		default:
+			destructive++
+		}
+	}
+	return
+}
+
+// Propose connects to the new source, lists its tools and proposes a
+// namespace. It stores nothing.
+func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
+	src := model.Source{Env: req.Env, Cwd: req.Cwd}
+	switch {
+	case req.URL != "" && len(req.Command) > 0:
+		return nil, fmt.Errorf("adding a source: give a URL or a command, not both")
+	case req.URL != "":
+		u, err := url.Parse(req.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("adding a source: %q is not an http(s) URL; for a local server write `capabilities hub add -- <command> [args…]`", req.URL)
+		}
+		src.Kind, src.URL = model.KindHTTP, u.String()
+	case len(req.Command) > 0:
+		src.Kind, src.Command, src.Args = model.KindStdio, req.Command[0], req.Command[1:]
+		if src.Cwd != "" {
+			abs, err := filepath.Abs(src.Cwd)
+			if err != nil {
+				return nil, fmt.Errorf("adding a source: %w", err)
+			}
+			src.Cwd = abs
+		}
+	default:
+		return nil, fmt.Errorf("adding a source: give a URL or a command")
+	}
+	if req.Namespace != "" {
+		if err := model.ValidNamespace(req.Namespace); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+		if _, err := h.Source(ctx, req.Namespace); err == nil {
+			return nil, fmt.Errorf("adding a source: namespace %q is already used; pick another with --namespace or remove it with `capabilities hub remove %s`", req.Namespace, req.Namespace)
+		}
+	}
+	// Connect under a provisional namespace; the real one may come from the
+	// server's name.
+	src.Namespace = "new"
+	s, err := source.Connect(ctx, src, h.sourceOptions())
+	if err != nil {
+		return nil, fmt.Errorf("adding a source: %w", err)
+	}
+	defer s.Close()
+	m, err := s.ListTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("adding a source: %w", err)
+	}
+	ns := req.Namespace
+	if ns == "" {
+		if ns, err = h.proposeNamespace(ctx, m.ServerName, &src); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+	}
+	src.Namespace = ns
+	src.AddedAt = time.Now().UTC().Truncate(time.Second)
+	m.Namespace = ns
+	m.Tools = readdress(ns, m.Tools)
+	return &Proposal{Source: src, Manifest: *m}, nil
+}
+
+func readdress(ns string, tools []model.Tool) []model.Tool {
+	out := make([]model.Tool, len(tools))
+	for i, t := range tools {
+		_, tool, _ := model.SplitAddress(t.Address)
+		t.Address = ns + "." + tool
+		out[i] = t
+	}
+	return out
+}
+
+// proposeNamespace derives a free namespace from the server's name, or from
+// the command or host when the name gives nothing.
+func (h *Hub) proposeNamespace(ctx context.Context, serverName string, src *model.Source) (string, error) {
+	cands := []string{model.SanitizeNamespace(serverName)}
+	if src.Kind == model.KindHTTP {
+		if u, err := url.Parse(src.URL); err == nil {
+			cands = append(cands, model.SanitizeNamespace(strings.Split(u.Hostname(), ".")[0]))
+		}
+	} else {
+		for i := len(src.Args) - 1; i >= 0; i-- {
+			if !strings.HasPrefix(src.Args[i], "-") {
+				cands = append(cands, model.SanitizeNamespace(strings.TrimSuffix(filepath.Base(src.Args[i]), filepath.Ext(src.Args[i]))))
+			}
+		}
+		cands = append(cands, model.SanitizeNamespace(filepath.Base(src.Command)))
+	}
+	base := ""
+	for _, c := range cands {
+		if c != "" && model.ValidNamespace(c) == nil {
+			base = c
+			break
+		}
+	}
+	if base == "" {
+		base = "source"
+	}
+	for i := 1; i < 1000; i++ {
+		ns := base
+		if i > 1 {
+			suffix := strconv.Itoa(i)
+			ns = base[:min(len(base), model.MaxNamespaceLen-len(suffix))] + suffix
+		}
+		var probe model.Source
+		err := h.store.Get(ctx, store.Sources, ns, &probe)
+		if errors.Is(err, store.ErrNotFound) {
+			return ns, nil
+		}
+	}
+	return "", fmt.Errorf("no free namespace near %q; pass --namespace", base)
+}
+
+// Accept stores a proposal: the source and its manifest. It fails if the
+// namespace was taken meanwhile.
+func (h *Hub) Accept(ctx context.Context, p *Proposal) error {
+	err := store.UpdateJSON(ctx, h.store, store.Sources, p.Source.Namespace, func(old *model.Source) (*model.Source, error) {
+		if old != nil {
+			return nil, fmt.Errorf("adding %s: the namespace was taken meanwhile; pick another with --namespace", p.Source.Namespace)
+		}
+		return &p.Source, nil
+	})
+	if err != nil {
+		return err
+	}
+	m := Manifest{Manifest: p.Manifest, Health: "ok", CheckedAt: p.Manifest.FetchedAt}
+	if err := h.store.Put(ctx, store.Manifests, p.Source.Namespace, m); err != nil {
+		return fmt.Errorf("adding %s: %w", p.Source.Namespace, err)
+	}
+	return nil
+}
+
+// Remove deletes a source and its manifest and stops its upstream.
+func (h *Hub) Remove(ctx context.Context, ns string) error {
+	if _, err := h.Source(ctx, ns); err != nil {
+		return fmt.Errorf("removing: %w", err)
+	}
+	h.pool.Drop(ns)
+	if err := h.store.Delete(ctx, store.Manifests, ns); err != nil {
+		return fmt.Errorf("removing %s: %w", ns, err)
+	}
+	if err := h.store.Delete(ctx, store.Sources, ns); err != nil {
+		return fmt.Errorf("removing %s: %w", ns, err)
+	}
+	return nil
+}
+
+// Change is what a refresh found for one namespace.
+type Change struct {
+	Namespace string   `json:"namespace"`
+	Added     []string `json:"added"`
+	Removed   []string `json:"removed"`
+	Changed   []string `json:"changed"`
+	Tools     int      `json:"tools"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// Refresh re-reads the tool lists of one namespace, or of all when ns is
+// empty, stores them and reports what was added, removed and changed. A
+// source that cannot be reached keeps its cached manifest and is marked
+// unhealthy; its error is in the Change.
+func (h *Hub) Refresh(ctx context.Context, ns string) ([]Change, error) {
+	var nss []string
+	if ns != "" {
+		if _, err := h.Source(ctx, ns); err != nil {
+			return nil, fmt.Errorf("refreshing: %w", err)
+		}
+		nss = []string{ns}
+	} else {
+		ids, err := h.store.List(ctx, store.Sources)
+		if err != nil {
+			return nil, fmt.Errorf("refreshing: %w", err)
+		}
+		nss = ids
+	}
+	changes := make([]Change, len(nss))
+	for i, ns := range nss {
+		changes[i] = h.refreshOne(ctx, ns)
+	}
+	return changes, nil
+}
+
+func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
+	c := Change{Namespace: ns}
+	src, err := h.Source(ctx, ns)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	old, err := h.Manifest(ctx, ns)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	protocol := ""
+	if old != nil {
+		protocol = old.Protocol
+	}
+	m, err := h.fetch(ctx, src, protocol)
+	if err != nil {
+		c.Error = err.Error()
+		_ = store.UpdateJSON(ctx, h.store, store.Manifests, ns, func(cur *Manifest) (*Manifest, error) {
+			if cur == nil {
+				cur = &Manifest{Manifest: model.Manifest{Namespace: ns, Tools: []model.Tool{}}}
+			}
+			cur.Health, cur.LastError, cur.CheckedAt = "error", err.Error(), time.Now().UTC()
+			return cur, nil
+		})
+		return c
+	}
+	c.Added, c.Removed, c.Changed = diff(old, m)
+	c.Tools = len(m.Tools)
+	rec := Manifest{Manifest: *m, Health: "ok", CheckedAt: m.FetchedAt}
+	if err := h.store.Put(ctx, store.Manifests, ns, rec); err != nil {
+		c.Error = err.Error()
+	}
+	return c
+}
+
+// fetch lists a source's tools through the pool's session, starting it if
+// needed.
+func (h *Hub) fetch(ctx context.Context, src *model.Source, protocol string) (*model.Manifest, error) {
+	s, err := h.pool.Session(ctx, *src, protocol)
+	if err != nil {
+		return nil, err
+	}
+	return s.ListTools(ctx)
+}
+
+// diff compares two manifests by upstream name: a renamed tool is a new one.
+func diff(old *Manifest, cur *model.Manifest) (added, removed, changed []string) {
+	before := map[string]*model.Tool{}
+	if old != nil {
+		for i := range old.Tools {
+			before[old.Tools[i].Name] = &old.Tools[i]
+		}
+	}
+	for i := range cur.Tools {
+		t := &cur.Tools[i]
+		switch b := before[t.Name]; {
+		case b == nil:
+			added = append(added, t.Address)
+		case b.Contract != t.Contract:
+			changed = append(changed, t.Address)
+		}
+		delete(before, t.Name)
+	}
+	for _, t := range before {
+		removed = append(removed, t.Address)
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	slices.Sort(changed)
+	return
+}
+
+// toolsChanged re-lists a namespace when its upstream announces a change.
+func (h *Hub) toolsChanged(ns string) {
+	h.refreshing.Add(1)
+	go func() {
+		defer h.refreshing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := h.refreshOne(ctx, ns)
+		h.log.Info("upstream tool list changed; refreshed", "namespace", ns, "added", c.Added, "removed", c.Removed, "changed", c.Changed, "error", c.Error)
+	}()
+}
+
+// sourceOptions are the options for a one-off connection (a probe): no
+// reaction to list changes of a source not yet stored.
+func (h *Hub) sourceOptions() source.Options {
+	o := h.pool.Options()
+	o.OnToolsChanged = nil
+	return o
+}

@@ -1,0 +1,165 @@
+// Package cli is the `capabilities` command line: one file per verb, each a
+// thin client of engine/hub.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks a mistake in how the command was called (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// env is what every command gets: streams and how to reach the hub.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, log: newLogger(stderr)}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(stderr, "capabilities: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "capabilities: %v\n", err)
+	return exitError
+}
+
+// isCobraUsage recognizes cobra's own argument errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	switch strings.ToLower(os.Getenv("CAPABILITIES_LOG")) {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "error":
+		level = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "capabilities",
+		Short:         "One MCP endpoint for every tool your agents use",
+		Long:          "capabilities is a local capability hub: add MCP servers once, and every agent reaches them through one MCP endpoint with three tools (search, describe, execute).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	h := &cobra.Command{
+		Use:   "hub",
+		Short: "Manage and serve the hub: sources, tools and calls",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return c.Help()
+		},
+	}
+	h.AddCommand(
+		newInitCmd(e),
+		newAddCmd(e),
+		newListCmd(e),
+		newRemoveCmd(e),
+		newRefreshCmd(e),
+		newCallCmd(e),
+		newDoctorCmd(e),
+	)
+	root.AddCommand(h)
+	return root
+}
+
+// hubDir is $CAPABILITIES_HOME/hub.
+func hubDir() (string, error) {
+	home, err := store.Home()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, "hub"), nil
+}
+
+// openHub opens the existing store and a hub engine over it.
+func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
+	dir, err := hubDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var o hub.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Logger = e.log
+	return hub.New(st, o), st, nil
+}
+
+// printJSON writes v as indented JSON.
+func (e *env) printJSON(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// exactArgs is cobra.ExactArgs with a message that says what is expected.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s expects %s (got %d argument(s))", c.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}

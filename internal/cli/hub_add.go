@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/spf13/cobra"
+)
+
+func newAddCmd(e *env) *cobra.Command {
+	var (
+		ns     string
+		yes    bool
+		asJSON bool
+		envs   []string
+		cwd     string
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "add <url> | add [flags] -- <command> [args…]",
+		Short: "Add an MCP server as a source",
+		Long: `Add an MCP server: a streamable-HTTP URL, or a local command that speaks MCP
+on stdin/stdout (everything after --). The hub connects, lists the tools, proposes
+a namespace from the server's name and shows what it found before storing it.`,
+		Example: `  capabilities hub add --yes -- npx -y @modelcontextprotocol/server-everything stdio
+  capabilities hub add --namespace memory --env MEMORY_FILE_PATH=/tmp/memory.jsonl -- node server-memory/dist/index.js
+  capabilities hub add http://127.0.0.1:3001/mcp`,
+		RunE: func(c *cobra.Command, args []string) error {
+			req := hub.AddRequest{Namespace: ns, Cwd: cwd}
+			if dash := c.ArgsLenAtDash(); dash >= 0 {
+				if dash > 0 {
+					return usagef("put the URL before the flags, or the command after --, not both")
+				}
+				req.Command = args
+				if len(args) == 0 {
+					return usagef("no command after --")
+				}
+			} else {
+				if len(args) != 1 {
+					return usagef("add expects a URL, or -- followed by a command (got %d arguments)", len(args))
+				}
+				req.URL = args[0]
+				if !strings.Contains(req.URL, "://") {
+					return usagef("%q is not a URL; to run a local command put it after --: capabilities hub add -- %s", req.URL, req.URL)
+				}
+			}
+			if len(envs) > 0 {
+				req.Env = map[string]string{}
+				for _, kv := range envs {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return usagef("--env %q: write NAME=value", kv)
+					}
+					req.Env[k] = v
+				}
+			}
+			h, _, err := e.openHub(hub.Options{Source: source.Options{ConnectTimeout: timeout}})
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			p, err := h.Propose(c.Context(), req)
+			if err != nil {
+				return err
+			}
+			if !asJSON {
+				printProposal(e, p)
+			}
+			if !yes {
+				ok, err := confirm(e, fmt.Sprintf("Add it as %q? [y/N] ", p.Source.Namespace))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					fmt.Fprintln(e.stdout, "Nothing added.")
+					return nil
+				}
+			}
+			if err := h.Accept(c.Context(), p); err != nil {
+				return err
+			}
+			if asJSON {
+				r, w, d := p.Counts()
+				return e.printJSON(map[string]any{"namespace": p.Source.Namespace, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d})
+			}
+			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n", p.Source.Namespace, len(p.Manifest.Tools))
+			if len(p.Manifest.Tools) > 0 {
+				fmt.Fprintf(e.stdout, "Try: capabilities hub call %s '{…}'\n", p.Manifest.Tools[0].Address)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&ns, "namespace", "", "the namespace for the source's tools (default: from the server's name)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "accept without asking")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringArrayVar(&envs, "env", nil, "NAME=value set in a stdio server's environment (repeatable)")
+	c.Flags().StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer")
+	return c
+}
+
+func printProposal(e *env, p *hub.Proposal) {
+	m := &p.Manifest
+	name := m.ServerName
+	if m.ServerVersion != "" {
+		name += " " + m.ServerVersion
+	}
+	fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", strings.TrimSpace(name), p.Source.Kind, m.Protocol)
+	if p.Source.Kind == model.KindStdio {
+		fmt.Fprintf(e.stdout, "  runs:  %s\n", p.Source.CommandLine())
+		if p.Source.Cwd != "" {
+			fmt.Fprintf(e.stdout, "  in:    %s\n", p.Source.Cwd)
+		}
+		for k := range p.Source.Env {
+			fmt.Fprintf(e.stdout, "  env:   %s=…\n", k)
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "  url:   %s\n", p.Source.URL)
+	}
+	r, w, d := p.Counts()
+	fmt.Fprintf(e.stdout, "  tools: %d (%d read-only, %d write, %d destructive, by annotation)\n", len(m.Tools), r, w, d)
+	for _, t := range m.Tools {
+		fmt.Fprintf(e.stdout, "    %-40s %s\n", t.Address, t.Effect())
+	}
+	fmt.Fprintf(e.stdout, "  namespace: %s\n", p.Source.Namespace)
+}
+
+// confirm asks a yes/no question on stdin; no answer is "no".
+func confirm(e *env, question string) (bool, error) {
+	fmt.Fprint(e.stdout, question)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(e.stdout)
+		return false, fmt.Errorf("no answer on standard input; pass --yes to accept without asking")
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}

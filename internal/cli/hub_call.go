@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func newCallCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "call <address> ['<json arguments>']",
+		Short: "Call one tool and print its result",
+		Long:  "Call a tool by its address (namespace.tool) with a JSON object of arguments, validated against the tool's input schema first. Prints the tool's text content; --json prints the whole MCP result.",
+		Example: `  capabilities hub call everything.echo '{"message":"hi"}'
+  capabilities hub call memory.readGraph`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("call expects an address and optionally a JSON object of arguments (got %d arguments)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			raw := json.RawMessage(`{}`)
+			if len(args) == 2 {
+				raw = json.RawMessage(args[1])
+				if !json.Valid(raw) {
+					var v any
+					err := json.Unmarshal(raw, &v)
+					return usagef("the arguments are not valid JSON (%v); write a JSON object, e.g. '{\"message\":\"hi\"}'", err)
+				}
+			}
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			res, err := h.Call(c.Context(), args[0], raw)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := e.printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(e.stdout, resultText(res))
+			}
+			if res.IsError {
+				return fmt.Errorf("calling %s: the tool reported an error", args[0])
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the whole MCP result as JSON")
+	return c
+}
+
+// resultText renders a tool result's content for a terminal.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link %s]", c.URI))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else if c.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", c.Resource.URI))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		parts = append(parts, string(b))
+	}
+	return strings.Join(parts, "\n")
+}

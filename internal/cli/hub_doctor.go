@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newDoctorCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the store and every source",
+		Long:  "Check the store (schema version, permissions) and connect to every source, showing its health and the tail of its stderr.",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			r, err := h.Doctor(c.Context())
+			if err != nil {
+				return err
+			}
+			bad := len(r.Permissions)
+			for _, s := range r.Sources {
+				if s.Health != "ok" {
+					bad++
+				}
+			}
+			if asJSON {
+				if err := e.printJSON(r); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(e.stdout, "store  %s\n  schema %d, hub %s\n", r.Dir, r.Schema, r.HubID)
+				if len(r.Permissions) == 0 {
+					fmt.Fprintln(e.stdout, "  permissions ok (directories 700, files 600)")
+				}
+				for _, p := range r.Permissions {
+					fmt.Fprintf(e.stdout, "  ! %s\n", p)
+				}
+				if len(r.Sources) == 0 {
+					fmt.Fprintln(e.stdout, "sources  none")
+				}
+				for _, s := range r.Sources {
+					fmt.Fprintf(e.stdout, "%s  %s %s", s.Namespace, s.Kind, s.Health)
+					if s.Health == "ok" {
+						fmt.Fprintf(e.stdout, ", %d tools, protocol %s, %d ms\n", s.Tools, s.Protocol, s.Millis)
+					} else {
+						fmt.Fprintf(e.stdout, ": %s\n", s.Error)
+					}
+					if s.Stderr != "" {
+						fmt.Fprintf(e.stdout, "  stderr:\n    %s\n", strings.ReplaceAll(s.Stderr, "\n", "\n    "))
+					}
+				}
+			}
+			if bad > 0 {
+				return fmt.Errorf("doctor found %d problem(s)", bad)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}

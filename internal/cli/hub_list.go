@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/spf13/cobra"
+)
+
+type listedTool struct {
+	Address  string       `json:"address"`
+	Name     string       `json:"name"`
+	Effect   model.Effect `json:"effect"`
+	Contract string       `json:"contract"`
+}
+
+type listedSource struct {
+	Namespace   string       `json:"namespace"`
+	Kind        string       `json:"kind"`
+	Command     string       `json:"command,omitempty"`
+	URL         string       `json:"url,omitempty"`
+	Protocol    string       `json:"protocol,omitempty"`
+	Health      string       `json:"health"`
+	LastError   string       `json:"lastError,omitempty"`
+	RefreshedAt *time.Time   `json:"refreshedAt,omitempty"`
+	ToolCount   int          `json:"toolCount"`
+	Tools       []listedTool `json:"tools"`
+}
+
+func newListCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List sources with their kind, tools and health",
+		Long:  "List the hub's sources from the cached manifests (it never waits on an upstream): kind, namespace, tool count, health of the last contact and when the tools were last listed.",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			recs, err := h.Sources(c.Context())
+			if err != nil {
+				return err
+			}
+			out := make([]listedSource, 0, len(recs))
+			for _, r := range recs {
+				ls := listedSource{Namespace: r.Source.Namespace, Kind: r.Source.Kind, Command: r.Source.CommandLine(), URL: r.Source.URL, Health: "unknown", Tools: []listedTool{}}
+				if m := r.Manifest; m != nil {
+					ls.Protocol, ls.Health, ls.LastError, ls.ToolCount = m.Protocol, m.Health, m.LastError, len(m.Tools)
+					if !m.FetchedAt.IsZero() {
+						t := m.FetchedAt
+						ls.RefreshedAt = &t
+					}
+					for _, t := range m.Tools {
+						ls.Tools = append(ls.Tools, listedTool{Address: t.Address, Name: t.Name, Effect: t.Effect(), Contract: t.Contract})
+					}
+				}
+				out = append(out, ls)
+			}
+			if asJSON {
+				return e.printJSON(map[string]any{"sources": out})
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(e.stdout, "No sources yet. Add one with: capabilities hub add -- <command> [args…]")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAMESPACE\tKIND\tTOOLS\tHEALTH\tREFRESHED\tSOURCE")
+			for _, s := range out {
+				when := "never"
+				if s.RefreshedAt != nil {
+					when = ago(*s.RefreshedAt)
+				}
+				where := s.Command
+				if s.Kind == model.KindHTTP {
+					where = s.URL
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.ToolCount, s.Health, when, where)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the sources as JSON, with their tools")
+	return c
+}
+
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02")
+}
