@@ -416,8 +416,9 @@ const trailerReserve = 80
 func assembleGreedy(groups []*group, lv level, budget int) string {
 	var b strings.Builder
 	tokens := Tokens(callOptions) + trailerReserve
-	var left []string
-	leftTools := 0
+	var left []string // types
+	var leftTools []string
+	toolsLeft := map[string]int{}
 	included := 0
 	fits := func(s string) bool {
 		c := Tokens(s)
@@ -435,8 +436,10 @@ func assembleGreedy(groups []*group, lv level, budget int) string {
 		for _, t := range g.tools {
 			s, used := g.sp.method(t, lv)
 			if !fits(s) {
-				left = append(left, t.address)
-				leftTools++
+				if toolsLeft[g.sp.ns] == 0 {
+					leftTools = append(leftTools, g.sp.ns)
+				}
+				toolsLeft[g.sp.ns]++
 				continue
 			}
 			hasTools = true
@@ -465,19 +468,17 @@ func assembleGreedy(groups []*group, lv level, budget int) string {
 	if hasTools {
 		out = callOptions + out
 	}
+	for _, ns := range leftTools {
+		out += fmt.Sprintf("// %d more tools of %s left out to stay within %d tokens: find them with search (namespace %q) and describe them by address.\n", toolsLeft[ns], ns, budget, ns)
+	}
 	if len(left) > 0 {
 		const show = 12
-		list := left
-		extra := ""
+		list, extra := left, ""
 		if len(list) > show {
 			extra = fmt.Sprintf(" and %d more", len(list)-show)
 			list = list[:show]
 		}
-		what := "these types"
-		if leftTools > 0 {
-			what = "these tools and types"
-		}
-		out += fmt.Sprintf("// Left out to stay within %d tokens: %s%s.\n// Describe %s by name to see them.\n", budget, strings.Join(list, ", "), extra, what)
+		out += fmt.Sprintf("// Left out to stay within %d tokens: %s%s. Describe these types by name to see them.\n", budget, strings.Join(list, ", "), extra)
 	}
 	return out
 }

@@ -138,3 +138,30 @@ func TestDescribeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget checks that describing any tool or namespace of the corpus
+// stays within the budget (one tool is always shown whole), and keeps full
+// detail when it fits.
+func TestBudget(t *testing.T) {
+	d := NewDescriber(corpus(t))
+	for _, budget := range []int{DefaultBudget, 800} {
+		for _, ns := range d.names {
+			targets := [][]string{{ns}}
+			for _, td := range d.spaces[ns].tools {
+				targets = append(targets, []string{td.address})
+			}
+			for _, tg := range targets {
+				out, err := d.Describe(tg, Options{Budget: budget})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := Tokens(out); n > budget && strings.Count(out, "(input") > 1 {
+					t.Errorf("describe %s within %d: %d tokens", tg[0], budget, n)
+				}
+				if full, _ := d.Describe(tg, Options{Budget: -1}); out != full && Tokens(full) <= budget {
+					t.Errorf("describe %s within %d: cut detail although the full declaration fits", tg[0], budget)
+				}
+			}
+		}
+	}
+}
