@@ -150,7 +150,7 @@ var reservedNamespaces = map[string]bool{
 
 // SanitizeNamespace turns a server's name ("@acme/GitHub-MCP server") into a
 // namespace candidate ("github"): it drops an npm scope, common suffixes such
-// as "mcp" and "server", lower-cases, replaces other characters with '_' and
+// as "mcp", "server" and "secure", lower-cases, replaces other characters with '_' and
 // trims to MaxNamespaceLen. It may return "" when nothing usable is left.
 func SanitizeNamespace(name string) string {
 	name = strings.ToLower(strings.TrimSpace(name))
@@ -163,7 +163,7 @@ func SanitizeNamespace(name string) string {
 	var kept []string
 	for _, w := range words {
 		switch w {
-		case "mcp", "server", "modelcontextprotocol", "io", "github.com":
+		case "mcp", "server", "servers", "modelcontextprotocol", "io", "secure", "example", "official":
 			continue
 		}
 		kept = append(kept, w)

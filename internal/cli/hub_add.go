@@ -14,10 +14,10 @@ import (
 
 func newAddCmd(e *env) *cobra.Command {
 	var (
-		ns     string
-		yes    bool
-		asJSON bool
-		envs   []string
+		ns      string
+		yes     bool
+		asJSON  bool
+		envs    []string
 		cwd     string
 		timeout time.Duration
 	)
