@@ -273,7 +273,16 @@ func (d *Describer) Describe(targets []string, opts Options) (string, error) {
 			return out, nil
 		}
 	}
-	return assembleGreedy(groups, levels[len(levels)-1], budget), nil
+	// Fill to a limit, lowering it until the whole output, wrappers and
+	// closing comment included, fits.
+	for limit := budget; ; {
+		out := assembleGreedy(groups, levels[len(levels)-1], budget, limit)
+		over := Tokens(out) - budget
+		if over <= 0 || limit <= 0 {
+			return out, nil
+		}
+		limit -= over + 8
+	}
 }
 
 // level is a level of detail.
@@ -413,7 +422,7 @@ const trailerReserve = 80
 
 // assembleGreedy renders at lv as much as fits: the first target always,
 // then tools, then the types they use, in order.
-func assembleGreedy(groups []*group, lv level, budget int) string {
+func assembleGreedy(groups []*group, lv level, budget, limit int) string {
 	var b strings.Builder
 	tokens := Tokens(callOptions) + trailerReserve
 	var left []string // types
@@ -422,7 +431,7 @@ func assembleGreedy(groups []*group, lv level, budget int) string {
 	included := 0
 	fits := func(s string) bool {
 		c := Tokens(s)
-		if included > 0 && tokens+c > budget {
+		if included > 0 && tokens+c > limit {
 			return false
 		}
 		tokens += c
@@ -434,6 +443,10 @@ func assembleGreedy(groups []*group, lv level, budget int) string {
 		var methods, decls strings.Builder
 		var queue []string
 		for _, t := range g.tools {
+			if toolsLeft[g.sp.ns] > 0 { // keep the shown tools a prefix
+				toolsLeft[g.sp.ns]++
+				continue
+			}
 			s, used := g.sp.method(t, lv)
 			if !fits(s) {
 				if toolsLeft[g.sp.ns] == 0 {

@@ -196,27 +196,25 @@ declare const linear: {
     /** New project color */
     color?: string;
   }, options?: CallOptions): Promise<linear.LinearUpdateProjectResult>;
-  /** Create a new project update for a Linear project */
-  linearCreateProjectUpdate(input: {
-    /** ID of the project to create the update for */
-    projectId: string;
-    /** Body content of the project update */
-    body: string;
-    /** Optional health status for the update */
-    health?: "onTrack" | "atRisk" | "offTrack";
-    /** Whether Linear should hide the diff against the previous project update */
-    isDiffHidden?: boolean;
-  }, options?: CallOptions): Promise<linear.LinearCreateProjectUpdateResult>;
-  /** Get a specific Linear project update by ID */
-  linearGetProjectUpdateById(input: {
-    /** ID of the project update to retrieve */
-    id: string;
-  }, options?: CallOptions): Promise<linear.LinearGetProjectUpdateByIdResult>;
 };
 declare namespace linear {
+  interface LinearGetViewerResult {
+    id?: string;
+    name?: string;
+    email?: string | null;
+    active?: boolean;
+    displayName?: string | null;
+    organization?: linear.LinearGetViewerResultOrganization;
+  }
+  interface LinearGetOrganizationResult {
+    id?: string;
+    name?: string;
+    urlKey?: string;
+    logoUrl?: string;
+  }
   interface LinearGetUsersResult {
     items: linear.LinearGetUsersResultItemsItem[];
   }
 }
-// 175 more tools of linear left out to stay within 2500 tokens: find them with search (namespace "linear") and describe them by address.
-// Left out to stay within 2500 tokens: linear.LinearGetViewerResult, linear.LinearGetOrganizationResult, linear.LinearGetLabelsResult, linear.LinearGetTeamsResult, linear.LinearGetWorkflowStatesResult, linear.LinearCreateWorkflowStateResult, linear.LinearUpdateWorkflowStateResult, linear.LinearUpdateTeamResult, linear.LinearGetTeamMembershipsResult, linear.LinearCreateTeamResult, linear.LinearArchiveTeamResult, linear.LinearAddUserToTeamResult and 11 more. Describe these types by name to see them.
+// 177 more tools of linear left out to stay within 2500 tokens: find them with search (namespace "linear") and describe them by address.
+// Left out to stay within 2500 tokens: linear.LinearGetLabelsResult, linear.LinearGetTeamsResult, linear.LinearGetWorkflowStatesResult, linear.LinearCreateWorkflowStateResult, linear.LinearUpdateWorkflowStateResult, linear.LinearUpdateTeamResult, linear.LinearGetTeamMembershipsResult, linear.LinearCreateTeamResult, linear.LinearArchiveTeamResult, linear.LinearAddUserToTeamResult, linear.LinearRemoveUserFromTeamResult, linear.LinearUpdateTeamMembershipResult and 8 more. Describe these types by name to see them.
