@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what the hub and its tests need on a fresh Debian 12 machine with
+# Go 1.26 and Node.js 20 (as root, or with sudo), then builds the binary.
+# Idempotent: run it as often as you like.
+#
+#   scripts/setup.sh            system packages + npm packages + build
+#   SETUP_APT=0 scripts/setup.sh   skip the system packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# System packages the tests use. Each line: a command to look for, then the
+# Debian package that provides it.
+apt_needs=(
+  "node nodejs"
+  "npm npm"
+  "git git"
+)
+
+if [ "${SETUP_APT:-1}" = 1 ]; then
+  missing=()
+  for pair in "${apt_needs[@]}"; do
+    set -- $pair
+    command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    log "installing Debian packages: ${missing[*]}"
+    $sudo apt-get update
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+command -v go >/dev/null 2>&1 || { log "Go 1.26 is required: https://go.dev/doc/install"; exit 1; }
+command -v node >/dev/null 2>&1 || { log "Node.js 20 is required"; exit 1; }
+
+# npm packages the tests run (real MCP servers, TypeScript, MCP clients),
+# pinned by the committed lockfile. Reinstalled only when the lockfile changed.
+lock=testdata/npm/package-lock.json
+stamp=testdata/npm/node_modules/.lock-stamp
+if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
+  log "installing npm packages from $lock"
+  (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$lock" "$stamp"
+fi
+
+log "building bin/capabilities"
+CGO_ENABLED=0 go build -o bin/capabilities ./cmd/capabilities
+log "done: $(pwd)/bin/capabilities"

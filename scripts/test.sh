@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: set-up, formatting, vet, staticcheck, and every
+# Go test (unit, real-peer integration, CLI journeys).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+staticcheck=.tools/bin/staticcheck
+if [ ! -x "$staticcheck" ]; then
+  GOBIN="$(pwd)/.tools/bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+"$staticcheck" ./...
+
+echo "== go test"
+go test -count=1 -timeout 30m ./... "$@"
