@@ -97,9 +97,9 @@ type params struct {
 // tuned are the parameters chosen on the corpus (see eval_test.go).
 var tuned = params{
 	k1:      1.2,
-	w:       [numFields]float64{fName: 3, fTitle: 2, fDesc: 1, fParam: 0.6, fParamDesc: 0.3, fNamespace: 1},
+	w:       [numFields]float64{fName: 3, fTitle: 0.5, fDesc: 1, fParam: 0.2, fParamDesc: 0.3, fNamespace: 1},
 	b:       [numFields]float64{fName: 0.5, fTitle: 0.5, fDesc: 0.75, fParam: 0.75, fParamDesc: 0.75, fNamespace: 0},
-	syn:     0.5,
+	syn:     0.7,
 	coord:   0.5,
 	join:    true,
 	analyze: [3]bool{true, true, true},

@@ -76,7 +76,10 @@ func placeholder(reg *registry, t *typ, depth int) string {
 		if strings.HasPrefix(t.text, "Record<") {
 			return "{}"
 		}
-		return t.text
+		if c := t.text[0]; c == '"' || c == '-' || c >= '0' && c <= '9' || t.text == "true" || t.text == "false" || t.text == "null" {
+			return t.text
+		}
+		return "" // an object or tuple literal type: not worth a value
 	case kArray:
 		return "[]"
 	case kTuple:
@@ -100,6 +103,9 @@ func placeholder(reg *registry, t *typ, depth int) string {
 	case kObject:
 		var parts []string
 		for _, p := range t.props {
+			if p.name == "constructor" {
+				return "" // TypeScript gives {} a constructor of type Function
+			}
 			if !p.required {
 				continue
 			}

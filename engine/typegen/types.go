@@ -126,12 +126,12 @@ func (b *builder) convObject(s *object, path string, nameIt bool) *typ {
 	}
 	var parts []*typ // intersected
 	if c, ok := s.get("const"); ok {
-		parts = append(parts, &typ{kind: kLit, text: literal(c)})
+		parts = append(parts, litType(c))
 	} else if e, ok := s.get("enum"); ok {
 		if arr, ok := e.([]any); ok {
 			lits := make([]*typ, len(arr))
 			for i, v := range arr {
-				lits[i] = &typ{kind: kLit, text: literal(v)}
+				lits[i] = litType(v)
 			}
 			parts = append(parts, union(lits))
 		}
@@ -157,6 +157,13 @@ func (b *builder) convObject(s *object, path string, nameIt bool) *typ {
 		t = union([]*typ{t, {kind: kPrim, text: "null"}})
 	}
 	return t
+}
+
+func litType(v any) *typ {
+	if s := literal(v); s != "number" {
+		return &typ{kind: kLit, text: s}
+	}
+	return &typ{kind: kPrim, text: "number"} // a number TypeScript cannot write
 }
 
 // convTyped converts the "type" keyword and the keywords it governs; nil
