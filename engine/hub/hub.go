@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -32,6 +33,7 @@ type Hub struct {
 	pool  *source.Pool
 
 	refreshing sync.WaitGroup
+	catalog    atomic.Pointer[catalog]
 }
 
 // New returns a hub over st. Close it to reap upstream processes.

@@ -175,6 +175,7 @@ func (h *Hub) Accept(ctx context.Context, p *Proposal) error {
 	if err := h.store.Put(ctx, store.Manifests, p.Source.Namespace, m); err != nil {
 		return fmt.Errorf("adding %s: %w", p.Source.Namespace, err)
 	}
+	h.Invalidate()
 	return nil
 }
 
@@ -190,6 +191,7 @@ func (h *Hub) Remove(ctx context.Context, ns string) error {
 	if err := h.store.Delete(ctx, store.Sources, ns); err != nil {
 		return fmt.Errorf("removing %s: %w", ns, err)
 	}
+	h.Invalidate()
 	return nil
 }
 
@@ -262,6 +264,7 @@ func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
 	if err := h.store.Put(ctx, store.Manifests, ns, rec); err != nil {
 		c.Error = err.Error()
 	}
+	h.Invalidate()
 	return c
 }
 

@@ -114,6 +114,8 @@ func newRoot(e *env) *cobra.Command {
 		newRemoveCmd(e),
 		newRefreshCmd(e),
 		newCallCmd(e),
+		newSearchCmd(e),
+		newDescribeCmd(e),
 		newDoctorCmd(e),
 	)
 	root.AddCommand(h)
@@ -151,6 +153,7 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 func (e *env) printJSON(v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -1,0 +1,80 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/capabilities-sh/capabilities/engine/index"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+)
+
+// catalog is what search and describe read: the search index and the
+// TypeScript describer over every cached tool. It is built from the store
+// on first use and rebuilt after Invalidate.
+type catalog struct {
+	tools []model.Tool
+	index *index.Index
+	desc  *typegen.Describer
+}
+
+// Invalidate drops the cached catalog; the next search or describe rebuilds
+// it from the store. Call it when sources or manifests change (the serve
+// loop's store watcher does).
+func (h *Hub) Invalidate() {
+	h.catalog.Store(nil)
+}
+
+func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
+	if c := h.catalog.Load(); c != nil {
+		return c, nil
+	}
+	tools, err := h.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &catalog{
+		tools: tools,
+		index: index.New(tools, index.Options{}),
+		desc:  typegen.NewDescriber(tools),
+	}
+	h.catalog.Store(c)
+	return c, nil
+}
+
+// SearchQuery is a search request.
+type SearchQuery = index.Query
+
+// SearchResult is what search found; Text() renders it for the model.
+type SearchResult = index.Result
+
+// Search finds tools by intent over the cached manifests. It never waits on
+// an upstream.
+func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
+	c, err := h.loadCatalog(ctx)
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("searching: %w", err)
+	}
+	if len(c.tools) == 0 {
+		return SearchResult{}, fmt.Errorf("searching: the hub has no tools yet; add a source with `capabilities hub add`")
+	}
+	res, err := c.index.Search(q)
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("searching: %w", err)
+	}
+	return res, nil
+}
+
+// Describe renders exact TypeScript declarations for tool addresses,
+// namespaces or named types, within a token budget (0: the default).
+func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (string, error) {
+	c, err := h.loadCatalog(ctx)
+	if err != nil {
+		return "", fmt.Errorf("describing: %w", err)
+	}
+	out, err := c.desc.Describe(targets, typegen.Options{Budget: budget})
+	if err != nil {
+		return "", fmt.Errorf("describing: %w", err)
+	}
+	return out, nil
+}
