@@ -130,7 +130,7 @@ func TestCorpusCompiles(t *testing.T) {
 	files := map[string]string{}
 	followUps := 0
 	for _, ns := range d.names {
-		sp := d.spaces[ns]
+		sp := d.spaces[ns].load()
 		out, err := d.Describe([]string{ns}, Options{Budget: -1})
 		if err != nil {
 			t.Fatal(err)

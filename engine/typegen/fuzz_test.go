@@ -135,7 +135,7 @@ func TestFuzzOutputsCompile(t *testing.T) {
 		if msg := balanced(out); msg != "" {
 			t.Errorf("schema %s: %s", s, msg)
 		}
-		sp := NewDescriber([]model.Tool{{Address: "fz.tool", InputSchema: []byte(s)}}).spaces["fz"]
+		sp := NewDescriber([]model.Tool{{Address: "fz.tool", InputSchema: []byte(s)}}).spaces["fz"].load()
 		files["fuzz_"+strconv.Itoa(i)+".ts"] = "// schema: " + strings.ReplaceAll(s, "\n", " ") + "\n" + out + calls(sp, sp.tools)
 	}
 	tsc(t, files)

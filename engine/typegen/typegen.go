@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 )
@@ -71,12 +72,26 @@ type toolDecl struct {
 	output               *named // nil without an outputSchema
 }
 
-// space is one namespace: its tools and named types.
+// space is one namespace: its tools and named types, converted on first
+// use.
 type space struct {
 	ns       string
+	raw      []*model.Tool
+	once     sync.Once
 	reg      *registry
 	tools    []*toolDecl
 	byMethod map[string]*toolDecl
+}
+
+func (sp *space) load() *space {
+	sp.once.Do(func() {
+		sp.reg, sp.byMethod = newRegistry(), map[string]*toolDecl{}
+		for _, t := range sp.raw {
+			sp.add(t)
+		}
+		sp.raw = nil
+	})
+	return sp
 }
 
 func (sp *space) add(t *model.Tool) {
@@ -198,8 +213,10 @@ type Describer struct {
 	names  []string // namespaces, sorted
 }
 
-// NewDescriber converts every tool's schemas. Tools are grouped by the
-// namespace of their address and keep their order within it.
+// NewDescriber groups tools by the namespace of their address, keeping
+// their order within it. A namespace's schemas are converted the first time
+// it is described, so building is cheap. The Describer keeps pointers into
+// tools: do not modify them afterwards.
 func NewDescriber(tools []model.Tool) *Describer {
 	d := &Describer{spaces: map[string]*space{}}
 	for i := range tools {
@@ -209,11 +226,11 @@ func NewDescriber(tools []model.Tool) *Describer {
 		}
 		sp := d.spaces[ns]
 		if sp == nil {
-			sp = &space{ns: ns, reg: newRegistry(), byMethod: map[string]*toolDecl{}}
+			sp = &space{ns: ns}
 			d.spaces[ns] = sp
 			d.names = append(d.names, ns)
 		}
-		sp.add(&tools[i])
+		sp.raw = append(sp.raw, &tools[i])
 	}
 	sort.Strings(d.names)
 	return d
@@ -383,10 +400,14 @@ func assemble(groups []*group, lv level, budget int) string {
 	for _, g := range groups {
 		var methods, decls strings.Builder
 		var queue []string
+		over := func() bool { return budget >= 0 && Tokens(b.String())+(methods.Len()+decls.Len())*2/7 > budget }
 		for _, t := range g.tools {
 			s, used := g.sp.method(t, lv)
 			methods.WriteString(s)
 			queue = append(queue, used...)
+			if over() {
+				return ""
+			}
 		}
 		queue = append(append([]string(nil), g.types...), queue...)
 		declared := map[string]bool{}
@@ -399,6 +420,9 @@ func assemble(groups []*group, lv level, budget int) string {
 			s, used := g.sp.decl(n, lv)
 			decls.WriteString(s)
 			queue = append(queue, used...)
+			if over() {
+				return ""
+			}
 		}
 		writeGroup(&b, g.sp.ns, methods.String(), decls.String())
 		if budget >= 0 && Tokens(b.String()) > budget {
@@ -500,6 +524,9 @@ func assembleGreedy(groups []*group, lv level, budget, limit int) string {
 func (d *Describer) resolve(target string) (*space, []*toolDecl, string, error) {
 	ns, rest, hasDot := strings.Cut(target, ".")
 	sp := d.spaces[ns]
+	if sp != nil {
+		sp.load()
+	}
 	if !hasDot {
 		if sp == nil {
 			return nil, nil, "", fmt.Errorf("%w %q: no namespace with that name; %s", ErrUnknownTarget, target, closest(target, d.names))

@@ -149,7 +149,7 @@ func TestBudget(t *testing.T) {
 	for _, budget := range []int{DefaultBudget, 800} {
 		for _, ns := range d.names {
 			targets := [][]string{{ns}}
-			for _, td := range d.spaces[ns].tools {
+			for _, td := range d.spaces[ns].load().tools {
 				targets = append(targets, []string{td.address})
 			}
 			for _, tg := range targets {
