@@ -6,6 +6,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/index"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 )
 
@@ -33,10 +34,29 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol, err := h.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Search and describe show the policy for the default connection:
+	// denied tools are hidden (and counted), the rest marked [asks] when a
+	// call would need a person.
+	verdicts := make(map[string]policy.Action, len(tools))
+	visible := tools[:0:0]
+	for i := range tools {
+		a := pol.Decide(&tools[i], "").Action
+		verdicts[tools[i].Address] = a
+		if a != policy.Deny {
+			visible = append(visible, tools[i])
+		}
+	}
 	c := &catalog{
 		tools: tools,
-		index: index.New(tools, index.Options{}),
-		desc:  typegen.NewDescriber(tools),
+		index: index.New(tools, index.Options{
+			Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
+			Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
+		}),
+		desc: typegen.NewDescriber(visible),
 	}
 	h.catalog.Store(c)
 	return c, nil

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // env is what every command gets: streams and how to reach the hub.
 type env struct {
 	stdin  io.Reader
+	in     *bufio.Reader // lazily wraps stdin; shared by every prompt
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
@@ -116,6 +118,8 @@ func newRoot(e *env) *cobra.Command {
 		newCallCmd(e),
 		newSearchCmd(e),
 		newDescribeCmd(e),
+		newPolicyCmd(e),
+		newReviewCmd(e),
 		newDoctorCmd(e),
 	)
 	root.AddCommand(h)
@@ -147,6 +151,15 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 	}
 	o.Logger = e.log
 	return hub.New(st, o), st, nil
+}
+
+// readLine reads one answer from standard input; every prompt shares one
+// buffered reader so answers are not lost between prompts.
+func (e *env) readLine() (string, error) {
+	if e.in == nil {
+		e.in = bufio.NewReader(e.stdin)
+	}
+	return e.in.ReadString('\n')
 }
 
 // printJSON writes v as indented JSON.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"strings"
 	"time"
@@ -31,6 +30,9 @@ a namespace from the server's name and shows what it found before storing it.`,
   capabilities hub add --namespace memory --env MEMORY_FILE_PATH=/tmp/memory.jsonl -- node server-memory/dist/index.js
   capabilities hub add http://127.0.0.1:3001/mcp`,
 		RunE: func(c *cobra.Command, args []string) error {
+			if asJSON && !yes {
+				return usagef("--json needs --yes: the JSON form does not prompt")
+			}
 			req := hub.AddRequest{Namespace: ns, Cwd: cwd}
 			if dash := c.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
@@ -84,11 +86,22 @@ a namespace from the server's name and shows what it found before storing it.`,
 			if err := h.Accept(c.Context(), p); err != nil {
 				return err
 			}
+			ns := p.Source.Namespace
 			if asJSON {
+				review, err := h.PendingReview(c.Context(), ns)
+				if err != nil {
+					return err
+				}
+				if err := h.AcceptReview(c.Context(), review, nil, "review"); err != nil {
+					return err
+				}
 				r, w, d := p.Counts()
-				return e.printJSON(map[string]any{"namespace": p.Source.Namespace, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d})
+				return e.printJSON(map[string]any{"namespace": ns, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d, "reviewed": len(review.Items)})
 			}
-			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n", p.Source.Namespace, len(p.Manifest.Tools))
+			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n\n", ns, len(p.Manifest.Tools))
+			if err := runReview(c.Context(), e, h, ns, yes, false); err != nil {
+				return err
+			}
 			if len(p.Manifest.Tools) > 0 {
 				fmt.Fprintf(e.stdout, "Try: capabilities hub call %s '{…}'\n", p.Manifest.Tools[0].Address)
 			}
@@ -96,7 +109,8 @@ a namespace from the server's name and shows what it found before storing it.`,
 		},
 	}
 	c.Flags().StringVar(&ns, "namespace", "", "the namespace for the source's tools (default: from the server's name)")
-	c.Flags().BoolVarP(&yes, "yes", "y", false, "accept without asking")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "add the source and accept the review's proposal without asking")
+	c.Flags().BoolVar(&yes, "accept", false, "same as --yes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "NAME=value set in a stdio server's environment (repeatable)")
 	c.Flags().StringVar(&cwd, "cwd", "", "working directory of a stdio server")
@@ -133,7 +147,7 @@ func printProposal(e *env, p *hub.Proposal) {
 // confirm asks a yes/no question on stdin; no answer is "no".
 func confirm(e *env, question string) (bool, error) {
 	fmt.Fprint(e.stdout, question)
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	line, err := e.readLine()
 	if err != nil && line == "" {
 		fmt.Fprintln(e.stdout)
 		return false, fmt.Errorf("no answer on standard input; pass --yes to accept without asking")

@@ -1,0 +1,337 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// Profile is the only profile for now.
+const Profile = "default"
+
+// PolicyRecord is policies/default.json: the rules, the contracts a person
+// reviewed, and the stdio commands a person consented to run.
+type PolicyRecord struct {
+	policy.Policy
+	// Consented maps a stdio source's namespace to the exact command line a
+	// person agreed to run.
+	Consented map[string]string `json:"consented,omitempty"`
+}
+
+// Policy reads the profile's policy. A missing file is an empty policy; a
+// malformed one is an error naming the file, and nothing is overwritten.
+func (h *Hub) Policy(ctx context.Context) (*PolicyRecord, error) {
+	var p PolicyRecord
+	err := h.store.Get(ctx, store.Policies, Profile, &p)
+	if errors.Is(err, store.ErrNotFound) {
+		return &PolicyRecord{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the policy: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("reading the policy: policies/%s.json: %w; fix or remove the rule", Profile, err)
+	}
+	return &p, nil
+}
+
+// updatePolicy changes the policy under its lock.
+func (h *Hub) updatePolicy(ctx context.Context, fn func(p *PolicyRecord) error) error {
+	err := store.UpdateJSON(ctx, h.store, store.Policies, Profile, func(old *PolicyRecord) (*PolicyRecord, error) {
+		if old == nil {
+			old = &PolicyRecord{}
+		}
+		if err := old.Validate(); err != nil {
+			return nil, fmt.Errorf("policies/%s.json: %w; fix or remove the rule", Profile, err)
+		}
+		if err := fn(old); err != nil {
+			return nil, err
+		}
+		return old, nil
+	})
+	if err != nil {
+		return fmt.Errorf("updating the policy: %w", err)
+	}
+	h.Invalidate()
+	return nil
+}
+
+// SetRule adds or replaces the rule for a namespace or tool address. A rule
+// on a tool is pinned to the tool's current contract.
+func (h *Hub) SetRule(ctx context.Context, target string, action policy.Action, conn, channel string) (*policy.Rule, error) {
+	r := policy.Rule{Target: target, Action: action, Connection: conn, CreatedAt: time.Now().UTC().Truncate(time.Second), Channel: channel}
+	if _, _, ok := model.SplitAddress(target); ok {
+		_, t, _, err := h.Tool(ctx, target)
+		if err != nil {
+			return nil, fmt.Errorf("setting a rule: %w", err)
+		}
+		r.Contract = t.Contract
+	} else if _, err := h.Source(ctx, target); err != nil {
+		return nil, fmt.Errorf("setting a rule: %w", err)
+	}
+	if conn != "" {
+		if err := validConnectionName(conn); err != nil {
+			return nil, fmt.Errorf("setting a rule: %w", err)
+		}
+	}
+	err := h.updatePolicy(ctx, func(p *PolicyRecord) error {
+		p.Set(r)
+		return nil
+	})
+	return &r, err
+}
+
+// RemoveRule deletes the rule for (target, connection).
+func (h *Hub) RemoveRule(ctx context.Context, target, conn string) error {
+	return h.updatePolicy(ctx, func(p *PolicyRecord) error {
+		if !p.Remove(target, conn) {
+			what := target
+			if conn != "" {
+				what += " (connection " + conn + ")"
+			}
+			return fmt.Errorf("no rule for %s; see `capabilities hub policy list`", what)
+		}
+		return nil
+	})
+}
+
+func validConnectionName(c string) error {
+	if len(c) == 0 || len(c) > 64 {
+		return fmt.Errorf("connection name %q must be 1 to 64 characters", c)
+	}
+	for _, r := range c {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("connection name %q may contain only a-z, 0-9, '_' and '-'", c)
+		}
+	}
+	return nil
+}
+
+// Verdict decides one call under the current policy.
+func (h *Hub) Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error) {
+	p, err := h.Policy(ctx)
+	if err != nil {
+		return policy.Verdict{}, err
+	}
+	return p.Decide(t, conn), nil
+}
+
+// ReviewItem is one new or changed tool awaiting review.
+type ReviewItem struct {
+	Tool     model.Tool    `json:"tool"`
+	Effect   model.Effect  `json:"effect"`
+	Status   string        `json:"status"`   // "new" or "changed"
+	Proposal policy.Action `json:"proposal"` // allow for read-only, ask otherwise
+	Changes  []string      `json:"changes,omitempty"`
+}
+
+// CommandConsent is a stdio source whose exact command a person has not
+// agreed to run (or that changed since).
+type CommandConsent struct {
+	Namespace string `json:"namespace"`
+	Command   string `json:"command"`
+}
+
+// Review is every new or changed tool, and every stdio command awaiting
+// consent.
+type Review struct {
+	Items    []ReviewItem     `json:"items"`
+	Commands []CommandConsent `json:"commands"`
+}
+
+// PendingReview lists what a person has not reviewed yet, optionally for one
+// namespace.
+func (h *Hub) PendingReview(ctx context.Context, ns string) (*Review, error) {
+	p, err := h.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Review{Items: []ReviewItem{}, Commands: []CommandConsent{}}
+	for _, rec := range recs {
+		if ns != "" && rec.Source.Namespace != ns {
+			continue
+		}
+		if rec.Source.Kind == model.KindStdio && p.Consented[rec.Source.Namespace] != rec.Source.CommandLine() {
+			r.Commands = append(r.Commands, CommandConsent{Namespace: rec.Source.Namespace, Command: rec.Source.CommandLine()})
+		}
+		if rec.Manifest == nil {
+			continue
+		}
+		for _, t := range rec.Manifest.Tools {
+			it := ReviewItem{Tool: t, Effect: t.Effect(), Proposal: policy.Ask}
+			if it.Effect == model.EffectRead {
+				it.Proposal = policy.Allow
+			}
+			old, ok := p.Reviewed[t.Address]
+			switch {
+			case !ok:
+				it.Status = "new"
+			case old != t.Contract:
+				it.Status = "changed"
+				it.Changes = h.contractChanges(ctx, old, &t)
+			default:
+				continue
+			}
+			r.Items = append(r.Items, it)
+		}
+	}
+	return r, nil
+}
+
+// Decision on one reviewed tool.
+type ReviewDecision struct {
+	Address string
+	Action  policy.Action
+}
+
+// AcceptReview records a person's review: each tool's current contract is
+// pinned (its snapshot kept in blobs/ for later diffs), a tool set to allow
+// or deny gets a rule pinned to that contract, and the listed stdio
+// commands are consented to. Tools whose decision equals the default (ask
+// for writes, allow for read-only) need no rule.
+func (h *Hub) AcceptReview(ctx context.Context, r *Review, decisions map[string]policy.Action, channel string) error {
+	for _, it := range r.Items {
+		if err := h.saveSnapshot(ctx, &it.Tool); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	return h.updatePolicy(ctx, func(p *PolicyRecord) error {
+		for _, it := range r.Items {
+			t := it.Tool
+			p.Review(&t)
+			action, ok := decisions[t.Address]
+			if !ok {
+				action = it.Proposal
+			}
+			p.Remove(t.Address, "")
+			defaultAction := policy.Ask
+			if t.Effect() == model.EffectRead {
+				defaultAction = policy.Allow
+			}
+			if action != defaultAction {
+				p.Set(policy.Rule{Target: t.Address, Action: action, Contract: t.Contract, CreatedAt: now, Channel: channel})
+			}
+		}
+		for _, c := range r.Commands {
+			if p.Consented == nil {
+				p.Consented = map[string]string{}
+			}
+			p.Consented[c.Namespace] = c.Command
+		}
+		return nil
+	})
+}
+
+// snapshot is a tool's contract content, kept under blobs/ by digest so a
+// later change can be shown as a diff.
+type snapshot struct {
+	Name         string             `json:"name"`
+	Description  string             `json:"description"`
+	InputSchema  json.RawMessage    `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage    `json:"outputSchema,omitempty"`
+	Annotations  *model.Annotations `json:"annotations,omitempty"`
+}
+
+func (h *Hub) saveSnapshot(ctx context.Context, t *model.Tool) error {
+	s := snapshot{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	if err := h.store.Put(ctx, store.Blobs, "contract-"+t.Contract, s); err != nil {
+		return fmt.Errorf("keeping the reviewed contract of %s: %w", t.Address, err)
+	}
+	return nil
+}
+
+// contractChanges describes how t differs from the reviewed contract.
+func (h *Hub) contractChanges(ctx context.Context, oldContract string, t *model.Tool) []string {
+	old, err := store.Get[snapshot](ctx, h.store, store.Blobs, "contract-"+oldContract)
+	if err != nil {
+		return []string{"the contract changed (the reviewed version is not kept, so no diff)"}
+	}
+	var out []string
+	if old.Description != t.Description {
+		out = append(out, "description:\n"+lineDiff(old.Description, t.Description))
+	}
+	if !sameJSON(old.InputSchema, t.InputSchema) {
+		out = append(out, "input schema:\n"+lineDiff(pretty(old.InputSchema), pretty(t.InputSchema)))
+	}
+	if !sameJSON(old.OutputSchema, t.OutputSchema) {
+		out = append(out, "output schema:\n"+lineDiff(pretty(old.OutputSchema), pretty(t.OutputSchema)))
+	}
+	oa, _ := json.Marshal(old.Annotations)
+	na, _ := json.Marshal(t.Annotations)
+	if string(oa) != string(na) {
+		out = append(out, "annotations:\n"+lineDiff(pretty(oa), pretty(na)))
+	}
+	if len(out) == 0 {
+		out = append(out, "the contract digest changed")
+	}
+	return out
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	ca, err1 := model.Canonical(a)
+	cb, err2 := model.Canonical(b)
+	return err1 == nil && err2 == nil && string(ca) == string(cb)
+}
+
+func pretty(raw json.RawMessage) string {
+	c, err := model.Canonical(raw)
+	if err != nil {
+		return string(raw)
+	}
+	var v any
+	if json.Unmarshal(c, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// lineDiff is a small line diff: lines only in a get "-", only in b "+".
+// It uses the longest common subsequence, fine for tool-sized texts.
+func lineDiff(a, b string) string {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if len(x)*len(y) > 1_000_000 {
+		return "  - (long text replaced)\n  + (long text replaced)"
+	}
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []string
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			i++
+			j++
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			out = append(out, "  + "+y[j])
+			j++
+		default:
+			out = append(out, "  - "+x[i])
+			i++
+		}
+	}
+	return strings.Join(out, "\n")
+}

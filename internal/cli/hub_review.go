@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/spf13/cobra"
+)
+
+func newReviewCmd(e *env) *cobra.Command {
+	var (
+		accept bool
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "review [namespace]",
+		Short: "Review new and changed tools and the commands sources run",
+		Long: `Show every new or changed tool in three groups — read-only (proposed allow), writes
+(ask) and destructive (ask, flagged) — with what changed for changed tools, and every
+stdio command not yet consented to. Enter accepts the proposal; e adjusts per tool.
+--accept accepts the proposal without prompting.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("review expects at most one namespace (got %d)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			ns := ""
+			if len(args) == 1 {
+				ns = args[0]
+			}
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			if ns != "" {
+				if _, err := h.Source(c.Context(), ns); err != nil {
+					return err
+				}
+			}
+			return runReview(c.Context(), e, h, ns, accept, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&accept, "accept", false, "accept the proposal without prompting (for scripts)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print what awaits review as JSON (with --accept: after accepting)")
+	return c
+}
+
+// runReview shows the pending review and records the person's decisions.
+func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSON bool) error {
+	r, err := h.PendingReview(ctx, ns)
+	if err != nil {
+		return err
+	}
+	if asJSON && !accept {
+		return e.printJSON(r)
+	}
+	if len(r.Items) == 0 && len(r.Commands) == 0 {
+		if asJSON {
+			return e.printJSON(map[string]any{"accepted": 0})
+		}
+		fmt.Fprintln(e.stdout, "Nothing to review.")
+		return nil
+	}
+	if !asJSON {
+		printReview(e, r)
+	}
+	decisions := map[string]policy.Action{}
+	if !accept {
+		fmt.Fprint(e.stdout, "\n[Enter] accept the proposal   [e] adjust per tool   [q] quit without changes: ")
+		line, err := e.readLine()
+		if err != nil && line == "" {
+			fmt.Fprintln(e.stdout)
+			return fmt.Errorf("no answer on standard input; nothing recorded (pass --accept to accept the proposal without prompting)")
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "", "y", "yes", "a":
+		case "e":
+			for _, it := range r.Items {
+				for {
+					fmt.Fprintf(e.stdout, "  %s [allow/ask/deny] (%s): ", it.Tool.Address, it.Proposal)
+					ans, err := e.readLine()
+					ans = strings.TrimSpace(ans)
+					if ans == "" {
+						if err != nil {
+							return fmt.Errorf("no answer for %s; nothing recorded", it.Tool.Address)
+						}
+						break
+					}
+					a, perr := policy.ParseAction(ans)
+					if perr != nil {
+						fmt.Fprintf(e.stdout, "    %v\n", perr)
+						continue
+					}
+					decisions[it.Tool.Address] = a
+					break
+				}
+			}
+		default:
+			fmt.Fprintln(e.stdout, "Nothing recorded.")
+			return nil
+		}
+	}
+	if err := h.AcceptReview(ctx, r, decisions, "review"); err != nil {
+		return err
+	}
+	if asJSON {
+		return e.printJSON(map[string]any{"accepted": len(r.Items), "commands": len(r.Commands), "review": r})
+	}
+	fmt.Fprintf(e.stdout, "Reviewed %d tool(s)", len(r.Items))
+	if len(r.Commands) > 0 {
+		fmt.Fprintf(e.stdout, " and %d command(s)", len(r.Commands))
+	}
+	fmt.Fprintln(e.stdout, ".")
+	return nil
+}
+
+func printReview(e *env, r *hub.Review) {
+	news, changed := 0, 0
+	for _, it := range r.Items {
+		if it.Status == "new" {
+			news++
+		} else {
+			changed++
+		}
+	}
+	fmt.Fprintf(e.stdout, "Review: %d new and %d changed tool(s)\n", news, changed)
+	if len(r.Commands) > 0 {
+		fmt.Fprintln(e.stdout, "\nCommands these sources run on this machine (accepting consents to them):")
+		for _, c := range r.Commands {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, c.Command)
+		}
+	}
+	groups := []struct {
+		effect model.Effect
+		title  string
+	}{
+		{model.EffectRead, "Read-only (proposed: allow)"},
+		{model.EffectWrite, "Writes (proposed: ask)"},
+		{model.EffectDestructive, "Destructive or unannotated (proposed: ask)"},
+	}
+	for _, g := range groups {
+		var lines []string
+		for _, it := range r.Items {
+			if it.Effect != g.effect {
+				continue
+			}
+			flag := ""
+			if g.effect == model.EffectDestructive {
+				flag = "  ! destructive"
+			}
+			lines = append(lines, fmt.Sprintf("  %-44s %-8s %s%s", it.Tool.Address, it.Status, firstSentence(it.Tool.Description), flag))
+			for _, ch := range it.Changes {
+				lines = append(lines, "      "+strings.ReplaceAll(ch, "\n", "\n      "))
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(e.stdout, "\n%s\n%s\n", g.title, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// firstSentence is the description's first sentence, at most 70 chars.
+func firstSentence(s string) string {
+	s = typegen.FirstSentence(s)
+	if len(s) > 70 {
+		s = s[:67] + "..."
+	}
+	return s
+}
