@@ -1,6 +1,7 @@
 package typegen
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -166,4 +167,34 @@ func TestBudget(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDecode checks the JSON parser against encoding/json.
+func TestDecode(t *testing.T) {
+	for _, in := range []string{
+		`{"a":[1,-2.5e+3,true,false,null,"x\"\u00e9\ud83d\ude00"],"b":{},"c":[]}`, ` "\/" `, `0`, `-0.0`, `1E9`,
+		`{"a":1,}`, `[1,]`, `01`, `1.`, `.5`, `-`, `+1`, `"a`, `{"a" 1}`, `[1 2]`, `tru`, `nul`, "\"\x01\"", `{} x`, ``, `"\x"`, "\"\xff\"",
+	} {
+		var want any
+		wantErr := json.Unmarshal([]byte(in), &want) != nil
+		got, err := decode([]byte(in))
+		if (err != nil) != wantErr {
+			t.Errorf("decode(%q) error = %v, encoding/json fails: %v", in, err, wantErr)
+			continue
+		}
+		if err == nil && canonicalJSON(got) != mustCompact(t, in) {
+			t.Errorf("decode(%q) = %s, want %s", in, canonicalJSON(got), mustCompact(t, in))
+		}
+	}
+}
+
+func mustCompact(t *testing.T, in string) string {
+	var v any
+	d := json.NewDecoder(strings.NewReader(in))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
