@@ -12,9 +12,13 @@ import (
 // with the Snowball English stemmer. It caches each word's term.
 type analyzer struct {
 	camel, stem, stop bool
+	shared            bool // set once the index is built: lock the cache from then on
 	mu                sync.Mutex
 	cache             map[string]string // lower-case word → term ("" for a stop word)
 }
+
+// maxCache bounds the words queries may add to the cache.
+const maxCache = 1 << 16
 
 func newAnalyzer(camel, stem, stop bool) *analyzer {
 	return &analyzer{camel: camel, stem: stem, stop: stop, cache: map[string]string{}}
@@ -67,23 +71,24 @@ func (a *analyzer) each(s string, buf []byte, fn func(term string)) []byte {
 
 // term maps one lower-case word to its term, "" to drop it.
 func (a *analyzer) term(w []byte) string {
-	a.mu.Lock()
-	t, ok := a.cache[string(w)]
-	a.mu.Unlock()
-	if ok {
+	if a.shared {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+	}
+	if t, ok := a.cache[string(w)]; ok {
 		return t
 	}
 	word := string(w)
-	t = word
+	t := word
 	switch {
 	case a.stop && stopwords[word]:
 		t = ""
 	case a.stem && len(word) > 2 && !isDigit(word[0]):
 		t = english.Stem(word, false)
 	}
-	a.mu.Lock()
-	a.cache[word] = t
-	a.mu.Unlock()
+	if !a.shared || len(a.cache) < maxCache {
+		a.cache[word] = t
+	}
 	return t
 }
 

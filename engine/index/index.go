@@ -238,41 +238,11 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 			ix.post[term] = append(ix.post[term], posting{int32(i), float32(idf * tf / (p.k1 + tf))})
 		}
 	}
+	ix.an.shared = true
 	ix.pool.New = func() any {
 		return &scratch{score: make([]float32, n), matched: make([]uint8, n)}
 	}
 	return ix
-}
-
-// eachParam calls fn with the name and description of every property of an
-// input schema, nested objects and array items included (three levels).
-func eachParam(schema json.RawMessage, fn func(name, desc string)) {
-	if len(schema) == 0 {
-		return
-	}
-	var s any
-	if json.Unmarshal(schema, &s) != nil {
-		return
-	}
-	var walk func(s any, depth int)
-	walk = func(s any, depth int) {
-		m, ok := s.(map[string]any)
-		if !ok || depth > 3 {
-			return
-		}
-		if props, ok := m["properties"].(map[string]any); ok {
-			for name, ps := range props {
-				desc := ""
-				if pm, ok := ps.(map[string]any); ok {
-					desc, _ = pm["description"].(string)
-				}
-				fn(name, desc)
-				walk(ps, depth+1)
-			}
-		}
-		walk(m["items"], depth+1)
-	}
-	walk(s, 0)
 }
 
 type scratch struct {

@@ -171,3 +171,18 @@ func TestAnalyzer(t *testing.T) {
 		}
 	}
 }
+
+func TestEachParam(t *testing.T) {
+	schema := `{"type":"object","description":"top","properties":{"owner":{"type":"string","description":"Repository \"owner\""},
+	"files":{"type":"array","items":{"type":"object","properties":{"path":{"description":"File path","enum":["a",{"x":[1,2]}]}}}},
+	"deep":{"properties":{"a":{"properties":{"b":{"properties":{"c":{}}}}}}}},"required":["owner"]}`
+	got := map[string]string{}
+	eachParam([]byte(schema), func(name, desc string) { got[name] = desc })
+	want := map[string]string{"owner": `Repository "owner"`, "files": "", "path": "File path", "deep": "", "a": "", "b": ""}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("params (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{``, `[`, `{"properties":{"a":`, `{"properties":[1]}`, `"x"`, `{"properties":{"a":{"description":7}}}`} {
+		eachParam([]byte(bad), func(string, string) {})
+	}
+}

@@ -3,6 +3,7 @@ package typegen
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -197,4 +198,30 @@ func mustCompact(t *testing.T, in string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestSignatureNamesResolve checks that every type a signature names (its
+// output, shortened nested objects) can be described by that name.
+func TestSignatureNamesResolve(t *testing.T) {
+	tools := corpus(t)
+	d := NewDescriber(tools)
+	named := regexp.MustCompile(`\b[A-Z][A-Za-z0-9_]*\b`)
+	literals := regexp.MustCompile(`"(?:[^"\\]|\\.)*"|/\*.*?\*/`)
+	checked := 0
+	for i := range tools {
+		sig := Signature(&tools[i])
+		ns, _, _ := model.SplitAddress(tools[i].Address)
+		for _, name := range named.FindAllString(literals.ReplaceAllString(sig, ""), -1) {
+			if name == "Promise" || name == "Record" {
+				continue
+			}
+			checked++
+			if _, err := d.Describe([]string{ns + "." + name}, Options{}); err != nil {
+				t.Errorf("%s names %s: %v", sig, name, err)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no signature named a type")
+	}
 }
