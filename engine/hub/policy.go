@@ -14,24 +14,15 @@ import (
 )
 
 // Profile is the only profile for now.
-const Profile = "default"
-
-// PolicyRecord is policies/default.json: the rules, the contracts a person
-// reviewed, and the stdio commands a person consented to run.
-type PolicyRecord struct {
-	policy.Policy
-	// Consented maps a stdio source's namespace to the exact command line a
-	// person agreed to run.
-	Consented map[string]string `json:"consented,omitempty"`
-}
+const Profile = policy.Profile
 
 // Policy reads the profile's policy. A missing file is an empty policy; a
 // malformed one is an error naming the file, and nothing is overwritten.
-func (h *Hub) Policy(ctx context.Context) (*PolicyRecord, error) {
-	var p PolicyRecord
+func (h *Hub) Policy(ctx context.Context) (*policy.Policy, error) {
+	var p policy.Policy
 	err := h.store.Get(ctx, store.Policies, Profile, &p)
 	if errors.Is(err, store.ErrNotFound) {
-		return &PolicyRecord{}, nil
+		return &policy.Policy{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the policy: %w", err)
@@ -43,10 +34,10 @@ func (h *Hub) Policy(ctx context.Context) (*PolicyRecord, error) {
 }
 
 // updatePolicy changes the policy under its lock.
-func (h *Hub) updatePolicy(ctx context.Context, fn func(p *PolicyRecord) error) error {
-	err := store.UpdateJSON(ctx, h.store, store.Policies, Profile, func(old *PolicyRecord) (*PolicyRecord, error) {
+func (h *Hub) updatePolicy(ctx context.Context, fn func(p *policy.Policy) error) error {
+	err := store.UpdateJSON(ctx, h.store, store.Policies, Profile, func(old *policy.Policy) (*policy.Policy, error) {
 		if old == nil {
-			old = &PolicyRecord{}
+			old = &policy.Policy{}
 		}
 		if err := old.Validate(); err != nil {
 			return nil, fmt.Errorf("policies/%s.json: %w; fix or remove the rule", Profile, err)
@@ -81,7 +72,7 @@ func (h *Hub) SetRule(ctx context.Context, target string, action policy.Action, 
 			return nil, fmt.Errorf("setting a rule: %w", err)
 		}
 	}
-	err := h.updatePolicy(ctx, func(p *PolicyRecord) error {
+	err := h.updatePolicy(ctx, func(p *policy.Policy) error {
 		p.Set(r)
 		return nil
 	})
@@ -90,7 +81,7 @@ func (h *Hub) SetRule(ctx context.Context, target string, action policy.Action, 
 
 // RemoveRule deletes the rule for (target, connection).
 func (h *Hub) RemoveRule(ctx context.Context, target, conn string) error {
-	return h.updatePolicy(ctx, func(p *PolicyRecord) error {
+	return h.updatePolicy(ctx, func(p *policy.Policy) error {
 		if !p.Remove(target, conn) {
 			what := target
 			if conn != "" {
@@ -207,7 +198,7 @@ func (h *Hub) AcceptReview(ctx context.Context, r *Review, decisions map[string]
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	return h.updatePolicy(ctx, func(p *PolicyRecord) error {
+	return h.updatePolicy(ctx, func(p *policy.Policy) error {
 		for _, it := range r.Items {
 			t := it.Tool
 			p.Review(&t)

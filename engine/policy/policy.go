@@ -24,6 +24,9 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 )
 
+// Profile is the only profile for now; its policy is policies/default.json.
+const Profile = "default"
+
 // Action is what a rule or a verdict says.
 type Action string
 
@@ -60,12 +63,17 @@ type Rule struct {
 // IsTool reports whether the rule targets a tool rather than a source.
 func (r *Rule) IsTool() bool { return strings.Contains(r.Target, ".") }
 
-// Policy is a profile's rules plus the contracts a person reviewed.
+// Policy is a profile's rules, the contracts a person reviewed and the
+// stdio commands a person consented to run. It is stored as
+// policies/<profile>.json.
 type Policy struct {
 	Rules []Rule `json:"rules"`
 	// Reviewed maps a tool address to the contract digest a person
 	// accepted in review (or by approving it "always").
 	Reviewed map[string]string `json:"reviewed"`
+	// Consented maps a stdio source's namespace to the exact command line a
+	// person agreed to run.
+	Consented map[string]string `json:"consented,omitempty"`
 }
 
 // Reason codes say why a verdict came out as it did.

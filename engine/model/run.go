@@ -1,0 +1,138 @@
+package model
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+const (
+	RunRunning       RunStatus = "running"
+	RunAwaitingInput RunStatus = "awaiting_input" // paused on pending items (approvals, connections)
+	RunCompleted     RunStatus = "completed"
+	RunFailed        RunStatus = "failed"
+	RunCancelled     RunStatus = "cancelled"
+	RunExpired       RunStatus = "expired" // a pending item expired before a person decided
+)
+
+// Done reports whether the run can no longer change.
+func (s RunStatus) Done() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCancelled || s == RunExpired
+}
+
+// Pending item kinds.
+const (
+	PendingApproval   = "approval"
+	PendingConnection = "connection"
+)
+
+// Choice is a person's decision on a pending call.
+type Choice string
+
+const (
+	ChoiceOnce   Choice = "once"   // this call runs
+	ChoiceRun    Choice = "run"    // this tool runs for the rest of the run
+	ChoiceAlways Choice = "always" // a rule pinned to the tool's current contract
+	ChoiceDeny   Choice = "deny"   // the call fails inside the code with ToolError approval_denied
+)
+
+// Choices lists the choices in the order they are offered.
+var Choices = []Choice{ChoiceOnce, ChoiceRun, ChoiceAlways, ChoiceDeny}
+
+// Decision is a person's answer to a pending item, with the channel it came
+// through (cli, approval page, desktop, elicitation).
+type Decision struct {
+	Choice  Choice    `json:"choice"`
+	Channel string    `json:"channel"`
+	At      time.Time `json:"at"`
+}
+
+// Pending is something a run waits for: a person's approval of one call, or
+// a credential for a connection.
+type Pending struct {
+	ID         string          `json:"id"` // "c<seq>", stable across attempts
+	Kind       string          `json:"kind"`
+	Seq        int             `json:"seq"`
+	Address    string          `json:"address"`
+	Connection string          `json:"connection,omitempty"`
+	Contract   string          `json:"contract,omitempty"`
+	Summary    string          `json:"summary"`             // the first sentence of the tool's description
+	Args       json.RawMessage `json:"args,omitempty"`      // redacted, capped at 4 KB
+	Reason     string          `json:"reason,omitempty"`    // the policy reason code
+	Message    string          `json:"message"`             // why it waits, in a sentence
+	ExpiresAt  time.Time       `json:"expiresAt,omitempty"` // when an undecided item expires the run
+	Decision   *Decision       `json:"decision,omitempty"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// Run is runs/<id>.json: one execute, across its attempts. The calls it made
+// are in the journal beside it.
+type Run struct {
+	ID        string          `json:"id"`
+	Status    RunStatus       `json:"status"`
+	Code      string          `json:"code"`
+	Seed      int64           `json:"seed"`
+	Clock     time.Time       `json:"clock"` // the logical clock's start
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Attempts  int             `json:"attempts"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *RunError       `json:"error,omitempty"`
+	Logs      []string        `json:"logs,omitempty"`
+	Notices   []string        `json:"notices,omitempty"`
+	Truncated *Truncated      `json:"truncated,omitempty"`
+	Pending   []Pending       `json:"pending,omitempty"`
+	// AllowedTools are tools a person allowed for the rest of this run.
+	AllowedTools []string `json:"allowedTools,omitempty"`
+	// UsedNonces are the one-time states of elicitation answers already
+	// accepted for this run: a replayed answer is refused.
+	UsedNonces []string `json:"usedNonces,omitempty"`
+}
+
+// Truncated says which parts of the envelope were cut to the inline budget.
+type Truncated struct {
+	Result bool `json:"result,omitempty"`
+	Logs   bool `json:"logs,omitempty"`
+}
+
+// PendingItem returns the pending item with the id, or nil.
+func (r *Run) PendingItem(id string) *Pending {
+	for i := range r.Pending {
+		if r.Pending[i].ID == id {
+			return &r.Pending[i]
+		}
+	}
+	return nil
+}
+
+// JournalEntry is one line of runs/<id>.journal.jsonl: a tool call as it
+// settled. Replay answers a call with the same sequence number from here.
+type JournalEntry struct {
+	Seq        int             `json:"seq"`
+	Address    string          `json:"address"`
+	Connection string          `json:"connection,omitempty"`
+	ArgsDigest string          `json:"argsDigest"` // SHA-256 of the canonical arguments
+	OK         bool            `json:"ok"`
+	Value      json.RawMessage `json:"value,omitempty"` // the result given to the code (scrubbed)
+	Error      *ToolError      `json:"error,omitempty"`
+	Millis     int64           `json:"ms"`
+	At         time.Time       `json:"at"`
+}
+
+// ToolError is what a failed call gives the code: a ToolError in the guest.
+type ToolError struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Address   string `json:"address,omitempty"`
+	Status    int    `json:"status,omitempty"`
+	Hint      string `json:"hint,omitempty"`
+	Retryable bool   `json:"retryable,omitempty"`
+}
