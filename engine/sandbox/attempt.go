@@ -1,0 +1,488 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fastschema/qjs"
+)
+
+// wrapperPrefix keeps the model's first line on line 1.
+const wrapperPrefix = "(async function () {"
+
+// attempt is the state of one Run. Only the Run goroutine touches it, except
+// results, which call goroutines send on done.
+type attempt struct {
+	req Request
+	lim Limits
+	v   *vm
+
+	guestCtx context.Context // done when the guest must stop
+	kill     context.CancelCauseFunc
+	callCtx  context.Context // handed to Host.CallTool
+	stopCall context.CancelFunc
+	wg       sync.WaitGroup
+
+	compute time.Duration
+	elapsed int64 // logical ms since Request.Clock
+
+	nextSeq  int
+	queue    []Call
+	inflight int
+	results  map[int]CallResult
+	delivery int // next Seq to deliver
+	done     chan callDone
+	pausing  bool
+	timers   map[int]int64 // id → due (logical ms)
+
+	logs     []string
+	finished bool
+	result   string
+	fail     *Error
+}
+
+type callDone struct {
+	seq int
+	res CallResult
+}
+
+// Run runs one attempt. It never panics and always returns an Outcome.
+func (d *Driver) Run(ctx context.Context, req Request) Outcome {
+	start := time.Now()
+	lim := req.Limits.withDefaults()
+	a := &attempt{req: req, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
+	out := a.run(ctx, d)
+	out.Wall = time.Since(start)
+	out.Compute = a.compute
+	out.Calls = a.nextSeq
+	return out
+}
+
+func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
+	wrapped := wrapperPrefix + a.req.JS + "\n})"
+	if err := blockImport(wrapped); err != nil {
+		if errors.Is(err, errImport) {
+			return failed(&Error{Code: CodeImport, Message: "import() and import.meta are not available in the sandbox: tools are globals (e.g. github.search_issues(...)) and no module can be loaded", Hint: "remove the import and call the tools directly"})
+		}
+		return failed(&Error{Code: CodeSyntax, Message: err.Error()})
+	}
+	if ctx.Err() != nil {
+		return Outcome{Status: StatusCancelled, Error: cancelledError()}
+	}
+	v, err := d.take()
+	if err != nil {
+		return failed(&Error{Code: CodeInternal, Message: err.Error()})
+	}
+	a.v = v
+	v.att = a
+	defer closeRuntime(v.rt)
+
+	a.guestCtx, a.kill = context.WithCancelCause(ctx)
+	defer a.kill(nil)
+	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { a.kill(errWallTimeout) })
+	defer wall.Stop()
+	a.callCtx, a.stopCall = context.WithCancel(a.guestCtx)
+	defer func() {
+		a.stopCall()
+		a.wg.Wait()
+	}()
+	setGuestContext(v.rt, a.guestCtx)
+
+	if e := a.enter(func() error { return a.begin(wrapped) }); e != nil {
+		return a.outcome(e)
+	}
+	return a.outcome(a.loop())
+}
+
+// begin sets the run's globals, compiles the model's function and starts it.
+func (a *attempt) begin(wrapped string) error {
+	c := a.v.rt.Context()
+	cfg, err := json.Marshal(map[string]any{
+		"clock":      clockMs(a.req.Clock),
+		"seed":       seedWords(a.req.Seed),
+		"namespaces": nonNil(a.req.Namespaces),
+		"logBudget":  a.lim.InlineResultBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("encoding setup: %w", err)
+	}
+	arg := c.NewString(string(cfg))
+	res, err := c.Invoke(a.v.setup, a.v.undefined, arg)
+	if err != nil {
+		return fmt.Errorf("setting up the run: %w", err)
+	}
+	res.Free()
+	fn, err := a.v.rt.Eval("code.js", qjs.Code(wrapped))
+	if err != nil {
+		a.fail = a.compileError(err)
+		return nil
+	}
+	defer fn.Free()
+	return a.v.invoke(a.v.start, fn)
+}
+
+// loop drives the guest until it finishes, fails, pauses or is stopped.
+func (a *attempt) loop() *Error {
+	for {
+		if a.fail != nil || a.finished {
+			return nil
+		}
+		a.dispatch()
+		if a.pausing {
+			if a.inflight == 0 {
+				return nil
+			}
+			if e := a.wait(nil); e != nil {
+				return e
+			}
+			continue
+		}
+		if res, ok := a.results[a.delivery]; ok {
+			seq := a.delivery
+			delete(a.results, seq)
+			a.delivery++
+			if e := a.enter(func() error { return a.deliverResult(seq, res) }); e != nil {
+				return e
+			}
+			continue
+		}
+		if a.inflight > 0 {
+			if e := a.wait(nil); e != nil {
+				return e
+			}
+			continue
+		}
+		id, due, ok := a.nextTimer()
+		if !ok {
+			return &Error{Code: CodeNeverSettled, Message: "the code is waiting on a promise that can never settle (no tool call or timer is pending)", Hint: "make sure every awaited promise is resolved, e.g. call resolve() in new Promise(...)"}
+		}
+		t := time.NewTimer(time.Duration(due-a.elapsed) * time.Millisecond)
+		if e := a.wait(t.C); e != nil {
+			t.Stop()
+			return e
+		}
+		delete(a.timers, id)
+		a.elapsed = max(a.elapsed, due)
+		if e := a.enter(func() error {
+			c := a.v.rt.Context()
+			return a.v.invoke(a.v.deliver, c.NewString("timer"), c.NewInt64(int64(id)), c.NewInt64(due))
+		}); e != nil {
+			return e
+		}
+	}
+}
+
+func (a *attempt) nextTimer() (id int, due int64, ok bool) {
+	for i, d := range a.timers {
+		if !ok || d < due || (d == due && i < id) {
+			id, due, ok = i, d, true
+		}
+	}
+	return id, due, ok
+}
+
+// wait blocks until a call finishes, timer fires, or the guest must stop.
+func (a *attempt) wait(timer <-chan time.Time) *Error {
+	select {
+	case r := <-a.done:
+		a.settle(r)
+		return nil
+	case <-timer:
+		return nil
+	case <-a.guestCtx.Done():
+		return classifyTrap(context.Cause(a.guestCtx), nil, nil, 0)
+	}
+}
+
+func (a *attempt) settle(r callDone) {
+	a.inflight--
+	if r.res.Pause {
+		a.pausing = true
+		return
+	}
+	a.results[r.seq] = r.res
+}
+
+// dispatch starts queued calls while there is room.
+func (a *attempt) dispatch() {
+	for !a.pausing && len(a.queue) > 0 && a.inflight < a.lim.MaxConcurrent {
+		call := a.queue[0]
+		a.queue = a.queue[1:]
+		a.inflight++
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			res := a.req.Host.CallTool(a.callCtx, call)
+			a.done <- callDone{seq: call.Seq, res: res}
+		}()
+	}
+}
+
+func (a *attempt) deliverResult(seq int, res CallResult) error {
+	var payload []byte
+	if res.Error != nil {
+		payload, _ = json.Marshal(map[string]any{"ok": false, "error": res.Error})
+	} else {
+		value := res.Value
+		if len(value) == 0 || !json.Valid(value) {
+			value = json.RawMessage("null")
+		}
+		payload = append(append([]byte(`{"ok":true,"value":`), value...), '}')
+	}
+	c := a.v.rt.Context()
+	return a.v.invoke(a.v.deliver, c.NewString("result"), c.NewInt64(int64(seq)), c.NewString(string(payload)))
+}
+
+// enter runs f inside the guest, counting compute time, stopping the guest
+// when compute time runs out, and turning a trap into an Error.
+func (a *attempt) enter(f func() error) (e *Error) {
+	remaining := time.Duration(a.lim.ComputeMs)*time.Millisecond - a.compute
+	t := time.AfterFunc(remaining, func() { a.kill(errComputeTimeout) })
+	start := time.Now()
+	defer func() {
+		t.Stop()
+		a.compute += time.Since(start)
+		if r := recover(); r != nil {
+			e = classifyTrap(context.Cause(a.guestCtx), r, a.v.rt, a.lim.MemoryBytes)
+		}
+	}()
+	if err := f(); err != nil {
+		if cause := context.Cause(a.guestCtx); cause != nil {
+			return classifyTrap(cause, nil, nil, 0)
+		}
+		return a.runtimeError(errorInfo{Name: "Error", Message: err.Error()})
+	}
+	if checkMemory(a.v.rt, a.lim.MemoryBytes) != nil {
+		return memoryError()
+	}
+	return nil
+}
+
+// onHost handles __cap_host(op, payload). It returns a Seq for "call", else -1.
+func (a *attempt) onHost(op, payload string) (int, error) {
+	switch op {
+	case "call":
+		var c struct {
+			Address    string          `json:"address"`
+			Connection string          `json:"connection"`
+			Args       json.RawMessage `json:"args"`
+		}
+		if err := json.Unmarshal([]byte(payload), &c); err != nil {
+			return -1, fmt.Errorf("bridge: decoding call: %w", err)
+		}
+		if !a.known(c.Address) {
+			return -1, fmt.Errorf("bridge: %s is not a tool of this run", c.Address)
+		}
+		if a.pausing {
+			return -1, fmt.Errorf("bridge: the run is pausing")
+		}
+		if a.nextSeq >= a.lim.MaxCalls {
+			a.fail = &Error{Code: CodeTooManyCalls, Message: fmt.Sprintf("the code made more than %d tool calls in one run", a.lim.MaxCalls), Hint: "batch the work: fewer calls per run, or use tools that return many items at once"}
+			return -1, errors.New(a.fail.Message)
+		}
+		a.nextSeq++
+		a.queue = append(a.queue, Call{Seq: a.nextSeq, Address: c.Address, Args: c.Args, Connection: c.Connection})
+		return a.nextSeq, nil
+	case "log":
+		a.logs = append(a.logs, payload)
+	case "timer", "cleartimer":
+		idText, dueText, _ := strings.Cut(payload, ":")
+		id, err := strconv.Atoi(idText)
+		if err != nil {
+			return -1, fmt.Errorf("bridge: bad timer %q", payload)
+		}
+		if op == "cleartimer" {
+			delete(a.timers, id)
+			break
+		}
+		due, err := strconv.ParseInt(dueText, 10, 64)
+		if err != nil {
+			return -1, fmt.Errorf("bridge: bad timer %q", payload)
+		}
+		a.timers[id] = due
+	case "done":
+		a.finished, a.result = true, payload
+	case "fail":
+		var info errorInfo
+		if err := json.Unmarshal([]byte(payload), &info); err != nil {
+			info = errorInfo{Name: "Error", Message: payload}
+		}
+		a.fail = a.runtimeError(info)
+	default:
+		return -1, fmt.Errorf("bridge: unknown op %q", op)
+	}
+	return -1, nil
+}
+
+func (a *attempt) known(address string) bool {
+	if address == AddressSearch || address == AddressDescribe {
+		return true
+	}
+	ns, tool, ok := strings.Cut(address, ".")
+	if !ok {
+		return false
+	}
+	for _, t := range a.req.Namespaces[ns] {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// errorInfo is what the prelude reports for a thrown value.
+type errorInfo struct {
+	Name      string `json:"name"`
+	Message   string `json:"message"`
+	Stack     string `json:"stack"`
+	Code      string `json:"code"`
+	Address   string `json:"address"`
+	Status    int    `json:"status"`
+	Hint      string `json:"hint"`
+	Retryable bool   `json:"retryable"`
+}
+
+var codeLocation = regexp.MustCompile(`code\.js:(\d+)(?::(\d+))?`)
+
+func (a *attempt) runtimeError(info errorInfo) *Error {
+	msg := info.Message
+	if info.Name != "" && info.Name != "Thrown" {
+		msg = info.Name + ": " + msg
+	} else if info.Name == "Thrown" {
+		msg = "uncaught value: " + msg
+	}
+	e := &Error{Code: CodeRuntime, Message: msg}
+	if strings.Contains(msg, "out of memory") {
+		return memoryError()
+	}
+	if strings.Contains(msg, "stack overflow") || strings.Contains(msg, "call stack size") {
+		return &Error{Code: CodeStackOverflow, Message: msg, Hint: "rewrite deep recursion as a loop with an explicit stack"}
+	}
+	if info.Name == "ToolError" {
+		e.Code = CodeTool
+		e.Tool = &ToolError{Code: info.Code, Message: info.Message, Hint: info.Hint, Status: info.Status, Retryable: info.Retryable}
+		e.Message = fmt.Sprintf("uncaught ToolError from %s (%s): %s", info.Address, info.Code, info.Message)
+		e.Hint = info.Hint
+		if e.Hint == "" {
+			e.Hint = "wrap the call in try/catch to handle the error"
+		}
+	}
+	a.locate(e, info.Stack)
+	return e
+}
+
+func (a *attempt) compileError(err error) *Error {
+	text := err.Error()
+	e := &Error{Code: CodeSyntax, Message: firstLine(text), Hint: "fix the syntax at the line shown"}
+	if strings.Contains(text, "import") {
+		e.Code = CodeImport
+	}
+	a.locate(e, text)
+	return e
+}
+
+// locate adds the first location in the model's code to e.
+func (a *attempt) locate(e *Error, stack string) {
+	m := codeLocation.FindStringSubmatch(stack)
+	if m == nil {
+		return
+	}
+	e.Line, _ = strconv.Atoi(m[1])
+	if m[2] != "" {
+		e.Column, _ = strconv.Atoi(m[2])
+		if e.Line == 1 {
+			e.Column = max(1, e.Column-len(wrapperPrefix))
+		}
+	}
+	lines := strings.Split(a.req.JS, "\n")
+	if e.Line >= 1 && e.Line <= len(lines) {
+		e.Message += fmt.Sprintf(" (line %d: %s)", e.Line, strings.TrimSpace(truncate(lines[e.Line-1], 200)))
+	}
+}
+
+// outcome assembles the Outcome, applying the inline budget to result and logs.
+func (a *attempt) outcome(e *Error) Outcome {
+	var out Outcome
+	switch {
+	case e != nil && e.Code == CodeCancelled:
+		out.Status, out.Error = StatusCancelled, e
+	case e != nil:
+		out.Status, out.Error = StatusFailed, e
+	case a.fail != nil:
+		out.Status, out.Error = StatusFailed, a.fail
+	case a.pausing:
+		out.Status = StatusPaused
+	default:
+		out.Status = StatusCompleted
+		out.Result = json.RawMessage(a.result)
+	}
+	budget := a.lim.InlineResultBytes
+	if len(out.Result) > budget {
+		preview, _ := json.Marshal(truncate(string(out.Result), budget/2))
+		out.Result, out.ResultTruncated = preview, true
+	}
+	budget -= len(out.Result)
+	for _, line := range a.logs {
+		if len(line)+1 > budget {
+			out.LogsTruncated = true
+			if budget > 1 {
+				out.Logs = append(out.Logs, truncate(line, budget-1))
+			}
+			break
+		}
+		budget -= len(line) + 1
+		out.Logs = append(out.Logs, line)
+	}
+	return out
+}
+
+func failed(e *Error) Outcome { return Outcome{Status: StatusFailed, Error: e} }
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(0, n-3)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// seedWords expands the seed into the four words of the guest's PRNG (splitmix64).
+func seedWords(seed int64) [4]uint32 {
+	x := uint64(seed)
+	var w [4]uint32
+	for i := 0; i < 4; i += 2 {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		z ^= z >> 31
+		w[i], w[i+1] = uint32(z), uint32(z>>32)
+	}
+	return w
+}
+
+func nonNil(m map[string][]string) map[string][]string {
+	if m == nil {
+		return map[string][]string{}
+	}
+	return m
+}
+
+func clockMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,207 @@
+// Package sandbox runs the model's JavaScript in QuickJS compiled to
+// WebAssembly (github.com/fastschema/qjs on wazero), one fresh runtime per
+// attempt, with every tool call going out through one bridge to a Host.
+//
+// Usage:
+//
+//	d, err := sandbox.New(sandbox.Options{})
+//	defer d.Close()
+//	out := d.Run(ctx, sandbox.Request{JS: prepared.JS, Seed: 42, Clock: start,
+//		Namespaces: map[string][]string{"github": {"search_issues"}}, Host: h})
+//
+// A Driver keeps Options.Warm runtimes ready (prelude evaluated) and shares
+// the compiled wasm module. Run never evaluates code that returns a pending
+// Promise (qjs busy-waits on those): the prelude starts the model's async
+// function, tool calls are queued by the guest and run on goroutines (at most
+// Limits.MaxConcurrent at once), and their results are delivered while the
+// guest is idle.
+//
+// Determinism, for exact journal replay: everything the guest can observe
+// derives from the code, Request.Seed, Request.Clock and the call results.
+// Results are delivered one per turn, in Seq order, each followed by running
+// every job it enables, so the order of the guest's later calls never depends
+// on upstream timing. Timers fire only when no call is in flight or
+// undelivered, in order of due time; the logical clock jumps to a timer's due
+// time when it fires (the driver also waits that long in real time). Hence the
+// same code, seed, clock and answers give the same Seqs, result and logs.
+//
+// Pause: a CallResult with Pause stops issuing calls, waits for the calls in
+// flight (their results still reach the host), and ends with StatusPaused.
+// Cancel: when ctx is done the guest is stopped at once, calls in flight see
+// their ctx cancelled, and the attempt ends with StatusCancelled.
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/capabilities-sh/capabilities/guest"
+	"github.com/fastschema/qjs"
+)
+
+// Options configure a Driver. The zero value is usable.
+type Options struct {
+	// Warm is how many ready runtimes to keep (default 2).
+	Warm int
+	// MemoryBytes is the QuickJS heap limit runtimes are built with; it must
+	// match the requests' Limits.MemoryBytes (default 64 MB).
+	MemoryBytes int
+}
+
+// Driver runs attempts. It is safe for concurrent use.
+type Driver struct {
+	dir      string
+	memBytes int
+	ready    chan *vm
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+// New compiles the wasm module (once per process), creates the first runtime
+// and starts keeping opts.Warm runtimes ready.
+func New(opts Options) (*Driver, error) {
+	if opts.Warm <= 0 {
+		opts.Warm = 2
+	}
+	if opts.MemoryBytes <= 0 {
+		opts.MemoryBytes = Limits{}.withDefaults().MemoryBytes
+	}
+	dir, err := emptyDir()
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	v, err := d.newVM()
+	if err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
+	d.ready <- v
+	workers := min(opts.Warm, runtime.GOMAXPROCS(0))
+	for range workers {
+		d.wg.Add(1)
+		go d.warm()
+	}
+	return d, nil
+}
+
+// Close stops warming and frees the ready runtimes. Runs in progress finish.
+func (d *Driver) Close() error {
+	d.once.Do(func() {
+		close(d.stop)
+		d.wg.Wait()
+		close(d.ready)
+		for v := range d.ready {
+			closeRuntime(v.rt)
+		}
+	})
+	if err := os.Remove(d.dir); err != nil {
+		return fmt.Errorf("removing sandbox directory: %w", err)
+	}
+	return nil
+}
+
+func (d *Driver) warm() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.stop:
+			return
+		default:
+		}
+		v, err := d.newVM()
+		if err != nil {
+			continue
+		}
+		select {
+		case d.ready <- v:
+		case <-d.stop:
+			closeRuntime(v.rt)
+			return
+		}
+	}
+}
+
+// take returns a ready runtime, or builds one when none is ready.
+func (d *Driver) take() (*vm, error) {
+	select {
+	case v := <-d.ready:
+		return v, nil
+	default:
+		return d.newVM()
+	}
+}
+
+// vm is one runtime with the prelude evaluated.
+type vm struct {
+	rt                    *qjs.Runtime
+	setup, start, deliver *qjs.Value
+	undefined             *qjs.Value
+	att                   *attempt
+}
+
+func (d *Driver) newVM() (v *vm, err error) {
+	rt, err := newRuntime(d.dir, d.memBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("preparing runtime: %v", r)
+		}
+		if err != nil {
+			closeRuntime(rt)
+		}
+	}()
+	v = &vm{rt: rt}
+	rt.Context().SetFunc(guest.HostFunction, v.host)
+	entry, err := rt.Eval("prelude.js", qjs.Code(guest.Prelude))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating prelude: %w", err)
+	}
+	v.setup = entry.GetPropertyStr("setup")
+	v.start = entry.GetPropertyStr("start")
+	v.deliver = entry.GetPropertyStr("deliver")
+	v.undefined = rt.Context().NewUndefined()
+	return v, nil
+}
+
+// host is the one host function the prelude captures: __cap_host(op, payload).
+func (v *vm) host(this *qjs.This) (*qjs.Value, error) {
+	args := this.Args()
+	if len(args) != 2 || v.att == nil {
+		return nil, fmt.Errorf("bridge: bad call")
+	}
+	res, err := v.att.onHost(args[0].String(), args[1].String())
+	if err != nil {
+		return nil, err
+	}
+	if res >= 0 {
+		return this.Context().NewInt64(int64(res)), nil
+	}
+	return this.Context().NewUndefined(), nil
+}
+
+// invoke calls one of the prelude's entry points, then drains the job queue
+// with an Eval that returns at once (a constant, never a Promise).
+func (v *vm) invoke(fn *qjs.Value, args ...*qjs.Value) error {
+	c := v.rt.Context()
+	res, err := c.Invoke(fn, v.undefined, args...)
+	if err != nil {
+		return err
+	}
+	res.Free()
+	return v.drain()
+}
+
+func (v *vm) drain() error {
+	res, err := v.rt.Eval("drain.js", qjs.Code("0"))
+	if err != nil {
+		return err
+	}
+	res.Free()
+	return nil
+}

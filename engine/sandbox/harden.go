@@ -1,0 +1,171 @@
+package sandbox
+
+// This file closes, in one place, the gaps of github.com/fastschema/qjs
+// v0.0.6 measured on this machine. Each gap has a test named after it in
+// harden_test.go.
+//
+//  1. std, os, bjson, gc, navigator, print, real setTimeout/setInterval are
+//     globals, and qjs mounts its CWD read/write at "/": every runtime gets
+//     an empty directory owned by the driver (emptyDir), the prelude deletes
+//     the globals, and dynamic import() — the only way back to qjs:std and
+//     qjs:os, whose std.evalScript is an eval — is lowered by esbuild to a
+//     require() that does not exist and refused before the code runs
+//     (blockImport).
+//  2. eval and the Function constructors (also reached through the
+//     constructor of async, generator and async generator functions, or
+//     Reflect.construct) — the prelude replaces every path with a function
+//     that throws EvalError.
+//  3. MaxExecutionTime does nothing, and MemoryLimit only bounds QuickJS's
+//     own allocator: the runtime is built with CloseOnContextDone, every guest
+//     entry runs under a per-attempt context that the driver cancels when
+//     guest compute time or wall time runs out (killGuest), and linear memory
+//     is checked after every entry against the hard cap (checkMemory).
+//  4. MaxStackSize does nothing in the WASI build (QuickJS's stack check is
+//     compiled out); the 160 KB wasm stack overflows at about 250 JS frames
+//     and corrupts the runtime. A runtime is never reused: one fresh runtime
+//     per attempt, and a trap is reported as stack_overflow (classifyTrap).
+//  5. Runtime.Close leaks the wazero runtime (WASI and host modules) and
+//     panics after a killed run: the driver never calls it; closeRuntime
+//     closes the underlying wazero.Runtime, which frees everything.
+//  6. An Eval that returns a Promise busy-waits in js_std_await: the driver
+//     only evaluates code that returns immediately (the model's function is
+//     started by the prelude, results are delivered with Invoke), and drains
+//     the job queue with an Eval of a constant.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"unsafe"
+
+	"github.com/evanw/esbuild/pkg/api"
+	"github.com/fastschema/qjs"
+	"github.com/tetratelabs/wazero"
+)
+
+var (
+	errComputeTimeout = errors.New("compute time limit reached")
+	errWallTimeout    = errors.New("wall time limit reached")
+	errMemoryLimit    = errors.New("memory limit reached")
+)
+
+// newRuntime creates a QuickJS runtime whose filesystem is dir (kept empty),
+// whose output goes nowhere, and whose execution stops when the context set by
+// setGuestContext is done.
+func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, error) {
+	rt, err := qjs.New(qjs.Option{
+		CWD:                dir,
+		CloseOnContextDone: true,
+		MemoryLimit:        memoryBytes,
+		Stdout:             io.Discard,
+		Stderr:             io.Discard,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// emptyDir creates the directory mounted as the guest's filesystem root.
+func emptyDir() (string, error) {
+	dir, err := os.MkdirTemp("", "capabilities-sandbox-")
+	if err != nil {
+		return "", fmt.Errorf("creating empty sandbox directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		return "", fmt.Errorf("protecting empty sandbox directory: %w", err)
+	}
+	return dir, nil
+}
+
+// setGuestContext makes every later call into the runtime watch ctx: when ctx
+// is done, wazero closes the module and the current call returns at once.
+func setGuestContext(rt *qjs.Runtime, ctx context.Context) {
+	rt.Context().Context = ctx
+}
+
+// closeRuntime frees a runtime, killed or not. qjs's own Close leaks the
+// wazero runtime and panics when the module was closed by a kill.
+func closeRuntime(rt *qjs.Runtime) {
+	f := reflect.ValueOf(rt).Elem().FieldByName("wrt")
+	wrt := *(*wazero.Runtime)(unsafe.Pointer(f.UnsafeAddr()))
+	if wrt != nil {
+		_ = wrt.Close(context.Background())
+	}
+}
+
+// memorySize is the size of the runtime's linear memory in bytes.
+func memorySize(rt *qjs.Runtime) int {
+	return int(rt.Mem().Size())
+}
+
+// memorySlack is linear memory beyond the QuickJS heap limit that the hard cap
+// tolerates: the C stack, static data and allocator overhead (measured ~4 MB).
+const memorySlack = 16 << 20
+
+// checkMemory reports errMemoryLimit when linear memory grew past the cap.
+func checkMemory(rt *qjs.Runtime, memoryBytes int) error {
+	if memorySize(rt) > memoryBytes+memorySlack {
+		return errMemoryLimit
+	}
+	return nil
+}
+
+// blockImport refuses code that uses dynamic import(). A fast path skips
+// esbuild when the text cannot contain the keyword (also not through a
+// unicode escape).
+func blockImport(wrapped string) error {
+	if !strings.Contains(wrapped, "import") && !strings.Contains(wrapped, `\u`) {
+		return nil
+	}
+	r := api.Transform(wrapped, api.TransformOptions{
+		Loader:    api.LoaderJS,
+		Supported: map[string]bool{"dynamic-import": false},
+	})
+	if len(r.Errors) > 0 {
+		return fmt.Errorf("checking for import(): %s", r.Errors[0].Text)
+	}
+	if strings.Contains(string(r.Code), "__toESM(require(") || strings.Contains(string(r.Code), "import.meta") {
+		return errImport
+	}
+	return nil
+}
+
+var errImport = errors.New("import() and import.meta are not available in the sandbox")
+
+// classifyTrap turns a panic out of qjs (a wasm trap or a call on a closed
+// module) into an error code, using the kill cause when there is one.
+func classifyTrap(cause error, r any, rt *qjs.Runtime, memoryBytes int) *Error {
+	switch {
+	case errors.Is(cause, errComputeTimeout):
+		return computeTimeoutError()
+	case errors.Is(cause, errWallTimeout):
+		return wallTimeoutError()
+	case cause != nil:
+		return cancelledError()
+	}
+	msg := fmt.Sprint(r)
+	if rt != nil && memorySize(rt) > memoryBytes {
+		return memoryError()
+	}
+	if strings.Contains(msg, "out of bounds memory access") || strings.Contains(msg, "invalid table access") ||
+		strings.Contains(msg, "unreachable") || strings.Contains(msg, "stack") {
+		return &Error{
+			Code:    CodeStackOverflow,
+			Message: "the code crashed the JavaScript engine, almost always by recursing too deeply (the sandbox allows about 250 nested calls)",
+			Hint:    "rewrite deep recursion as a loop with an explicit stack",
+		}
+	}
+	return &Error{Code: CodeInternal, Message: "the sandbox failed: " + firstLine(msg), Hint: "run the code again; if it repeats, simplify it"}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
