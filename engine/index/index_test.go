@@ -186,3 +186,25 @@ func TestEachParam(t *testing.T) {
 		eachParam([]byte(bad), func(string, string) {})
 	}
 }
+
+// TestConcurrentSearch runs searches from several goroutines (run with -race).
+func TestConcurrentSearch(t *testing.T) {
+	ix := New(corpus(t), Options{})
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for i, e := range evalQueries {
+				if i%4 == g {
+					continue
+				}
+				if _, err := ix.Search(Query{Text: e.q + " zzunseen" + string(rune('a'+i%26))}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}

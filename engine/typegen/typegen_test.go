@@ -225,3 +225,26 @@ func TestSignatureNamesResolve(t *testing.T) {
 		t.Fatal("no signature named a type")
 	}
 }
+
+// TestConcurrentDescribe describes namespaces from several goroutines while
+// they are converted on first use (run with -race).
+func TestConcurrentDescribe(t *testing.T) {
+	d := NewDescriber(corpus(t))
+	done := make(chan bool)
+	for range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for _, ns := range d.names {
+				if _, err := d.Describe([]string{ns, ns + ".nope"}, Options{}); err == nil {
+					t.Errorf("describing %s.nope: no error", ns)
+				}
+				if _, err := d.Describe([]string{ns}, Options{}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
