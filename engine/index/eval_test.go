@@ -200,9 +200,9 @@ func TestSearchQuality(t *testing.T) {
 		{"BM25, name+description, plain words", baseline},
 		{"+ camelCase split, stop words, Snowball stems", func() params { p := baseline; p.analyze = tuned.analyze; return p }()},
 		{"+ BM25F fields (name, title, description, params, namespace)", func() params { p := tuned; p.syn, p.coord, p.join = 0, 0, false; return p }()},
-		{"+ coordination bonus", func() params { p := tuned; p.syn, p.join = 0, false; return p }()},
-		{"+ joined word pairs", func() params { p := tuned; p.syn = 0; return p }()},
-		{"+ synonym table (ours)", tuned},
+		{"+ joined word pairs", func() params { p := tuned; p.syn, p.coord = 0, 0; return p }()},
+		{"+ synonym table", func() params { p := tuned; p.coord = 0; return p }()},
+		{"+ bonus for matching more query words (ours)", tuned},
 	}
 	for _, s := range steps {
 		t.Logf("%-62s %v", s.name, evaluate(t, build(tools, Options{}, s.p), false))

@@ -9,14 +9,18 @@
 // Ranking is BM25F (Robertson & Zaragoza) over five fields of each tool:
 // its name (split at camelCase humps, '_', '-' and digits), its title, its
 // description, its parameter names, and its parameter descriptions, plus
-// the namespace as a weak sixth field. Connection names are never indexed.
+// the namespace as a sixth field. Connection names are never indexed.
 // Text is lower-cased, stripped of English stop words and stemmed with
-// the Snowball English stemmer; query words then gain a few synonyms
-// ("ticket" → issue, "delete" ↔ remove) at a reduced weight. Field weights,
-// length normalization and the synonym table were tuned on the real
-// manifests in shared/corpus with the intent queries of eval_test.go; the
-// numbers are in docs/bench-search.md. Each term's weight in each tool is
-// computed at build, so a search only adds up posting lists.
+// the Snowball English stemmer. A query also tries adjacent words as one
+// ("roll back" → rollback), gains a few synonyms from a small table
+// ("ticket" → issue, "delete" ↔ remove) at a reduced weight, and a tool's
+// score grows with the share of the query's words it matches (×(1 + 0.5 ×
+// share)), so tools matching more of what was asked rank first. Field
+// weights, length normalization and the synonym table were tuned on the
+// real manifests in shared/corpus with the intent queries of eval_test.go;
+// the numbers are in docs/bench-search.md.
+// Each term's weight in each tool is computed at build, so a search only
+// adds up posting lists.
 //
 // Build is cheap (10,000 tools well under 200 ms): rebuild the index when a
 // manifest changes rather than updating it. An Index is safe for
