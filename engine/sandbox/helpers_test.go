@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeHost answers tool calls in process: gh.echo returns its arguments,
+// gh.sleep sleeps Args.ms then returns, gh.fail returns a ToolError,
+// gh.pause pauses the run, hub.search returns a fixed text.
+type fakeHost struct {
+	mu       sync.Mutex
+	calls    []Call
+	inflight atomic.Int32
+	peak     atomic.Int32
+}
+
+func (h *fakeHost) CallTool(ctx context.Context, c Call) CallResult {
+	h.mu.Lock()
+	h.calls = append(h.calls, c)
+	h.mu.Unlock()
+	n := h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	for {
+		p := h.peak.Load()
+		if n <= p || h.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	switch c.Address {
+	case "gh.echo":
+		return CallResult{Value: c.Args}
+	case "gh.sleep":
+		var a struct{ Ms int }
+		_ = json.Unmarshal(c.Args, &a)
+		select {
+		case <-time.After(time.Duration(a.Ms) * time.Millisecond):
+			return CallResult{Value: json.RawMessage(`"slept"`)}
+		case <-ctx.Done():
+			return CallResult{Error: &ToolError{Code: "cancelled", Message: ctx.Err().Error()}}
+		}
+	case "gh.fail":
+		return CallResult{Error: &ToolError{Code: "not_found", Message: "no such issue", Hint: "check the number", Status: 404, Retryable: false}}
+	case "gh.pause":
+		return CallResult{Pause: true}
+	case AddressSearch:
+		return CallResult{Value: json.RawMessage(`"gh.echo: echoes its arguments"`)}
+	case AddressDescribe:
+		return CallResult{Value: json.RawMessage(`"declare function echo(args: object): object"`)}
+	}
+	return CallResult{Error: &ToolError{Code: "unknown", Message: "unknown tool " + c.Address}}
+}
+
+var testNamespaces = map[string][]string{"gh": {"echo", "sleep", "fail", "pause", "search_issues", "get_issue"}}
+
+var (
+	sharedOnce   sync.Once
+	sharedDriver *Driver
+	sharedErr    error
+)
+
+// driver returns one Driver shared by the package's tests (building the wasm
+// module is the expensive part, and it is shared anyway).
+func driver(t testing.TB) *Driver {
+	t.Helper()
+	sharedOnce.Do(func() { sharedDriver, sharedErr = New(Options{}) })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedDriver
+}
+
+func run(t testing.TB, js string) (Outcome, *fakeHost) {
+	t.Helper()
+	h := &fakeHost{}
+	out := driver(t).Run(context.Background(), Request{JS: js, Host: h, Namespaces: testNamespaces, Seed: 7, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	return out, h
+}
