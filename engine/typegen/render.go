@@ -172,12 +172,15 @@ func (r *renderer) doc(text, indent string) {
 // space trimmed, and runs of blank lines collapsed.
 func cleanLines(text string) []string {
 	raw := strings.Split(strings.ReplaceAll(strings.TrimSpace(text), "\r\n", "\n"), "\n")
+	// Shift indented lines left by their smallest indentation: descriptions
+	// written as indented Go or JS string literals carry it on every line
+	// but the first (and sometimes a last, unindented note).
 	common := -1
 	for i, l := range raw {
-		if i == 0 || strings.TrimSpace(l) == "" {
+		n := len(l) - len(strings.TrimLeft(l, " \t"))
+		if i == 0 || n == 0 || strings.TrimSpace(l) == "" {
 			continue
 		}
-		n := len(l) - len(strings.TrimLeft(l, " \t"))
 		if common < 0 || n < common {
 			common = n
 		}
@@ -185,8 +188,9 @@ func cleanLines(text string) []string {
 	var out []string
 	for i, l := range raw {
 		l = strings.TrimRight(l, " \t")
-		if i > 0 && common > 0 && len(l) >= common {
-			l = l[common:]
+		if i > 0 && common > 0 {
+			n := len(l) - len(strings.TrimLeft(l, " \t"))
+			l = l[min(n, common):]
 		}
 		if l == "" && (len(out) == 0 || out[len(out)-1] == "") {
 			continue

@@ -28,13 +28,13 @@ declare const thinking: {
    *
    * Parameters explained:
    * - thought: Your current thinking step, which can include:
-   *   * Regular analytical steps
-   *   * Revisions of previous thoughts
-   *   * Questions about previous decisions
-   *   * Realizations about needing more analysis
-   *   * Changes in approach
-   *   * Hypothesis generation
-   *   * Hypothesis verification
+   * * Regular analytical steps
+   * * Revisions of previous thoughts
+   * * Questions about previous decisions
+   * * Realizations about needing more analysis
+   * * Changes in approach
+   * * Hypothesis generation
+   * * Hypothesis verification
    * - nextThoughtNeeded: True if you need more thinking, even if at what seemed like the end
    * - thoughtNumber: Current number in sequence (can go beyond initial total if needed)
    * - totalThoughts: Current estimate of thoughts needed (can be adjusted up/down)
