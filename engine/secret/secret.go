@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 var (
@@ -52,7 +53,8 @@ func ValidateRef(ref string) error {
 		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-' {
 			continue
 		}
-		return fmt.Errorf("%w %q: character %q at offset %d (allowed: a-z 0-9 _ . / -)", ErrInvalidRef, ref, rune(c), i)
+		r, _ := utf8.DecodeRuneInString(ref[i:])
+		return fmt.Errorf("%w %q: character %q at offset %d (allowed: a-z 0-9 _ . / -)", ErrInvalidRef, ref, r, i)
 	}
 	return nil
 }
