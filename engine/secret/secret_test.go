@@ -107,7 +107,7 @@ func newLog() (*slog.Logger, *logBuffer) {
 
 const fileWarning = "secrets are kept in a file, not in the OS keychain"
 
-var errNoService = errors.New(`The name org.freedesktop.secrets was not provided by any .service files`)
+var errNoService = errors.New(`the name org.freedesktop.secrets was not provided by any .service files`)
 
 func TestValidateRef(t *testing.T) {
 	tests := []struct {
