@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/zalando/go-keyring"
 )
 
@@ -371,6 +372,14 @@ func (k *Keyring) keychain(ctx context.Context, f func() (string, error)) (strin
 func reasonFor(err error) string {
 	var to errTimeout
 	msg := err.Error()
+	var dp *dbus.Error
+	var dv dbus.Error
+	switch {
+	case errors.As(err, &dp) && dp.Name != "":
+		msg = dp.Name + ": " + msg
+	case errors.As(err, &dv) && dv.Name != "":
+		msg = dv.Name + ": " + msg
+	}
 	switch {
 	case errors.As(err, &to):
 		return msg + " (a hung session bus or an unanswered unlock prompt)"
