@@ -196,25 +196,48 @@ declare const linear: {
     /** New project color */
     color?: string;
   }, options?: CallOptions): Promise<linear.LinearUpdateProjectResult>;
+  /** Create a new project update for a Linear project */
+  linearCreateProjectUpdate(input: {
+    /** ID of the project to create the update for */
+    projectId: string;
+    /** Body content of the project update */
+    body: string;
+    /** Optional health status for the update */
+    health?: "onTrack" | "atRisk" | "offTrack";
+    /** Whether Linear should hide the diff against the previous project update */
+    isDiffHidden?: boolean;
+  }, options?: CallOptions): Promise<linear.LinearCreateProjectUpdateResult>;
+  /** Update an existing project update in Linear */
+  linearUpdateProjectUpdate(input: {
+    /** ID of the project update to update */
+    id: string;
+    /** Updated body content of the project update */
+    body?: string;
+    /** Updated health status for the project update */
+    health?: "onTrack" | "atRisk" | "offTrack";
+    /** Whether Linear should hide the diff against the previous project update */
+    isDiffHidden?: boolean;
+  }, options?: CallOptions): Promise<linear.LinearUpdateProjectUpdateResult>;
+  /** Get a specific Linear project update by ID */
+  linearGetProjectUpdateById(input: {
+    /** ID of the project update to retrieve */
+    id: string;
+  }, options?: CallOptions): Promise<linear.LinearGetProjectUpdateByIdResult>;
+  /** Get all updates associated with a project */
+  linearGetProjectUpdates(input: {
+    /** ID of the project to get updates for */
+    projectId: string;
+    /** Maximum number of project updates to return (default: 25) */
+    limit?: number;
+  }, options?: CallOptions): Promise<linear.LinearGetProjectUpdatesResult>;
 };
 declare namespace linear {
-  interface LinearGetViewerResult {
-    id?: string;
-    name?: string;
-    email?: string | null;
-    active?: boolean;
-    displayName?: string | null;
-    organization?: linear.LinearGetViewerResultOrganization;
-  }
   interface LinearGetOrganizationResult {
     id?: string;
     name?: string;
     urlKey?: string;
     logoUrl?: string;
   }
-  interface LinearGetUsersResult {
-    items: linear.LinearGetUsersResultItemsItem[];
-  }
 }
-// 177 more tools of linear left out to stay within 2500 tokens: find them with search (namespace "linear") and describe them by address.
-// Left out to stay within 2500 tokens: linear.LinearGetLabelsResult, linear.LinearGetTeamsResult, linear.LinearGetWorkflowStatesResult, linear.LinearCreateWorkflowStateResult, linear.LinearUpdateWorkflowStateResult, linear.LinearUpdateTeamResult, linear.LinearGetTeamMembershipsResult, linear.LinearCreateTeamResult, linear.LinearArchiveTeamResult, linear.LinearAddUserToTeamResult, linear.LinearRemoveUserFromTeamResult, linear.LinearUpdateTeamMembershipResult and 8 more. Describe these types by name to see them.
+// 173 more tools of linear left out to stay within 2500 tokens: find them with search (namespace "linear") and describe them by address.
+// Left out to stay within 2500 tokens: linear.LinearGetViewerResult, linear.LinearGetUsersResult, linear.LinearGetLabelsResult, linear.LinearGetTeamsResult, linear.LinearGetWorkflowStatesResult, linear.LinearCreateWorkflowStateResult, linear.LinearUpdateWorkflowStateResult, linear.LinearUpdateTeamResult, linear.LinearGetTeamMembershipsResult, linear.LinearCreateTeamResult, linear.LinearArchiveTeamResult, linear.LinearAddUserToTeamResult and 12 more. Describe these types by name to see them.
