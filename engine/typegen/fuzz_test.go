@@ -27,6 +27,7 @@ var fuzzSeeds = []string{
 	`{"properties":null,"required":"a","type":null,"enum":{},"anyOf":{}}`,
 	`[]`, `null`, `7`, `"x"`, `true`, `false`, `{}`, `{"$ref":7}`, `{"$ref":"#/properties"}`,
 	`{"type":"object","properties":{"constructor":{"type":"string"},"__proto__":{"type":"number"},"toString":{}}}`,
+	`{"$defs":{"Record":{"type":"object","properties":{"a":{"type":"object"}}},"Promise":{"const":1}},"properties":{"r":{"$ref":"#/$defs/Record"},"p":{"$ref":"#/$defs/Promise"},"o":{"type":"object"}}}`,
 	`{"description":"/** nested */ comment","properties":{"@x":{"description":"@param evil\n * @returns no","type":"string"}}}`,
 }
 

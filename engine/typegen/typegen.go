@@ -542,7 +542,7 @@ func (d *Describer) resolve(target string) (*space, []*toolDecl, string, error) 
 	if t := sp.byMethod[rest]; t != nil {
 		return sp, []*toolDecl{t}, "", nil
 	}
-	if t := sp.byMethod[model.ToolIdent(rest)]; t != nil { // an upstream name: github.create_issue
+	if t := sp.byMethod[model.ToolIdent(rest)]; t != nil && rest != "" { // an upstream name: github.create_issue
 		return sp, []*toolDecl{t}, "", nil
 	}
 	if n := sp.reg.byName[rest]; n != nil {

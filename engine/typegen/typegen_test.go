@@ -121,6 +121,7 @@ func TestDescribeErrors(t *testing.T) {
 		{[]string{"github.createIsue"}, `unknown target "github.createIsue": no tool or type with that address; closest: github.createIssue, github.listIssues, github.CreateIssueResult`, true},
 		{[]string{"githb"}, `unknown target "githb": no namespace with that name; closest: github`, true},
 		{[]string{"gitlab.createIssue"}, `unknown target "gitlab.createIssue": no namespace "gitlab"; closest: github`, true},
+		{[]string{"github."}, `unknown target "github.": no tool or type with that address; closest: github.createIssue, github.listIssues, github.CreateIssueResult`, true},
 	}
 	for _, tt := range tests {
 		_, err := d.Describe(tt.targets, Options{})

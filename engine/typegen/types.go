@@ -70,7 +70,7 @@ func newRegistry() *registry {
 func (r *registry) add(t *typ, doc string, cands ...string) *named {
 	name := ""
 	for _, c := range cands {
-		if r.byName[c] == nil && c != "CallOptions" {
+		if r.byName[c] == nil && !reservedNames[c] {
 			name = c
 			break
 		}
@@ -85,6 +85,10 @@ func (r *registry) add(t *typ, doc string, cands ...string) *named {
 	r.order = append(r.order, n)
 	return n
 }
+
+// reservedNames are global types the declarations use by name; a named
+// type of the same name would shadow them inside its namespace block.
+var reservedNames = map[string]bool{"CallOptions": true, "Record": true, "Promise": true, "Array": true, "Object": true}
 
 // builder converts the schemas of one tool.
 type builder struct {
