@@ -198,7 +198,7 @@ func (a *attempt) wait(timer <-chan time.Time) *Error {
 	case <-timer:
 		return nil
 	case <-a.guestCtx.Done():
-		return classifyTrap(context.Cause(a.guestCtx), nil, nil, 0)
+		return classifyTrap(context.Cause(a.guestCtx), nil, nil)
 	}
 }
 
@@ -251,12 +251,12 @@ func (a *attempt) enter(f func() error) (e *Error) {
 		t.Stop()
 		a.compute += time.Since(start)
 		if r := recover(); r != nil {
-			e = classifyTrap(context.Cause(a.guestCtx), r, a.v.rt, a.lim.MemoryBytes)
+			e = classifyTrap(context.Cause(a.guestCtx), r, a.v.mem)
 		}
 	}()
 	if err := f(); err != nil {
 		if cause := context.Cause(a.guestCtx); cause != nil {
-			return classifyTrap(cause, nil, nil, 0)
+			return classifyTrap(cause, nil, a.v.mem)
 		}
 		return a.runtimeError(errorInfo{Name: "Error", Message: err.Error()})
 	}
@@ -311,6 +311,9 @@ func (a *attempt) onHost(op, payload string) (int, error) {
 	case "done":
 		a.finished, a.result = true, payload
 	case "fail":
+		if a.fail != nil {
+			break // keep the first failure (e.g. too_many_calls, rethrown by the code)
+		}
 		var info errorInfo
 		if err := json.Unmarshal([]byte(payload), &info); err != nil {
 			info = errorInfo{Name: "Error", Message: payload}

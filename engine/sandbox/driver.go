@@ -141,10 +141,11 @@ type vm struct {
 	setup, start, deliver *qjs.Value
 	undefined             *qjs.Value
 	att                   *attempt
+	mem                   *cappedMemory
 }
 
 func (d *Driver) newVM() (v *vm, err error) {
-	rt, err := newRuntime(d.dir, d.memBytes)
+	rt, mem, err := newRuntime(d.dir, d.memBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func (d *Driver) newVM() (v *vm, err error) {
 			closeRuntime(rt)
 		}
 	}()
-	v = &vm{rt: rt}
+	v = &vm{rt: rt, mem: mem}
 	rt.Context().SetFunc(guest.HostFunction, v.host)
 	entry, err := rt.Eval("prelude.js", qjs.Code(guest.Prelude))
 	if err != nil {

@@ -55,6 +55,10 @@ func (h *fakeHost) CallTool(ctx context.Context, c Call) CallResult {
 	return CallResult{Error: &ToolError{Code: "unknown", Message: "unknown tool " + c.Address}}
 }
 
+// testMemoryBytes is the test driver's QuickJS heap limit: small, so that
+// memory bombs hit it quickly even though guest code runs slowly (see harden.go).
+const testMemoryBytes = 16 << 20
+
 var testNamespaces = map[string][]string{"gh": {"echo", "sleep", "fail", "pause", "search_issues", "get_issue"}}
 
 var (
@@ -67,7 +71,7 @@ var (
 // module is the expensive part, and it is shared anyway).
 func driver(t testing.TB) *Driver {
 	t.Helper()
-	sharedOnce.Do(func() { sharedDriver, sharedErr = New(Options{}) })
+	sharedOnce.Do(func() { sharedDriver, sharedErr = New(Options{MemoryBytes: testMemoryBytes}) })
 	if sharedErr != nil {
 		t.Fatal(sharedErr)
 	}
