@@ -145,6 +145,11 @@ func FuzzScrub(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("JSON(%s) = %s: not valid JSON", doc, out)
 		}
+		for _, form := range independentForms(secret) {
+			if outsideMarkers(string(out), form) {
+				t.Fatalf("JSON(%s) = %s: form %q remains", doc, out, form)
+			}
+		}
 		var back map[string]string
 		if err := json.Unmarshal(out, &back); err == nil {
 			for k, v := range back {

@@ -58,6 +58,8 @@ const Marker = "[secret]"
 // MinLen is the length, in bytes, under which a secret value is ignored.
 const MinLen = 4
 
+const jsonStructural = "\",:[]{} \t\r\n"
+
 const (
 	filterBits = 16
 	hashMul    = 0x9E3779B1
@@ -72,8 +74,10 @@ type Scrubber struct {
 	// starting with them, longest first.
 	buckets map[uint32][]string
 	forms   []string
-	// quotes is true when a form holds a '"' or a '\\'.
-	quotes bool
+	// structural is true when a form holds a byte that can end a JSON token
+	// (a quote, one of ,:[]{} or JSON whitespace): only then can a form span
+	// two tokens of a document.
+	structural bool
 }
 
 // New builds a scrubber for the given secret values. Values shorter than
@@ -91,7 +95,7 @@ func New(secrets ...string) *Scrubber {
 			}
 			seen[f] = true
 			s.forms = append(s.forms, f)
-			s.quotes = s.quotes || strings.ContainsAny(f, `"\\`)
+			s.structural = s.structural || strings.ContainsAny(f, jsonStructural)
 			k := key(f)
 			s.buckets[k] = append(s.buckets[k], f)
 			h := hash(k)
@@ -374,11 +378,13 @@ func (s *Scrubber) JSON(msg json.RawMessage) json.RawMessage {
 	if bytes.IndexByte(raw, '\\') < 0 && !contains(s, raw) {
 		return msg
 	}
-	out, changed, risky, ok := s.walkJSON(raw)
+	out, changed, ok := s.walkJSON(raw)
 	if !ok {
 		return s.Bytes(raw)
 	}
-	if !leaks(s, out) && (!risky || json.Valid(out)) {
+	// Without structural bytes in any form, every occurrence lies inside one
+	// token, and walkJSON replaced them all; otherwise check the result.
+	if !s.structural || (!leaks(s, out) && json.Valid(out)) {
 		if !changed {
 			return msg
 		}
@@ -390,12 +396,14 @@ func (s *Scrubber) JSON(msg json.RawMessage) json.RawMessage {
 	return s.Bytes(raw)
 }
 
-// walkJSON scrubs raw token by token: string literals (decoded when they
-// hold escapes) and runs of number or literal bytes. risky reports a
-// replacement that may have broken the syntax: a number or literal became a
-// string, or a form holding a quote or backslash matched in a literal. ok is
-// false when a string literal does not decode.
-func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, risky, ok bool) {
+// walkJSON scrubs raw token by token. A string literal without escapes is
+// scrubbed in place; one with escapes is decoded, scrubbed and encoded
+// again, and becomes "[secret]" as a whole if its text still holds a form
+// (a form spelled with the escape sequences themselves). A number or
+// literal holding a form becomes the string "[secret]". ok is false when
+// raw is not JSON: a string literal that does not decode, or a byte outside
+// strings that JSON does not allow there.
+func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
 	out = make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
@@ -403,26 +411,28 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, risky, ok bool) {
 		case c == '"':
 			j := stringEnd(raw, i)
 			lit := raw[i:j]
+			i = j
 			if bytes.IndexByte(lit, '\\') < 0 {
 				if r, hit := scrub(s, out, lit); hit {
 					out, changed = r, true
-					risky = risky || s.quotes
 				} else {
 					out = append(out, lit...)
 				}
-			} else {
-				var v string
-				if err := json.Unmarshal(lit, &v); err != nil {
-					return nil, false, false, false
-				}
-				if sv := s.String(v); sv != v {
-					out = append(out, jsonQuote(sv)...)
-					changed = true
-				} else {
-					out = append(out, lit...)
-				}
+				continue
 			}
-			i = j
+			var v string
+			if err := json.Unmarshal(lit, &v); err != nil {
+				return nil, false, false
+			}
+			enc := lit
+			if sv := s.String(v); sv != v {
+				enc = jsonQuote(sv)
+			}
+			if leaks(s, enc) {
+				enc = []byte(`"` + Marker + `"`)
+			}
+			out = append(out, enc...)
+			changed = changed || &enc[0] != &lit[0]
 		case isLiteralByte(c):
 			j := i
 			for j < len(raw) && isLiteralByte(raw[j]) {
@@ -430,17 +440,19 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, risky, ok bool) {
 			}
 			if contains(s, raw[i:j]) {
 				out = append(out, `"`+Marker+`"`...)
-				changed, risky = true, true
+				changed = true
 			} else {
 				out = append(out, raw[i:j]...)
 			}
 			i = j
-		default:
+		case strings.IndexByte(jsonStructural, c) >= 0:
 			out = append(out, c)
 			i++
+		default: // not JSON: a backslash or other byte outside a string
+			return nil, false, false
 		}
 	}
-	return out, changed, risky, true
+	return out, changed, true
 }
 
 // stringEnd returns the index just past the JSON string literal starting at
