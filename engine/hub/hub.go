@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -24,13 +25,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Source configures connections to upstreams.
 	Source source.Options
+	// Run sets the limits of runs (execute).
+	Run run.Limits
 }
 
 // Hub is one process's engine over a shared store.
 type Hub struct {
 	store store.Store
+	opts  Options
 	log   *slog.Logger
 	pool  *source.Pool
+	runs  runs
 
 	refreshing sync.WaitGroup
 	catalog    atomic.Pointer[catalog]
@@ -38,7 +43,7 @@ type Hub struct {
 
 // New returns a hub over st. Close it to reap upstream processes.
 func New(st store.Store, opts Options) *Hub {
-	h := &Hub{store: st, log: opts.Logger}
+	h := &Hub{store: st, opts: opts, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -58,6 +63,9 @@ func (h *Hub) Store() store.Store { return h.store }
 func (h *Hub) Close() {
 	h.refreshing.Wait()
 	h.pool.Close()
+	if h.runs.driver != nil {
+		_ = h.runs.driver.Close()
+	}
 }
 
 // SourceRecord is what the store keeps per source: the source and its

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
@@ -33,6 +34,11 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// errSilent is a failure whose explanation was already printed.
+type errSilent struct{ err error }
+
+func (e errSilent) Error() string { return e.err.Error() }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
@@ -58,6 +64,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var silent errSilent
+	if errors.As(err, &silent) {
+		return exitError // already explained on stdout
 	}
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
@@ -120,6 +130,10 @@ func newRoot(e *env) *cobra.Command {
 		newDescribeCmd(e),
 		newPolicyCmd(e),
 		newReviewCmd(e),
+		newExecCmd(e),
+		newRunsCmd(e),
+		newCancelCmd(e),
+		newApproveCmd(e),
 		newDoctorCmd(e),
 	)
 	root.AddCommand(h)
@@ -148,6 +162,13 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 	var o hub.Options
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if v := os.Getenv("CAPABILITIES_APPROVAL_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, fmt.Errorf("CAPABILITIES_APPROVAL_TTL=%q: write a positive duration such as 24h or 30m", v)
+		}
+		o.Run.ApprovalTTL = d
 	}
 	o.Logger = e.log
 	return hub.New(st, o), st, nil

@@ -1,0 +1,183 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Envelope is what execute returns.
+type Envelope = run.Envelope
+
+// runs is the run engine, started on first use: building the sandbox
+// compiles QuickJS, which only execute needs.
+type runs struct {
+	once   sync.Once
+	engine *run.Engine
+	driver *sandbox.Driver
+	err    error
+}
+
+func (h *Hub) runEngine() (*run.Engine, error) {
+	h.runs.once.Do(func() {
+		d, err := sandbox.New(sandbox.Options{})
+		if err != nil {
+			h.runs.err = fmt.Errorf("starting the sandbox: %w", err)
+			return
+		}
+		h.runs.driver = d
+		h.runs.engine = run.New(h.store, d, tools{h}, run.Options{Logger: h.log, Limits: h.opts.Run})
+	})
+	return h.runs.engine, h.runs.err
+}
+
+// Execute runs the model's code as a new run.
+func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
+	e, err := h.runEngine()
+	if err != nil {
+		return nil, err
+	}
+	return e.Execute(ctx, code)
+}
+
+// Resume continues a run after a person decided (or returns its current
+// envelope when nothing changed).
+func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
+	e, err := h.runEngine()
+	if err != nil {
+		return nil, err
+	}
+	return e.Resume(ctx, runID)
+}
+
+// Runs gives the run engine for reading runs (list, show, cancel).
+func (h *Hub) Runs() (*run.Engine, error) { return h.runEngine() }
+
+// tools adapts the hub to what a run needs.
+type tools struct{ h *Hub }
+
+func (t tools) Namespaces(ctx context.Context) (map[string][]string, error) {
+	c, err := t.h.loadCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, tl := range c.tools {
+		ns, name, _ := model.SplitAddress(tl.Address)
+		out[ns] = append(out[ns], name)
+	}
+	for ns := range out {
+		sort.Strings(out[ns])
+	}
+	return out, nil
+}
+
+func (t tools) Tool(ctx context.Context, address string) (*model.Tool, error) {
+	c, err := t.h.loadCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.tools {
+		if c.tools[i].Address == address {
+			tl := c.tools[i]
+			return &tl, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q: it is not in the hub's manifests (was it removed?)", ErrUnknownTool, address)
+}
+
+func (t tools) Verdict(ctx context.Context, tl *model.Tool, conn string) (policy.Verdict, error) {
+	return t.h.Verdict(ctx, tl, conn)
+}
+
+func (t tools) Search(ctx context.Context, query string) (string, error) {
+	res, err := t.h.Search(ctx, SearchQuery{Text: query})
+	if err != nil {
+		return "", err
+	}
+	return res.Text(), nil
+}
+
+func (t tools) Describe(ctx context.Context, target string) (string, error) {
+	return t.h.Describe(ctx, []string{target}, 0)
+}
+
+func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError) {
+	if conn != "" {
+		return nil, &model.ToolError{Code: "unknown_connection", Message: fmt.Sprintf("%s has no connection %q", tl.Namespace(), conn), Hint: "call without the connection option to use the default"}
+	}
+	if err := ValidateArgs(tl, args); err != nil {
+		return nil, &model.ToolError{Code: "invalid_arguments", Message: err.Error(), Status: 400, Hint: "hub.describe(\"" + tl.Address + "\") shows the exact input type"}
+	}
+	src, err := t.h.Source(ctx, tl.Namespace())
+	if err != nil {
+		return nil, &model.ToolError{Code: "unknown_tool", Message: err.Error()}
+	}
+	m, _ := t.h.Manifest(ctx, tl.Namespace())
+	protocol := ""
+	if m != nil {
+		protocol = m.Protocol
+	}
+	s, err := t.h.pool.Session(ctx, *src, protocol)
+	if err != nil {
+		return nil, &model.ToolError{Code: "upstream_unavailable", Message: err.Error(), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
+	}
+	res, err := s.CallTool(ctx, tl.Name, args)
+	if err != nil {
+		retry := ctx.Err() != nil
+		code := "upstream_error"
+		if ctx.Err() != nil {
+			code = "upstream_timeout"
+		}
+		return nil, &model.ToolError{Code: code, Message: err.Error(), Status: 502, Retryable: retry}
+	}
+	return resultValue(res)
+}
+
+// resultValue turns an MCP tool result into what the code receives: the
+// structured content when there is some; else a lone text, parsed when it is
+// a JSON object or array; else the content list. An error result becomes a
+// ToolError carrying its text.
+func resultValue(res *mcp.CallToolResult) (json.RawMessage, *model.ToolError) {
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	if res.IsError {
+		msg := strings.Join(texts, "\n")
+		if msg == "" {
+			msg = "the tool reported an error"
+		}
+		return nil, &model.ToolError{Code: "tool_error", Message: msg}
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err == nil {
+			return b, nil
+		}
+	}
+	if len(res.Content) == 1 && len(texts) == 1 {
+		s := strings.TrimSpace(texts[0])
+		if (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) && json.Valid([]byte(s)) {
+			return json.RawMessage(s), nil
+		}
+		b, _ := json.Marshal(texts[0])
+		return b, nil
+	}
+	b, err := json.Marshal(res.Content)
+	if err != nil {
+		return nil, &model.ToolError{Code: "upstream_error", Message: "the result could not be encoded: " + err.Error()}
+	}
+	return b, nil
+}

@@ -1,0 +1,349 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/code"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// attempt runs the run's code once more, replaying its journal.
+func (e *Engine) attempt(ctx context.Context, id string) (*Envelope, error) {
+	release, err := e.store.Hold(ctx, store.Runs, id)
+	if errors.Is(err, store.ErrBusy) {
+		return nil, fmt.Errorf("run %s is running in another process; wait for it, or cancel it with `capabilities hub cancel %s`", id, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	r, err := e.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status.Done() {
+		return e.envelope(ctx, r)
+	}
+	journal, err := e.Journal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.Status = model.RunRunning
+	r.Attempts++
+	r.UpdatedAt = e.now()
+	if err := e.store.Put(ctx, store.Runs, id, r); err != nil {
+		return nil, fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
+	}
+
+	prepared, err := code.Prepare(r.Code)
+	if err != nil {
+		return e.finish(ctx, r, nil, failure(err))
+	}
+	r.Notices = prepared.Notices
+	nss, err := e.tools.Namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	actx, cancel := context.WithCancel(ctx)
+	e.mu.Lock()
+	e.running[id] = cancel
+	e.mu.Unlock()
+	defer func() {
+		cancel()
+		e.mu.Lock()
+		delete(e.running, id)
+		e.mu.Unlock()
+	}()
+
+	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal)}
+	for _, je := range journal {
+		h.journal[je.Seq] = je
+	}
+	out := e.sandbox.Run(actx, sandbox.Request{
+		JS:         prepared.JS,
+		Seed:       r.Seed,
+		Clock:      r.Clock,
+		Namespaces: nss,
+		Limits:     e.opts.Sandbox,
+		Host:       h,
+	})
+	return e.finish(ctx, r, h, out)
+}
+
+// failure turns a preparation error into a failed outcome.
+func failure(err error) sandbox.Outcome {
+	var se *code.SyntaxError
+	if errors.As(err, &se) {
+		return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: sandbox.CodeSyntax, Message: se.Error(), Hint: "fix the code at that line and run it again"}}
+	}
+	return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: "invalid_code", Message: err.Error()}}
+}
+
+// finish stores the attempt's outcome in the run record.
+func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.Outcome) (*Envelope, error) {
+	var final *model.Run
+	err := store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		if cur == nil {
+			return nil, fmt.Errorf("run %s disappeared", r.ID)
+		}
+		cur.Attempts, cur.Notices = r.Attempts, r.Notices
+		cur.UpdatedAt = e.now()
+		if cur.Status == model.RunCancelled {
+			final = cur
+			return cur, nil
+		}
+		if h != nil && h.diverged != nil {
+			cur.Status, cur.Error = model.RunFailed, h.diverged
+			final = cur
+			return cur, nil
+		}
+		cur.Logs = out.Logs
+		if out.ResultTruncated || out.LogsTruncated {
+			cur.Truncated = &model.Truncated{Result: out.ResultTruncated, Logs: out.LogsTruncated}
+		}
+		switch out.Status {
+		case sandbox.StatusPaused:
+			cur.Status = model.RunAwaitingInput
+			for _, p := range h.pending {
+				if cur.PendingItem(p.ID) == nil {
+					cur.Pending = append(cur.Pending, p)
+				}
+			}
+		case sandbox.StatusCompleted:
+			cur.Status, cur.Result, cur.Error = model.RunCompleted, out.Result, nil
+		case sandbox.StatusCancelled:
+			cur.Status = model.RunCancelled
+			cur.Error = runError(out.Error)
+		default:
+			cur.Status = model.RunFailed
+			cur.Error = runError(out.Error)
+		}
+		final = cur
+		return cur, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording the end of attempt %d of %s: %w", r.Attempts, r.ID, err)
+	}
+	return e.envelope(ctx, final)
+}
+
+func runError(e *sandbox.Error) *model.RunError {
+	if e == nil {
+		return &model.RunError{Code: sandbox.CodeInternal, Message: "the attempt ended without a result or an error"}
+	}
+	msg := e.Message
+	if e.Line > 0 {
+		msg = fmt.Sprintf("%s (line %d, column %d)", msg, e.Line, e.Column)
+	}
+	return &model.RunError{Code: e.Code, Message: msg, Hint: e.Hint}
+}
+
+// host answers the guest's calls for one attempt: from the journal when the
+// call already settled, else through policy, a person's decision and the
+// upstream.
+type host struct {
+	e   *Engine
+	run *model.Run
+
+	mu       sync.Mutex
+	journal  map[int]model.JournalEntry
+	settled  int // calls in the journal, across attempts
+	pending  []model.Pending
+	paused   bool
+	diverged *model.RunError
+}
+
+func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResult {
+	argsDigest := digest(call.Args)
+	h.mu.Lock()
+	if je, ok := h.journal[call.Seq]; ok {
+		h.mu.Unlock()
+		if je.Address != call.Address || je.ArgsDigest != argsDigest || je.Connection != call.Connection {
+			return h.diverge(call, je)
+		}
+		return replay(je)
+	}
+	if h.paused || h.diverged != nil {
+		h.mu.Unlock()
+		return sandbox.CallResult{Pause: true}
+	}
+	if h.settled >= h.e.limits.MaxCalls {
+		h.mu.Unlock()
+		return h.settle(ctx, call, argsDigest, time.Now(), nil, &model.ToolError{Code: "too_many_calls", Message: fmt.Sprintf("the run made %d tool calls, its limit", h.e.limits.MaxCalls), Hint: "do the work in fewer calls, or across runs"})
+	}
+	h.mu.Unlock()
+
+	start := time.Now()
+	switch call.Address {
+	case sandbox.AddressSearch, sandbox.AddressDescribe:
+		var arg struct {
+			Query  string `json:"query"`
+			Target string `json:"target"`
+		}
+		_ = json.Unmarshal(call.Args, &arg)
+		var text string
+		var err error
+		if call.Address == sandbox.AddressSearch {
+			text, err = h.e.tools.Search(ctx, arg.Query)
+		} else {
+			text, err = h.e.tools.Describe(ctx, arg.Target)
+		}
+		if err != nil {
+			return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "invalid_request", Message: err.Error(), Address: call.Address})
+		}
+		v, _ := json.Marshal(text)
+		return h.settle(ctx, call, argsDigest, start, v, nil)
+	}
+
+	t, err := h.e.tools.Tool(ctx, call.Address)
+	if err != nil {
+		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "unknown_tool", Message: err.Error(), Address: call.Address, Hint: "use hub.search to find tools"})
+	}
+	verdict, err := h.e.tools.Verdict(ctx, t, call.Connection)
+	if err != nil {
+		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "policy_error", Message: err.Error(), Address: call.Address, Hint: "a person must fix the policy file"})
+	}
+	switch verdict.Action {
+	case policy.Deny:
+		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "policy_denied", Message: verdict.Message, Address: call.Address, Status: 403})
+	case policy.Ask:
+		if res, decided := h.decided(ctx, call, argsDigest, start, t, verdict); decided {
+			if res != nil {
+				return *res
+			}
+			break // approved: make the call
+		}
+		return sandbox.CallResult{Pause: true}
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, h.e.limits.UpstreamTimeout)
+	defer cancel()
+	value, terr := h.e.tools.Call(cctx, t, call.Connection, call.Args)
+	if terr != nil && terr.Address == "" {
+		terr.Address = call.Address
+	}
+	if ctx.Err() != nil {
+		// The attempt was stopped while the call was in flight; whether it
+		// happened upstream is unknown, so nothing is journaled.
+		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "cancelled", Message: "the run was stopped"}}
+	}
+	return h.settle(ctx, call, argsDigest, start, value, terr)
+}
+
+// decided applies a person's decision on this call, if there is one. It
+// returns (nil, true) when the call may go ahead, (result, true) when it
+// was denied, and (nil, false) after adding a pending approval and pausing.
+func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, t *model.Tool, v policy.Verdict) (*sandbox.CallResult, bool) {
+	id := "c" + strconv.Itoa(call.Seq)
+	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged {
+		return nil, true
+	}
+	if p := h.run.PendingItem(id); p != nil && p.Decision != nil {
+		if p.Address != call.Address {
+			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
+			return &res, true
+		}
+		if p.Decision.Choice == model.ChoiceDeny {
+			res := h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "approval_denied", Message: fmt.Sprintf("a person denied this call to %s", t.Address), Address: t.Address, Status: 403, Hint: "do without this call, or ask the person"})
+			return &res, true
+		}
+		return nil, true
+	}
+	if slices.Contains(h.run.AllowedTools, t.Address) {
+		return nil, true
+	}
+	preview := call.Args
+	var compact bytes.Buffer
+	if json.Compact(&compact, call.Args) == nil {
+		preview = compact.Bytes()
+	}
+	if len(preview) > h.e.limits.ArgsPreviewBytes {
+		s, _ := json.Marshal(string(preview[:h.e.limits.ArgsPreviewBytes]) + "…")
+		preview = s
+	}
+	h.mu.Lock()
+	h.paused = true
+	h.pending = append(h.pending, model.Pending{
+		ID:         id,
+		Kind:       model.PendingApproval,
+		Seq:        call.Seq,
+		Address:    t.Address,
+		Connection: call.Connection,
+		Contract:   t.Contract,
+		Summary:    typegen.FirstSentence(t.Description),
+		Args:       preview,
+		Reason:     v.Reason,
+		Message:    v.Message,
+		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+	})
+	h.mu.Unlock()
+	return nil, false
+}
+
+// settle journals a call's outcome, then answers the guest.
+func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, value json.RawMessage, terr *model.ToolError) sandbox.CallResult {
+	je := model.JournalEntry{
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		OK:         terr == nil,
+		Value:      value,
+		Error:      terr,
+		Millis:     time.Since(start).Milliseconds(),
+		At:         h.e.now(),
+	}
+	line, err := json.Marshal(je)
+	if err == nil {
+		err = h.e.store.Append(context.WithoutCancel(ctx), store.Runs, h.run.ID, line)
+	}
+	if err != nil {
+		h.e.log.Error("journaling a call", "run", h.run.ID, "seq", call.Seq, "err", err)
+		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "journal_failed", Message: "the hub could not record the call: " + err.Error()}}
+	}
+	h.mu.Lock()
+	h.journal[call.Seq] = je
+	h.settled++
+	h.mu.Unlock()
+	return replay(je)
+}
+
+func replay(je model.JournalEntry) sandbox.CallResult {
+	if je.OK {
+		v := je.Value
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		return sandbox.CallResult{Value: v}
+	}
+	te := je.Error
+	return sandbox.CallResult{Error: &sandbox.ToolError{Code: te.Code, Message: te.Message, Hint: te.Hint, Status: te.Status, Retryable: te.Retryable}}
+}
+
+// diverge fails the run: the code took another path than the journal says.
+func (h *host) diverge(call sandbox.Call, je model.JournalEntry) sandbox.CallResult {
+	h.mu.Lock()
+	if h.diverged == nil {
+		h.diverged = &model.RunError{
+			Code:    "divergence",
+			Message: fmt.Sprintf("on resume the code made call %d to %s, but the journal has %s there: the code is not deterministic (it must not depend on anything but tool results, Date and Math.random)", call.Seq, call.Address, je.Address),
+			Hint:    "run the code again as a new run",
+		}
+	}
+	h.mu.Unlock()
+	return sandbox.CallResult{Pause: true}
+}

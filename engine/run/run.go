@@ -1,0 +1,427 @@
+// Package run executes the model's code: it prepares it, runs attempts in
+// the sandbox, decides each tool call (policy, then a person's decision),
+// journals every call as it settles, pauses for a person and resumes by
+// replaying the journal so that no settled call is ever made twice.
+//
+// A run is runs/<id>.json plus runs/<id>.journal.jsonl. Resume re-runs the
+// code with the same seed and logical clock; calls already settled are
+// answered from the journal in order (by sequence number, checked against
+// the address and the digest of the arguments); a call that differs fails
+// the run with `divergence`. While an attempt runs, its process holds a
+// claim on the run (store.Hold): a second process cannot run it at the same
+// time, and a process killed mid-run frees it for a resume elsewhere.
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/code"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// Tools is what a run needs from the hub, declared where it is used.
+type Tools interface {
+	// Namespaces maps each namespace to the tool part of its addresses.
+	Namespaces(ctx context.Context) (map[string][]string, error)
+	// Tool looks a tool up by address in the cached manifests.
+	Tool(ctx context.Context, address string) (*model.Tool, error)
+	// Verdict decides a call under the current policy.
+	Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error)
+	// Call makes the upstream call and returns what the code receives.
+	Call(ctx context.Context, t *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError)
+	// Search and Describe answer hub.search and hub.describe.
+	Search(ctx context.Context, query string) (string, error)
+	Describe(ctx context.Context, target string) (string, error)
+}
+
+// Sandbox runs one attempt.
+type Sandbox interface {
+	Run(ctx context.Context, req sandbox.Request) sandbox.Outcome
+}
+
+// Limits of a run beyond one attempt's (sandbox.Limits).
+type Limits struct {
+	CodeBytes         int           // 64 KB
+	MaxCalls          int           // 500 tool calls per run, across attempts
+	UpstreamTimeout   time.Duration // 30 s per upstream call
+	ApprovalTTL       time.Duration // 24 h before an undecided approval expires the run
+	Retention         time.Duration // 7 days before a finished run is pruned
+	ArgsPreviewBytes  int           // 4 KB of arguments shown in a pending approval
+	InlineResultBytes int           // 24 KB of result and logs in the envelope
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.CodeBytes <= 0 {
+		l.CodeBytes = code.MaxBytes
+	}
+	if l.MaxCalls <= 0 {
+		l.MaxCalls = 500
+	}
+	if l.UpstreamTimeout <= 0 {
+		l.UpstreamTimeout = 30 * time.Second
+	}
+	if l.ApprovalTTL <= 0 {
+		l.ApprovalTTL = 24 * time.Hour
+	}
+	if l.Retention <= 0 {
+		l.Retention = 7 * 24 * time.Hour
+	}
+	if l.ArgsPreviewBytes <= 0 {
+		l.ArgsPreviewBytes = 4 << 10
+	}
+	if l.InlineResultBytes <= 0 {
+		l.InlineResultBytes = 24 << 10
+	}
+	return l
+}
+
+// Options configure an Engine. Zero values are useful.
+type Options struct {
+	Limits  Limits
+	Sandbox sandbox.Limits
+	Logger  *slog.Logger
+	// Now is the clock (time.Now by default); tests move it.
+	Now func() time.Time
+}
+
+// Engine executes and resumes runs over a store.
+type Engine struct {
+	store   store.Store
+	sandbox Sandbox
+	tools   Tools
+	opts    Options
+	limits  Limits
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // runs attempting in this process
+	pruned  time.Time
+}
+
+// New returns an engine.
+func New(st store.Store, sb Sandbox, tools Tools, opts Options) *Engine {
+	e := &Engine{store: st, sandbox: sb, tools: tools, opts: opts, limits: opts.Limits.withDefaults(), log: opts.Logger, running: map[string]context.CancelFunc{}}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.opts.Now == nil {
+		e.opts.Now = time.Now
+	}
+	return e
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now().UTC() }
+
+// Envelope is what execute returns, to the model and to the CLI.
+type Envelope struct {
+	RunID     string           `json:"runId"`
+	Status    string           `json:"status"` // completed | failed | awaiting_approval | awaiting_connection | cancelled | expired
+	Result    json.RawMessage  `json:"result,omitempty"`
+	Error     *model.RunError  `json:"error,omitempty"`
+	Logs      []string         `json:"logs"`
+	Calls     []CallInfo       `json:"calls"`
+	Pending   []PendingInfo    `json:"pending"`
+	Truncated *model.Truncated `json:"truncated,omitempty"`
+	Notices   []string         `json:"notices"`
+}
+
+// CallInfo is one settled tool call in the envelope.
+type CallInfo struct {
+	Address string `json:"address"`
+	OK      bool   `json:"ok"`
+	Ms      int64  `json:"ms"`
+}
+
+// PendingInfo is one undecided item in the envelope.
+type PendingInfo struct {
+	ID         string `json:"id"`
+	Kind       string `json:"kind"`
+	Address    string `json:"address"`
+	Connection string `json:"connection,omitempty"`
+	Summary    string `json:"summary"`
+	Message    string `json:"message"`
+}
+
+// ErrUnknownRun is returned for a run id with no run.
+var ErrUnknownRun = errors.New("unknown run")
+
+// Execute starts a new run of src (the body of an async function).
+func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
+	e.maybePrune(ctx)
+	if len(src) > e.limits.CodeBytes {
+		return nil, fmt.Errorf("the code is %d bytes; the limit is %d: send less code, or split the work across runs", len(src), e.limits.CodeBytes)
+	}
+	now := e.now()
+	r := &model.Run{
+		ID:        "r" + store.NewID()[:20],
+		Status:    model.RunRunning,
+		Code:      src,
+		Seed:      rand.Int64(),
+		Clock:     now.Truncate(time.Millisecond),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if err := e.store.Put(ctx, store.Runs, r.ID, r); err != nil {
+		return nil, fmt.Errorf("starting a run: %w", err)
+	}
+	return e.attempt(ctx, r.ID)
+}
+
+// Resume continues a run that waited for a person. Before a decision it
+// returns the same pending envelope and runs nothing; a finished run
+// returns its envelope.
+func (e *Engine) Resume(ctx context.Context, id string) (*Envelope, error) {
+	r, err := e.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.Status.Done():
+		return e.envelope(ctx, r)
+	case r.Status == model.RunAwaitingInput:
+		if e.expire(ctx, r) {
+			return e.envelope(ctx, r)
+		}
+		if undecided(r) > 0 {
+			return e.envelope(ctx, r)
+		}
+	}
+	// Running with no live attempt (its process died), or every pending item
+	// decided: attempt again from the journal.
+	return e.attempt(ctx, id)
+}
+
+// Get reads a run record.
+func (e *Engine) Get(ctx context.Context, id string) (*model.Run, error) {
+	if err := store.ValidID(id); err != nil {
+		return nil, fmt.Errorf("%w %q: a run id looks like r0123abcd…", ErrUnknownRun, id)
+	}
+	r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w %q: list runs with `capabilities hub runs`", ErrUnknownRun, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Envelope renders a run's current state.
+func (e *Engine) Envelope(ctx context.Context, id string) (*Envelope, error) {
+	r, err := e.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.envelope(ctx, r)
+}
+
+// Cancel ends a run that has not finished. An attempt running in this
+// process is stopped.
+func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
+	if _, err := e.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	stop := e.running[id]
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	var out *model.Run
+	err := store.UpdateJSON(ctx, e.store, store.Runs, id, func(r *model.Run) (*model.Run, error) {
+		if r.Status.Done() {
+			return nil, fmt.Errorf("run %s is already %s", id, r.Status)
+		}
+		r.Status = model.RunCancelled
+		r.Error = &model.RunError{Code: "cancelled", Message: "a person cancelled the run"}
+		r.UpdatedAt = e.now()
+		out = r
+		return r, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancelling: %w", err)
+	}
+	return e.envelope(ctx, out)
+}
+
+// List returns runs, newest first, optionally with one status.
+func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
+	ids, err := e.store.List(ctx, store.Runs)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	var out []model.Run
+	for _, id := range ids {
+		r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				continue // pruned meanwhile
+			}
+			return nil, fmt.Errorf("listing runs: %w", err)
+		}
+		if status == "" || string(r.Status) == status || envelopeStatus(r) == status {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Journal reads a run's journal.
+func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, error) {
+	lines, err := e.store.ReadLog(ctx, store.Runs, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the journal of %s: %w", id, err)
+	}
+	out := make([]model.JournalEntry, 0, len(lines))
+	for i, l := range lines {
+		var je model.JournalEntry
+		if err := json.Unmarshal(l, &je); err != nil {
+			return nil, fmt.Errorf("reading the journal of %s: line %d is corrupt: %w", id, i+1, err)
+		}
+		out = append(out, je)
+	}
+	return out, nil
+}
+
+func undecided(r *model.Run) int {
+	n := 0
+	for _, p := range r.Pending {
+		if p.Decision == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// expire marks the run expired when an undecided item's time is up.
+func (e *Engine) expire(ctx context.Context, r *model.Run) bool {
+	now := e.now()
+	for _, p := range r.Pending {
+		if p.Decision == nil && !p.ExpiresAt.IsZero() && now.After(p.ExpiresAt) {
+			_ = store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+				cur.Status = model.RunExpired
+				cur.Error = &model.RunError{Code: "expired", Message: fmt.Sprintf("nobody decided on %s before %s", p.Address, p.ExpiresAt.Format(time.RFC3339)), Hint: "run the code again to ask again"}
+				cur.UpdatedAt = now
+				*r = *cur
+				return cur, nil
+			})
+			return true
+		}
+	}
+	return false
+}
+
+func envelopeStatus(r *model.Run) string {
+	if r.Status != model.RunAwaitingInput {
+		return string(r.Status)
+	}
+	for _, p := range r.Pending {
+		if p.Decision == nil && p.Kind == model.PendingConnection {
+			return "awaiting_connection"
+		}
+	}
+	return "awaiting_approval"
+}
+
+func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) {
+	journal, err := e.Journal(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	env := &Envelope{
+		RunID:     r.ID,
+		Status:    envelopeStatus(r),
+		Result:    r.Result,
+		Error:     r.Error,
+		Logs:      nonNil(r.Logs),
+		Calls:     []CallInfo{},
+		Pending:   []PendingInfo{},
+		Truncated: r.Truncated,
+		Notices:   nonNil(r.Notices),
+	}
+	for _, je := range journal {
+		if je.Address == sandbox.AddressSearch || je.Address == sandbox.AddressDescribe {
+			continue
+		}
+		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
+	}
+	if r.Status == model.RunAwaitingInput {
+		for _, p := range r.Pending {
+			if p.Decision == nil {
+				env.Pending = append(env.Pending, PendingInfo{ID: p.ID, Kind: p.Kind, Address: p.Address, Connection: p.Connection, Summary: p.Summary, Message: p.Message})
+			}
+		}
+	}
+	return env, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// digest is the SHA-256 of the canonical JSON of a call's arguments.
+func digest(args json.RawMessage) string {
+	c, err := model.Canonical(args)
+	if err != nil {
+		c = args
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
+}
+
+// maybePrune removes finished runs older than the retention, at most hourly.
+func (e *Engine) maybePrune(ctx context.Context) {
+	e.mu.Lock()
+	due := e.now().Sub(e.pruned) > time.Hour
+	if due {
+		e.pruned = e.now()
+	}
+	e.mu.Unlock()
+	if due {
+		if n, err := e.Prune(ctx); err != nil {
+			e.log.Warn("pruning old runs", "err", err)
+		} else if n > 0 {
+			e.log.Info("pruned old runs", "count", n)
+		}
+	}
+}
+
+// Prune deletes runs (and journals) last updated before the retention
+// period, except runs still waiting for a person.
+func (e *Engine) Prune(ctx context.Context) (int, error) {
+	ids, err := e.store.List(ctx, store.Runs)
+	if err != nil {
+		return 0, err
+	}
+	cutoff := e.now().Add(-e.limits.Retention)
+	n := 0
+	for _, id := range ids {
+		r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
+		if err != nil {
+			continue
+		}
+		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status == model.RunAwaitingInput) {
+			if err := e.store.Delete(ctx, store.Runs, id); err == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

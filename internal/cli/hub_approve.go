@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/spf13/cobra"
+)
+
+func newApproveCmd(e *env) *cobra.Command {
+	var (
+		choice string
+		callID string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "approve <runId> [--choice once|run|always|deny] [--call ID]",
+		Short: "Decide on a run's pending calls, then resume it",
+		Long: `Show each call the run waits on — address, connection, what the tool does, the
+arguments, why it asks and when it expires — and record your decision:
+  once    this call runs
+  run     this tool runs for the rest of the run
+  always  a rule allows this version of the tool from now on
+  deny    the call fails inside the code with ToolError approval_denied
+Then the run resumes from its journal (no call is made twice) and its envelope is printed.`,
+		Args: exactArgs(1, "one run id"),
+		RunE: func(c *cobra.Command, args []string) error {
+			runID := args[0]
+			var preset model.Choice
+			if choice != "" {
+				var err error
+				if preset, err = approval.ParseChoice(choice); err != nil {
+					return usageError{err}
+				}
+			}
+			h, st, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			eng, err := h.Runs()
+			if err != nil {
+				return err
+			}
+			r, err := eng.Get(c.Context(), runID)
+			if err != nil {
+				return err
+			}
+			if r.Status != model.RunAwaitingInput {
+				return fmt.Errorf("run %s is %s: it is not waiting for a decision", runID, r.Status)
+			}
+			var open []model.Pending
+			for _, p := range r.Pending {
+				if p.Kind == model.PendingApproval && p.Decision == nil && (callID == "" || p.ID == callID) {
+					open = append(open, p)
+				}
+			}
+			if len(open) == 0 {
+				if callID != "" {
+					_, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: callID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI})
+					return err // explains why there is no such call
+				}
+				return fmt.Errorf("run %s has no undecided approvals", runID)
+			}
+			if preset != "" && callID == "" && len(open) > 1 {
+				var ids []string
+				for _, p := range open {
+					ids = append(ids, p.ID)
+				}
+				return usagef("run %s has %d pending calls (%s): say which with --call", runID, len(open), strings.Join(ids, ", "))
+			}
+			for _, p := range open {
+				if !asJSON {
+					printPending(e, &p)
+				}
+				ch := preset
+				if ch == "" {
+					if ch, err = askChoice(e); err != nil {
+						return err
+					}
+				}
+				if _, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: p.ID, Choice: ch, Channel: approval.ChannelCLI}); err != nil {
+					return err
+				}
+				if !asJSON {
+					fmt.Fprintf(e.stdout, "Decided %s: %s.\n\n", p.ID, ch)
+				}
+			}
+			env, err := h.Resume(c.Context(), runID)
+			if err != nil {
+				return err
+			}
+			return e.printEnvelope(env, asJSON)
+		},
+	}
+	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: once, run, always or deny")
+	c.Flags().StringVar(&callID, "call", "", "the pending call to decide, when several are pending")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the resumed run's envelope as JSON")
+	return c
+}
+
+func printPending(e *env, p *model.Pending) {
+	w := e.stdout
+	fmt.Fprintf(w, "%s  %s", p.ID, p.Address)
+	if p.Connection != "" {
+		fmt.Fprintf(w, "  (connection %s)", p.Connection)
+	}
+	fmt.Fprintf(w, "\n    %s\n", p.Summary)
+	if len(p.Args) > 0 {
+		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
+	}
+	fmt.Fprintf(w, "    why: %s\n", p.Message)
+	if !p.ExpiresAt.IsZero() {
+		fmt.Fprintf(w, "    expires: %s (in %s)\n", p.ExpiresAt.Local().Format("2006-01-02 15:04"), time.Until(p.ExpiresAt).Round(time.Minute))
+	}
+}
+
+func askChoice(e *env) (model.Choice, error) {
+	for {
+		fmt.Fprint(e.stdout, "    [o]nce  [r]un  [a]lways  [d]eny: ")
+		line, err := e.readLine()
+		ans := strings.ToLower(strings.TrimSpace(line))
+		switch ans {
+		case "o", "once":
+			return model.ChoiceOnce, nil
+		case "r", "run":
+			return model.ChoiceRun, nil
+		case "a", "always":
+			return model.ChoiceAlways, nil
+		case "d", "deny":
+			return model.ChoiceDeny, nil
+		}
+		if err != nil {
+			fmt.Fprintln(e.stdout)
+			return "", fmt.Errorf("no answer on standard input; nothing decided (pass --choice once|run|always|deny)")
+		}
+		fmt.Fprintln(e.stdout, "    answer once, run, always or deny")
+	}
+}

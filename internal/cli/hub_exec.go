@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/spf13/cobra"
+)
+
+func newExecCmd(e *env) *cobra.Command {
+	var (
+		file   string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "exec '<code>' | exec --file F | exec -",
+		Short: "Run code in the sandbox, as the model's execute does",
+		Long: `Run the body of an async function in the sandbox, where each source is a global
+object of async functions (await everything.echo({message: "hi"})). Prints the run's
+envelope: status, result, logs, calls, and what it waits for. A call that needs a
+person's approval pauses the run: decide with ` + "`capabilities hub approve <runId>`" + `.`,
+		Example: `  capabilities hub exec 'return await everything.echo({message: "hi"})'
+  capabilities hub exec --file script.js
+  echo 'return 1 + 1' | capabilities hub exec -`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 || (len(args) == 1 && file != "") || (len(args) == 0 && file == "") {
+				return usagef("exec expects the code as one argument, - to read it from standard input, or --file F")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			var src string
+			switch {
+			case file != "":
+				b, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("reading the code: %w", err)
+				}
+				src = string(b)
+			case args[0] == "-":
+				b, err := io.ReadAll(e.stdin)
+				if err != nil {
+					return fmt.Errorf("reading the code from standard input: %w", err)
+				}
+				src = string(b)
+			default:
+				src = args[0]
+			}
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			env, err := h.Execute(c.Context(), src)
+			if err != nil {
+				return err
+			}
+			return e.printEnvelope(env, asJSON)
+		},
+	}
+	c.Flags().StringVar(&file, "file", "", "read the code from a file")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
+	return c
+}
+
+// printEnvelope shows a run's envelope; a failed run exits 1.
+func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
+	if asJSON {
+		if err := e.printJSON(env); err != nil {
+			return err
+		}
+	} else {
+		w := e.stdout
+		fmt.Fprintf(w, "run %s: %s\n", env.RunID, env.Status)
+		for _, n := range env.Notices {
+			fmt.Fprintf(w, "notice: %s\n", n)
+		}
+		if len(env.Result) > 0 {
+			var v any
+			if json.Unmarshal(env.Result, &v) == nil {
+				if s, ok := v.(string); ok {
+					fmt.Fprintf(w, "result:\n%s\n", s)
+				} else {
+					b, _ := json.MarshalIndent(v, "", "  ")
+					fmt.Fprintf(w, "result:\n%s\n", b)
+				}
+			}
+		}
+		if env.Error != nil {
+			fmt.Fprintf(w, "error: %s: %s\n", env.Error.Code, env.Error.Message)
+			if env.Error.Hint != "" {
+				fmt.Fprintf(w, "hint: %s\n", env.Error.Hint)
+			}
+		}
+		if len(env.Logs) > 0 {
+			fmt.Fprintf(w, "logs:\n  %s\n", strings.Join(env.Logs, "\n  "))
+		}
+		if env.Truncated != nil {
+			fmt.Fprintf(w, "truncated: result %v, logs %v (see `capabilities hub runs show %s`)\n", env.Truncated.Result, env.Truncated.Logs, env.RunID)
+		}
+		if len(env.Calls) > 0 {
+			fmt.Fprintln(w, "calls:")
+			for _, c := range env.Calls {
+				ok := "ok"
+				if !c.OK {
+					ok = "failed"
+				}
+				fmt.Fprintf(w, "  %-40s %-6s %d ms\n", c.Address, ok, c.Ms)
+			}
+		}
+		if len(env.Pending) > 0 {
+			fmt.Fprintln(w, "waiting for a person:")
+			for _, p := range env.Pending {
+				fmt.Fprintf(w, "  %s  %s  %s\n      %s\n", p.ID, p.Address, p.Summary, p.Message)
+			}
+			fmt.Fprintf(w, "Decide with: capabilities hub approve %s\n", env.RunID)
+		}
+	}
+	switch env.Status {
+	case "failed", "cancelled", "expired":
+		return errSilent{fmt.Errorf("run %s %s", env.RunID, env.Status)}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newRunsCmd(e *env) *cobra.Command {
+	var (
+		status string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "runs [--status S]",
+		Short: "List runs, newest first",
+		Long:  "List runs (kept 7 days): id, status, attempts, calls, when. --status filters (running, awaiting_approval, awaiting_input, completed, failed, cancelled, expired).",
+		Args:  exactArgs(0, "no arguments (use `runs show <id>` for one run)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			eng, err := h.Runs()
+			if err != nil {
+				return err
+			}
+			list, err := eng.List(c.Context(), status)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type row struct {
+					ID        string `json:"id"`
+					Status    string `json:"status"`
+					Attempts  int    `json:"attempts"`
+					CreatedAt string `json:"createdAt"`
+					UpdatedAt string `json:"updatedAt"`
+				}
+				rows := []row{}
+				for _, r := range list {
+					rows = append(rows, row{r.ID, string(r.Status), r.Attempts, r.CreatedAt.Format("2006-01-02T15:04:05Z07:00"), r.UpdatedAt.Format("2006-01-02T15:04:05Z07:00")})
+				}
+				return e.printJSON(map[string]any{"runs": rows})
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(e.stdout, "No runs.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tATTEMPTS\tSTARTED")
+			for _, r := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, r.Status, r.Attempts, ago(r.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&status, "status", "", "only runs with this status")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	c.AddCommand(newRunsShowCmd(e))
+	return c
+}
+
+func newRunsShowCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show <runId>",
+		Short: "Show one run: status, result, error, pending, calls, notices",
+		Args:  exactArgs(1, "one run id"),
+		RunE: func(c *cobra.Command, args []string) error {
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			eng, err := h.Runs()
+			if err != nil {
+				return err
+			}
+			r, err := eng.Get(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			env, err := eng.Envelope(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				journal, err := eng.Journal(c.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				return e.printJSON(map[string]any{"run": r, "envelope": env, "journal": journal})
+			}
+			fmt.Fprintf(e.stdout, "created %s, %d attempt(s)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Attempts)
+			err = e.printEnvelope(env, false)
+			if _, silent := err.(errSilent); silent {
+				return nil // showing a failed run is not a failure
+			}
+			return err
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the run record, envelope and journal as JSON")
+	return c
+}
+
+func newCancelCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "cancel <runId>",
+		Short: "Cancel a run that has not finished",
+		Args:  exactArgs(1, "one run id"),
+		RunE: func(c *cobra.Command, args []string) error {
+			h, _, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			eng, err := h.Runs()
+			if err != nil {
+				return err
+			}
+			env, err := eng.Cancel(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(env)
+			}
+			fmt.Fprintf(e.stdout, "Cancelled %s.\n", env.RunID)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
+	return c
+}
