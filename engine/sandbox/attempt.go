@@ -395,8 +395,8 @@ func (a *attempt) compileError(err error) *Error {
 // locate adds the first location in the model's code to e.
 func (a *attempt) locate(e *Error, stack string) {
 	m := codeLocation.FindStringSubmatch(stack)
-	if m == nil {
-		return
+	if m == nil || (m[1] == "1" && m[2] == "1") {
+		return // 1:1 is the wrapper itself: QuickJS did not record the position
 	}
 	e.Line, _ = strconv.Atoi(m[1])
 	if m[2] != "" {
