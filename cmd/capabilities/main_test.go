@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
@@ -51,6 +52,15 @@ func TestScripts(t *testing.T) {
 			"freeport": cmdFreePort,
 			"waitport": cmdWaitPort,
 			"snapshot": cmdSnapshot,
+			"lines":    cmdLines,
+			"runid":    cmdRunID,
+			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				d, err := time.ParseDuration(args[0])
+				if err != nil {
+					ts.Fatalf("sleep: %v", err)
+				}
+				time.Sleep(d)
+			},
 			"unchanged": func(ts *testscript.TestScript, neg bool, args []string) {
 				for _, f := range args {
 					now := ts.ReadFile(f)
@@ -125,4 +135,61 @@ func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("snapshot: %v", err)
 		}
 	}
+}
+
+// cmdLines checks a file has exactly N non-empty lines: `lines FILE N`.
+func cmdLines(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: lines FILE N")
+	}
+	want, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("lines: %v", err)
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	if err != nil {
+		ts.Fatalf("lines: %v", err)
+	}
+	got := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			got++
+		}
+	}
+	if (got == want) == neg {
+		ts.Fatalf("%s has %d lines, want %d", args[0], got, want)
+	}
+}
+
+// cmdRunID sets $RUN to the id of the newest run.
+func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
+	dir := filepath.Join(ts.Getenv("CAPABILITIES_HOME"), "hub", "runs")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		ts.Fatalf("runid: %v", err)
+	}
+	var newest string
+	var at time.Time
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		var r struct {
+			CreatedAt time.Time `json:"createdAt"`
+		}
+		_ = json.Unmarshal(data, &r)
+		if newest == "" || r.CreatedAt.After(at) {
+			newest, at = strings.TrimSuffix(e.Name(), ".json"), r.CreatedAt
+		}
+		_ = info
+	}
+	if newest == "" {
+		ts.Fatalf("runid: no runs in %s", dir)
+	}
+	ts.Setenv("RUN", newest)
 }

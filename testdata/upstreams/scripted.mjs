@@ -9,7 +9,8 @@
 //                   | garbage (prints non-protocol lines on stdout) | exit (exits at start)
 //                   | silent (never answers anything)
 //   SCRIPTED_PAGE   tools/list page size (default: all in one page)
-//   SCRIPTED_TOOLS  number of generated tools (default 3)
+//   SCRIPTED_TOOLS  how many tools to list (default 3: echo, sleep, change-tools;
+//                   4 adds record, a write; more adds generated tool_N)
 //   SCRIPTED_DESC   description suffix (changes every tool's contract)
 //   SCRIPTED_CALLS  a file to which every tools/call appends one line
 //   SCRIPTED_NAME   serverInfo.name (default "scripted-mcp-server")
@@ -53,6 +54,12 @@ function tools() {
       name: "change-tools",
       description: "Change every tool's description and announce it." + suffix,
       inputSchema: { type: "object", properties: {} },
+      annotations: { readOnlyHint: false, destructiveHint: false },
+    },
+    {
+      name: "record",
+      description: "Record an item (a write)." + suffix,
+      inputSchema: { type: "object", properties: { item: { type: "string" } }, required: ["item"] },
       annotations: { readOnlyHint: false, destructiveHint: false },
     },
   ];
@@ -111,6 +118,7 @@ rl.on("line", async (line) => {
         await new Promise((r) => setTimeout(r, args.ms || 0));
         return reply({ content: [{ type: "text", text: `slept ${args.ms}` }] });
       }
+      if (name === "record") return reply({ content: [{ type: "text", text: `recorded ${args.item}` }] });
       if (name === "change-tools") {
         suffix += " (changed)";
         reply({ content: [{ type: "text", text: "changed" }] });
