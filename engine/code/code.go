@@ -1,19 +1,14 @@
-// Package code turns what the model sends to execute into plain JavaScript
-// for the sandbox: the body of an async function, TypeScript annotations
-// stripped (esbuild, loader TS), with a few forgiving rewrites, each noted.
+// Package code turns the code a model sends to execute into plain JavaScript
+// for the sandbox.
 //
-// Rewrites, in order, each adding one line to Prepared.Notices:
+//	p, err := code.Prepare(src)
+//	// p.JS: the body of an async function, TypeScript stripped (esbuild).
+//	// p.Notices: one line per forgiving rewrite applied.
+//	// err: *SizeError (over MaxBytes) or *SyntaxError (line and column in src).
 //
-//  1. A fenced code block (```js … ```): its body is taken.
-//  2. `export default <function>`: the export is dropped.
-//  3. A lone function (a declaration, a function expression or an arrow
-//     function, and nothing else): it is called, and its result returned.
-//  4. A final expression statement with no top-level `return` in the code:
-//     it is returned ("return" is put before the last line when that line
-//     alone is an expression).
-//
-// Syntax errors come back as *SyntaxError with the line and column in the
-// model's own code and the offending line.
+// Forgiving rewrites, each adding one notice: take the body of a fenced code
+// block, unwrap `export default`, call a lone function expression or
+// declaration, and `return` a final expression statement.
 package code
 
 import (
@@ -29,142 +24,172 @@ const MaxBytes = 64 << 10
 
 // Prepared is code ready for the sandbox.
 type Prepared struct {
-	JS      string   // the body of an async function, plain JavaScript
-	Notices []string // one line per forgiving rewrite
+	JS      string   // body of an async function, plain JavaScript
+	Notices []string // one line per rewrite applied
 }
 
-// SyntaxError locates a syntax error in the model's code.
+// SizeError reports code over MaxBytes.
+type SizeError struct{ Size, Limit int }
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("the code is %d bytes, over the limit of %d bytes: send less code and keep data in tool calls rather than in the source", e.Size, e.Limit)
+}
+
+// SyntaxError locates a syntax error in the model's original code.
 type SyntaxError struct {
-	Line     int // 1-based, in the code as sent
-	Column   int // 1-based
-	Message  string
-	LineText string
+	Line, Column int    // 1-based, in the code as sent
+	Message      string // what is wrong (esbuild's words, plus a hint for known cases)
+	LineText     string // the offending line, as sent
 }
 
 func (e *SyntaxError) Error() string {
-	return fmt.Sprintf("syntax error at line %d, column %d: %s\n  %s\n  %s^", e.Line, e.Column, e.Message, e.LineText, strings.Repeat(" ", max(0, e.Column-1)))
+	caret := strings.Repeat(" ", max(0, e.Column-1)) + "^"
+	return fmt.Sprintf("syntax error at line %d, column %d: %s\n  %d | %s\n  %s | %s",
+		e.Line, e.Column, e.Message, e.Line, e.LineText, strings.Repeat(" ", len(fmt.Sprint(e.Line))), caret)
 }
 
+const wrapperPrefix = "(async function () {"
+
 var (
-	fenceRE    = regexp.MustCompile("(?s)^\\s*```[A-Za-z0-9_+-]*[ \\t]*\\n(.*?)\\n?```\\s*$")
-	exportRE   = regexp.MustCompile(`(?m)^export\s+default\s+`)
-	loneFuncRE = regexp.MustCompile(`^\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)`)
-	stmtRE     = regexp.MustCompile(`^(const|let|var|if|for|while|do|switch|try|return|throw|function|async\s+function|class|import|export|break|continue|\}|\)|\]|//|/\*|\*)`)
-	topReturn  = regexp.MustCompile(`(?m)^return\b`)
+	fence         = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[^\n]*\n(.*?)\n?```")
+	exportDefault = regexp.MustCompile(`(?m)^export\s+default\s+`)
+	statementKw   = regexp.MustCompile(`^(return|const|let|var|if|for|while|do|switch|try|throw|function|async\s+function|class|break|continue|debugger|import|export|[A-Za-z_$][\w$]*\s*:[^:])\b?`)
+	loneFunction  = regexp.MustCompile(`^(\(\s*)?(async\s+)?(function\b|\([^()]*\)\s*=>|[A-Za-z_$][\w$]*\s*=>)`)
+	declaredFunc  = regexp.MustCompile(`^(async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\(`)
 )
 
-// Prepare checks, rewrites and strips the code.
+// Prepare checks the size, applies the forgiving rewrites, strips TypeScript
+// and returns the body of an async function as plain JavaScript.
 func Prepare(src string) (Prepared, error) {
 	if len(src) > MaxBytes {
-		return Prepared{}, fmt.Errorf("the code is %d bytes; the limit is %d (64 KB): send less code, or split the work across runs", len(src), MaxBytes)
-	}
-	if strings.TrimSpace(src) == "" {
-		return Prepared{}, fmt.Errorf("the code is empty: send the body of an async function, e.g. return await everything.echo({message: \"hi\"})")
+		return Prepared{}, &SizeError{Size: len(src), Limit: MaxBytes}
 	}
 	var p Prepared
-	body, lineShift := src, 0
-	if m := fenceRE.FindStringSubmatchIndex(src); m != nil {
-		body = src[m[2]:m[3]]
-		lineShift = strings.Count(src[:m[2]], "\n")
-		p.Notices = append(p.Notices, "took the code out of its ``` fenced block")
+	orig := src
+	lineOffset := 0 // lines of orig before src's first line
+	if m := fence.FindStringSubmatchIndex(src); m != nil {
+		lineOffset = strings.Count(src[:m[2]], "\n")
+		src = src[m[2]:m[3]]
+		p.Notices = append(p.Notices, "took the code from the fenced code block; send plain code next time")
 	}
-	if exportRE.MatchString(body) {
-		body = exportRE.ReplaceAllString(body, "")
-		p.Notices = append(p.Notices, "dropped `export default`: the code is the body of a function, not a module")
-	}
-	if loneFuncRE.MatchString(body) {
-		candidate := "return await (\n" + body + "\n)();"
-		if _, err := transform(candidate); err == nil {
-			p.Notices = append(p.Notices, "called the lone function and returned its result")
-			js, _ := transform(candidate)
-			p.JS = js
-			return p, nil
+	exportLine, exportShift, callAfter := 0, 0, ""
+	if m := exportDefault.FindStringIndex(src); m != nil {
+		exportLine = strings.Count(src[:m[0]], "\n") + 1
+		rest := src[m[1]:]
+		replacement := ""
+		switch fn := declaredFunc.FindStringSubmatch(rest); {
+		case fn != nil:
+			callAfter = fn[2]
+		case loneFunction.MatchString(rest):
+			replacement, callAfter = "const __default = ", "__default"
+		default:
+			replacement = "return "
 		}
+		exportShift = (m[1] - m[0]) - len(replacement)
+		src = src[:m[0]] + replacement + rest
+		p.Notices = append(p.Notices, fmt.Sprintf("removed `export default` (line %d): the code is the body of an async function", exportLine+lineOffset))
 	}
-	if !topReturn.MatchString(body) {
-		if candidate, ok := returnLast(body); ok {
-			if js, err := transform(candidate); err == nil {
-				p.Notices = append(p.Notices, "returned the value of the last expression")
-				p.JS = js
-				return p, nil
-			}
-		}
-	}
-	js, err := transform(body)
+
+	js, err := strip(src)
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok {
-			se.Line += lineShift
-			return Prepared{}, se
+			if se.Line == exportLine && se.Column > 1 {
+				se.Column += exportShift
+			}
+			se.Line += lineOffset
+			lines := strings.Split(orig, "\n")
+			if se.Line >= 1 && se.Line <= len(lines) {
+				se.LineText = lines[se.Line-1]
+			}
+			if t := strings.TrimSpace(se.LineText); strings.HasPrefix(t, "import ") || strings.HasPrefix(t, "export ") || strings.HasPrefix(t, "require(") {
+				se.Message += " (modules are not available: the code is the body of an async function, and tools are globals such as github.search_issues)"
+			}
 		}
 		return Prepared{}, err
+	}
+	if callAfter != "" {
+		js += "\nreturn await " + callAfter + "();"
+		p.Notices = append(p.Notices, "called the default-exported function")
+	} else if rewritten, notice := rewriteEnd(js); notice != "" {
+		js = rewritten
+		p.Notices = append(p.Notices, notice)
 	}
 	p.JS = js
 	return p, nil
 }
 
-// returnLast puts "return" before the last line when that line alone is an
-// expression statement.
-func returnLast(body string) (string, bool) {
-	lines := strings.Split(strings.TrimRight(body, " \t\n;"), "\n")
-	last := len(lines) - 1
-	for last >= 0 && strings.TrimSpace(lines[last]) == "" {
-		last--
+// strip runs esbuild over the wrapped body and returns the body, dedented.
+func strip(body string) (string, error) {
+	r := api.Transform(wrapperPrefix+body+"\n})", api.TransformOptions{
+		Loader:  api.LoaderTS,
+		Charset: api.CharsetUTF8,
+	})
+	if len(r.Errors) > 0 {
+		e := syntaxError(r.Errors[0])
+		lines := strings.Split(body, "\n")
+		if e.Line > len(lines) { // in the wrapper's closing line: the body ended early
+			e.Line = len(lines)
+			e.Column = len(lines[e.Line-1]) + 1
+			e.Message = "the code ended early: a bracket, brace, parenthesis or string is not closed"
+		}
+		return "", e
 	}
-	if last < 0 {
-		return "", false
+	out := strings.TrimSuffix(string(r.Code), "\n")
+	first := strings.IndexByte(out, '\n')
+	last := strings.LastIndexByte(out, '\n')
+	if first < 0 || last <= first {
+		return "", nil // empty body
 	}
-	line := strings.TrimSpace(lines[last])
-	if line == "" || stmtRE.MatchString(line) || strings.HasPrefix(lines[last], " ") || strings.HasPrefix(lines[last], "\t") {
-		return "", false
+	lines := strings.Split(out[first+1:last], "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "  ")
 	}
-	// The line must be an expression on its own.
-	if _, err := transform("return (\n" + strings.TrimSuffix(line, ";") + "\n);"); err != nil {
-		return "", false
-	}
-	lines[last] = "return " + strings.TrimSuffix(line, ";") + ";"
-	return strings.Join(lines[:last+1], "\n"), true
+	return strings.Join(lines, "\n"), nil
 }
 
-const (
-	wrapOpen  = "(async () => {\n"
-	wrapClose = "\n});\n"
-)
-
-// transform strips TypeScript from the body of an async function and
-// returns the body as plain JavaScript.
-func transform(body string) (string, error) {
-	res := api.Transform(wrapOpen+body+wrapClose, api.TransformOptions{
-		Loader:            api.LoaderTS,
-		Target:            api.ESNext,
-		Sourcefile:        "code.ts",
-		LogLevel:          api.LogLevelSilent,
-		MinifyWhitespace:  false,
-		MinifySyntax:      false,
-		MinifyIdentifiers: false,
-	})
-	if len(res.Errors) > 0 {
-		m := res.Errors[0]
-		se := &SyntaxError{Message: m.Text}
-		if loc := m.Location; loc != nil {
-			se.Line = loc.Line - 1 // the wrapper's first line
-			se.Column = loc.Column + 1
-			se.LineText = loc.LineText
-			if se.Line < 1 {
-				se.Line = 1
-			}
-			lines := strings.Split(body, "\n")
-			if se.Line > len(lines) {
-				se.Line, se.LineText = len(lines), lines[len(lines)-1]
-				se.Column = len(se.LineText) + 1
-			}
+func syntaxError(m api.Message) *SyntaxError {
+	e := &SyntaxError{Line: 1, Column: 1, Message: m.Text}
+	if m.Location != nil {
+		e.Line = m.Location.Line
+		e.Column = m.Location.Column + 1
+		if e.Line == 1 {
+			e.Column = max(1, e.Column-len(wrapperPrefix))
 		}
-		return "", se
 	}
-	out := string(res.Code)
-	start := strings.Index(out, "{\n")
-	end := strings.LastIndex(out, "}")
-	if start < 0 || end < start {
-		return "", fmt.Errorf("preparing the code: unexpected output from the TypeScript stripper")
+	return e
+}
+
+// rewriteEnd calls a lone function and returns a final expression. js is
+// esbuild output, one top-level statement starting on an unindented line.
+func rewriteEnd(js string) (string, string) {
+	lines := strings.Split(js, "\n")
+	starts := []int{}
+	for i, l := range lines {
+		if l == "" || l[0] == ' ' || l[0] == '}' || l[0] == ')' || l[0] == ']' || strings.HasPrefix(l, "//") {
+			continue
+		}
+		starts = append(starts, i)
 	}
-	return out[start+2 : end], nil
+	if len(starts) == 0 {
+		return js, ""
+	}
+	lastStart := starts[len(starts)-1]
+	last := strings.Join(lines[lastStart:], "\n")
+	head := strings.Join(lines[:lastStart], "\n")
+	if head != "" {
+		head += "\n"
+	}
+	if len(starts) == 1 {
+		if m := declaredFunc.FindStringSubmatch(last); m != nil {
+			return js + "\nreturn await " + m[2] + "();", fmt.Sprintf("called %s(), which the code declared but never called", m[2])
+		}
+		if loneFunction.MatchString(last) {
+			expr := strings.TrimSuffix(strings.TrimSpace(last), ";")
+			return head + "return await (" + expr + ")();", "called the function expression, which the code defined but never called"
+		}
+	}
+	if statementKw.MatchString(last) || strings.HasPrefix(last, "{") || strings.HasPrefix(last, ";") {
+		return js, ""
+	}
+	return head + "return " + last, "returned the value of the last expression; write `return` explicitly next time"
 }

@@ -4,25 +4,36 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestPrepare(t *testing.T) {
 	tests := []struct {
 		name    string
 		src     string
-		wantJS  []string // substrings
+		js      string
 		notices int
+		notice  string
 	}{
-		{"plain", "return await everything.echo({message: 'hi'})", []string{"return await everything.echo"}, 0},
-		{"typescript", "const n: number = 1;\ninterface X { a: string }\nreturn n as number;", []string{"const n = 1;", "return n;"}, 0},
-		{"fence", "```ts\nconst x: string = 'a';\nreturn x;\n```", []string{`const x = "a";`}, 1},
-		{"export default function", "export default async function main() {\n  return 42;\n}", []string{"return await", "main()"}, 2},
-		{"lone arrow", "async () => {\n  return 1;\n}", []string{"return await"}, 1},
-		{"lone function", "async function run() { return 2 }", []string{"return await", "run()"}, 1},
-		{"final expression", "const a = 1;\na + 1", []string{"return a + 1;"}, 1},
-		{"final call", "const r = await memory.readGraph({});\nr.entities.length", []string{"return r.entities.length;"}, 1},
-		{"no rewrite when returning", "const a = 1;\nreturn a;", []string{"return a;"}, 0},
-		{"declaration last is not returned", "let a = 1;\nconst b = 2;", []string{"const b = 2;"}, 0},
+		{"plain", "const x = await gh.get({ id: 1 });\nreturn x.title;", "const x = await gh.get({ id: 1 });\nreturn x.title;", 0, ""},
+		{"typescript", "interface Issue { title: string }\nconst x: Issue = await gh.get({ id: 1 }) as Issue;\nreturn x.title as string;", "const x = await gh.get({ id: 1 });\nreturn x.title;", 0, ""},
+		{"empty", "", "", 0, ""},
+		{"fenced", "Here you go:\n```ts\nconst a: number = 1;\nreturn a;\n```\nDone.", "const a = 1;\nreturn a;", 1, "fenced code block"},
+		{"export default function", "export default async function main() {\n  return 1;\n}", "async function main() {\n  return 1;\n}\nreturn await main();", 2, "called the default-exported function"},
+		{"export default with helpers", "function helper() {\n  return 1;\n}\nexport default async function main() {\n  return helper();\n}", "function helper() {\n  return 1;\n}\nasync function main() {\n  return helper();\n}\nreturn await main();", 2, "called the default-exported function"},
+		{"export default anonymous", "export default async function () {\n  return 1;\n}", "const __default = async function() {\n  return 1;\n};\nreturn await __default();", 2, "called the default-exported function"},
+		{"export default value", "const r = 5;\nexport default r;", "const r = 5;\nreturn r;", 1, "removed `export default` (line 2)"},
+		{"lone declaration", "async function run() {\n  const r = await gh.get({});\n  return r;\n}", "async function run() {\n  const r = await gh.get({});\n  return r;\n}\nreturn await run();", 1, "called run()"},
+		{"lone arrow", "async () => {\n  return 2;\n}", "return await (async () => {\n  return 2;\n})();", 1, "called the function expression"},
+		{"export default arrow", "export default async () => 3", "const __default = async () => 3;\nreturn await __default();", 2, "called the default-exported function"},
+		{"final expression", "const a = 1;\na + 1", "const a = 1;\nreturn a + 1;", 1, "returned the value of the last expression"},
+		{"final await", "const r = await gh.get({});\nawait gh.list({ n: r.n })", "const r = await gh.get({});\nreturn await gh.list({ n: r.n });", 1, "returned the value"},
+		{"final multiline expression", "[1, 2].map((x) => {\n  return x * 2;\n})", "return [1, 2].map((x) => {\n  return x * 2;\n});", 1, "returned the value"},
+		{"final object", "({ a: 1 })", "return ({ a: 1 });", 1, "returned the value"},
+		{"final if is not an expression", "if (true) {\n  console.log(1);\n}", "if (true) {\n  console.log(1);\n}", 0, ""},
+		{"final call with a declaration before", "function f() {\n  return 1;\n}\nf()", "function f() {\n  return 1;\n}\nreturn f();", 1, "returned the value"},
+		{"unicode kept", `return "héllo ✓"`, `return "héllo ✓";`, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,67 +41,71 @@ func TestPrepare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tt.wantJS {
-				if !strings.Contains(p.JS, w) {
-					t.Errorf("JS %q does not contain %q", p.JS, w)
-				}
+			if diff := cmp.Diff(tt.js, p.JS); diff != "" {
+				t.Errorf("JS (-want +got):\n%s", diff)
 			}
 			if len(p.Notices) != tt.notices {
 				t.Errorf("notices = %q, want %d", p.Notices, tt.notices)
+			}
+			if tt.notice != "" && !strings.Contains(strings.Join(p.Notices, "\n"), tt.notice) {
+				t.Errorf("notices = %q, want one containing %q", p.Notices, tt.notice)
 			}
 		})
 	}
 }
 
-func TestSyntaxErrorLocation(t *testing.T) {
+func TestPrepareSyntaxErrors(t *testing.T) {
 	tests := []struct {
+		name      string
 		src       string
 		line, col int
 		lineText  string
+		msg       string
 	}{
-		{"const a = 1;\nconst b = ;\nreturn a;", 2, 11, "const b = ;"},
-		{"return (1 + ;", 1, 13, "return (1 + ;"},
-		{"```js\nlet x = 1;\nlet y = ;\n```", 3, 9, "let y = ;"},
+		{"first line", "const = 1;", 1, 7, "const = 1;", "Expected identifier"},
+		{"later line", "const a = 1;\nconst b = a +;\nreturn b;", 2, 14, "const b = a +;", "Unexpected"},
+		{"typescript line", "let a: number = 1;\nlet b: = 2;", 2, 8, "let b: = 2;", "Unexpected"},
+		{"inside fence", "Try this:\n```js\nconst a = 1;\nconst = 2;\n```", 4, 7, "const = 2;", "Expected identifier"},
+		{"after export default", "export default async function main() {\n  return 1 +;\n}", 2, 13, "  return 1 +;", "Unexpected"},
+		{"export default line", "export default async function () { retur 1 }", 1, 42, "export default async function () { retur 1 }", "Expected"},
+		{"export default value line", "export default (1 +);", 1, 20, "export default (1 +);", "Unexpected"},
+		{"unclosed", "if (a) {\n  return 1;", 2, 12, "  return 1;", "not closed"},
+		{"static import", "import fs from 'fs';\nreturn 1;", 1, 8, "import fs from 'fs';", "modules are not available"},
 	}
 	for _, tt := range tests {
-		_, err := Prepare(tt.src)
-		var se *SyntaxError
-		if !errors.As(err, &se) {
-			t.Fatalf("Prepare(%q) = %v, want a SyntaxError", tt.src, err)
-		}
-		if se.Line != tt.line || se.Column != tt.col || se.LineText != tt.lineText {
-			t.Errorf("Prepare(%q): line %d col %d %q, want %d %d %q (%v)", tt.src, se.Line, se.Column, se.LineText, tt.line, tt.col, tt.lineText, se)
-		}
-		if !strings.Contains(se.Error(), "^") {
-			t.Errorf("error %q does not point at the column", se)
-		}
-	}
-}
-
-func TestLimits(t *testing.T) {
-	if _, err := Prepare(strings.Repeat("a", MaxBytes+1)); err == nil || !strings.Contains(err.Error(), "limit is 65536") {
-		t.Errorf("65 KB: %v", err)
-	}
-	if _, err := Prepare("  \n "); err == nil || !strings.Contains(err.Error(), "empty") {
-		t.Errorf("empty: %v", err)
-	}
-}
-
-func FuzzPrepare(f *testing.F) {
-	for _, s := range []string{"return 1", "```\nx\n```", "export default () => 1", "a +", "const x: number = 1; x", "/*", "`${"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, src string) {
-		p, err := Prepare(src)
-		if err != nil {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Prepare(tt.src)
 			var se *SyntaxError
-			if errors.As(err, &se) && (se.Line < 1 || se.Column < 1) {
-				t.Fatalf("bad location %+v for %q", se, src)
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *SyntaxError", err)
 			}
-			return
+			if se.Line != tt.line || se.Column != tt.col || se.LineText != tt.lineText || !strings.Contains(se.Message, tt.msg) {
+				t.Errorf("got line %d col %d text %q msg %q; want %d %d %q containing %q", se.Line, se.Column, se.LineText, se.Message, tt.line, tt.col, tt.lineText, tt.msg)
+			}
+			if !strings.Contains(se.Error(), "syntax error at line") {
+				t.Errorf("Error() = %q", se.Error())
+			}
+		})
+	}
+}
+
+func TestPrepareSize(t *testing.T) {
+	_, err := Prepare(strings.Repeat("x", MaxBytes+1))
+	var se *SizeError
+	if !errors.As(err, &se) || se.Size != MaxBytes+1 || se.Limit != MaxBytes {
+		t.Fatalf("err = %v, want *SizeError", err)
+	}
+	if _, err := Prepare("return 1;" + strings.Repeat(" ", MaxBytes-9)); err != nil {
+		t.Errorf("exactly %d bytes: %v", MaxBytes, err)
+	}
+}
+
+func BenchmarkPrepare(b *testing.B) {
+	src := "interface Issue { title: string }\nconst issues: Issue[] = await github.search_issues({ q: 'is:open' });\nissues.map(i => i.title)"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Prepare(src); err != nil {
+			b.Fatal(err)
 		}
-		if _, err := transform(p.JS); err != nil {
-			t.Fatalf("prepared JS does not parse again: %v\n%s", err, p.JS)
-		}
-	})
+	}
 }

@@ -170,8 +170,8 @@ func TestSyntaxErrorLocation(t *testing.T) {
 }
 
 func TestRuntimeErrorLocation(t *testing.T) {
-	out, _ := run(t, "const a = null;\nconst b = a.y;\nreturn b")
-	if out.Error == nil || out.Error.Line != 2 || !strings.Contains(out.Error.Message, "const b = a.y") {
+	out, _ := run(t, "const a = 1;\nif (a) throw new RangeError(\"bad input\");\nreturn a")
+	if out.Error == nil || out.Error.Line != 2 || !strings.Contains(out.Error.Message, "RangeError: bad input (line 2: if (a) throw") {
 		t.Errorf("got %+v", out.Error)
 	}
 }
