@@ -16,6 +16,15 @@ apt_needs=(
   "node nodejs"
   "npm npm"
   "git git"
+  # The keychain tests run a real Secret Service in a throwaway desktop
+  # session (../shared/tools/desktop/with-desktop-session.sh).
+  "Xvfb xvfb"
+  "xauth xauth"
+  "dbus-daemon dbus"
+  "dbus-run-session dbus"
+  "dbus-launch dbus-x11"
+  "gnome-keyring-daemon gnome-keyring"
+  "secret-tool libsecret-tools"
 )
 
 if [ "${SETUP_APT:-1}" = 1 ]; then

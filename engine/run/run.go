@@ -147,12 +147,13 @@ type CallInfo struct {
 
 // PendingInfo is one undecided item in the envelope.
 type PendingInfo struct {
-	ID         string `json:"id"`
-	Kind       string `json:"kind"`
-	Address    string `json:"address"`
-	Connection string `json:"connection,omitempty"`
-	Summary    string `json:"summary"`
-	Message    string `json:"message"`
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	Address    string          `json:"address"`
+	Connection string          `json:"connection,omitempty"`
+	Summary    string          `json:"summary"`
+	Message    string          `json:"message"`
+	Args       json.RawMessage `json:"args,omitempty"`
 }
 
 // ErrUnknownRun is returned for a run id with no run.
@@ -362,7 +363,7 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 	if r.Status == model.RunAwaitingInput {
 		for _, p := range r.Pending {
 			if p.Decision == nil {
-				env.Pending = append(env.Pending, PendingInfo{ID: p.ID, Kind: p.Kind, Address: p.Address, Connection: p.Connection, Summary: p.Summary, Message: p.Message})
+				env.Pending = append(env.Pending, PendingInfo{ID: p.ID, Kind: p.Kind, Address: p.Address, Connection: p.Connection, Summary: p.Summary, Message: p.Message, Args: p.Args})
 			}
 		}
 	}

@@ -134,6 +134,7 @@ func newRoot(e *env) *cobra.Command {
 		newRunsCmd(e),
 		newCancelCmd(e),
 		newApproveCmd(e),
+		newServeCmd(e),
 		newDoctorCmd(e),
 	)
 	root.AddCommand(h)

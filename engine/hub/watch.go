@@ -1,0 +1,53 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watch invalidates the catalog whenever another process changes sources,
+// manifests or the policy (`hub add` in a terminal while `serve` runs), so
+// search and describe see it without a restart. It returns when ctx is done.
+func (h *Hub) Watch(ctx context.Context) error {
+	f, ok := h.store.(*store.File)
+	if !ok {
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching the store: %w", err)
+	}
+	defer w.Close()
+	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Policies} {
+		if err := w.Add(filepath.Join(f.Dir(), string(k))); err != nil {
+			return fmt.Errorf("watching the store: %w", err)
+		}
+	}
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			if filepath.Ext(ev.Name) == ".json" {
+				debounce = time.After(20 * time.Millisecond)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			h.log.Warn("watching the store", "err", err)
+		case <-debounce:
+			h.Invalidate()
+			h.log.Info("the store changed; the catalog will be rebuilt")
+		}
+	}
+}

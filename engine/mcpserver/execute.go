@@ -1,0 +1,216 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/code"
+	"github.com/capabilities-sh/capabilities/engine/elicit"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Code   *string `json:"code"`
+		Resume *string `json:"resume"`
+	}
+	if err := decode(req, &in); err != nil {
+		return toolError("execute: %v. Pass exactly one of {code: string} or {resume: runId}.", err), nil
+	}
+	var (
+		env *hub.Envelope
+		err error
+	)
+	// A retry that carries a person's answers resumes the run the signed
+	// state names, whatever the (repeated) arguments say.
+	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+		if s.opts.Signer == nil {
+			return toolError("execute: this server does not take approvals through the client"), nil
+		}
+		st, verr := s.opts.Signer.Verify(req.Params.RequestState)
+		if verr != nil {
+			return toolError("execute: the approval was refused: %v", verr), nil
+		}
+		env, err = s.resume(ctx, req, st.Run)
+		if err != nil {
+			return toolError("execute: %v", err), nil
+		}
+		if env.Status == "awaiting_approval" && s.canElicit(req) {
+			return s.askClient(env), nil
+		}
+		return envelopeResult(env), nil
+	}
+	switch {
+	case in.Code != nil && in.Resume != nil:
+		return toolError("execute: pass code or resume, not both: code starts a new run, resume continues run %q", *in.Resume), nil
+	case in.Code == nil && in.Resume == nil:
+		return toolError("execute: pass {code: \"…\"} to run code, or {resume: runId} to continue a run awaiting approval"), nil
+	case in.Code != nil:
+		if len(*in.Code) > code.MaxBytes {
+			return toolError("execute: the code is %d bytes; the limit is %d (64 KB): send less code, or split the work across runs", len(*in.Code), code.MaxBytes), nil
+		}
+		env, err = s.hub.Execute(ctx, *in.Code)
+	default:
+		env, err = s.resume(ctx, req, *in.Resume)
+	}
+	if err != nil {
+		return toolError("execute: %v", err), nil
+	}
+	if env.Status == "awaiting_approval" && s.canElicit(req) {
+		return s.askClient(env), nil
+	}
+	return envelopeResult(env), nil
+}
+
+// resume continues a run. A person's answers to the client's form, with the
+// state the hub signed, are recorded first. Only a run that waits for a
+// person (or whose process died) can be resumed: a finished run's result is
+// not handed to another caller.
+func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest, runID string) (*hub.Envelope, error) {
+	if state := req.Params.RequestState; state != "" || len(req.Params.InputResponses) > 0 {
+		if s.opts.Signer == nil {
+			return nil, errors.New("this server does not take approvals through the client")
+		}
+		answers := map[string]elicit.Answer{}
+		for id, r := range req.Params.InputResponses {
+			er, ok := r.(*mcp.ElicitResult)
+			if !ok {
+				return nil, fmt.Errorf("input response %q is not an elicitation result", id)
+			}
+			a := elicit.Answer{Action: er.Action}
+			if c, ok := er.Content["choice"].(string); ok {
+				a.Choice = c
+			}
+			answers[id] = a
+		}
+		if _, err := elicit.Record(ctx, s.store, s.opts.Signer, state, answers); err != nil {
+			return nil, fmt.Errorf("the approval was refused: %w", err)
+		}
+	}
+	eng, err := s.hub.Runs()
+	if err != nil {
+		return nil, err
+	}
+	r, err := eng.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status.Done() {
+		return nil, fmt.Errorf("run %s is %s; resume continues only a run awaiting approval (a finished run's result was returned when it finished)", runID, r.Status)
+	}
+	return eng.Resume(ctx, runID)
+}
+
+// canElicit reports whether the client declared form elicitation.
+func (s *Server) canElicit(req *mcp.CallToolRequest) bool {
+	if s.opts.Signer == nil {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil
+}
+
+// askClient turns a pending envelope into input requests the client shows
+// to the person, with a signed state bound to these calls.
+func (s *Server) askClient(env *hub.Envelope) *mcp.CallToolResult {
+	reqs := mcp.InputRequestMap{}
+	var calls []string
+	for _, p := range env.Pending {
+		if p.Kind != model.PendingApproval {
+			continue
+		}
+		calls = append(calls, p.ID)
+		reqs[p.ID] = &mcp.ElicitParams{
+			Mode:    "form",
+			Message: approvalMessage(env.RunID, p),
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"choice": map[string]any{
+						"type":        "string",
+						"title":       "Allow this call?",
+						"enum":        []string{"once", "run", "always", "deny"},
+						"enumNames":   []string{"Allow once", "Allow this tool for the rest of the run", "Always allow this version of the tool", "Deny"},
+						"description": "once: this call · run: this tool for the rest of the run · always: a rule for this version of the tool · deny: the call fails",
+					},
+				},
+				"required": []string{"choice"},
+			},
+		}
+	}
+	if len(calls) == 0 {
+		return envelopeResult(env)
+	}
+	// A follow-up call carries the answers and the state; the run id must
+	// be in its arguments, so the retry resumes this run.
+	return &mcp.CallToolResult{
+		InputRequests: reqs,
+		RequestState:  s.opts.Signer.Sign(env.RunID, calls, s.opts.ElicitTTL),
+	}
+}
+
+func approvalMessage(runID string, p run.PendingInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "An agent's code (run %s) wants to call %s", runID, p.Address)
+	if p.Connection != "" {
+		fmt.Fprintf(&b, " with connection %s", p.Connection)
+	}
+	fmt.Fprintf(&b, ".\n%s\nWhy it asks: %s", p.Summary, p.Message)
+	if len(p.Args) > 0 {
+		fmt.Fprintf(&b, "\nArguments: %s", p.Args)
+	}
+	return b.String()
+}
+
+// envelopeResult is the envelope as structured content plus one compact
+// line of text.
+func envelopeResult(env *hub.Envelope) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: summary(env)}},
+		StructuredContent: env,
+		IsError:           env.Status == "failed",
+	}
+}
+
+// summary is the envelope in one line for clients that read only text.
+func summary(env *hub.Envelope) string {
+	switch env.Status {
+	case "completed":
+		res := string(env.Result)
+		if res == "" {
+			res = "null"
+		}
+		line := fmt.Sprintf("completed (%d calls): %s", len(env.Calls), res)
+		if len(env.Logs) > 0 {
+			b, _ := json.Marshal(env.Logs)
+			line += " logs: " + string(b)
+		}
+		return line
+	case "awaiting_approval":
+		var what []string
+		for _, p := range env.Pending {
+			what = append(what, p.Address)
+		}
+		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. Tell the person to run `capabilities hub approve %s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), env.RunID, env.RunID)
+	case "awaiting_connection":
+		var what []string
+		for _, p := range env.Pending {
+			what = append(what, p.Message)
+		}
+		return fmt.Sprintf("awaiting_connection: %s Then call execute({resume: %q}).", strings.Join(what, " "), env.RunID)
+	}
+	if env.Error != nil {
+		s := fmt.Sprintf("%s: %s: %s", env.Status, env.Error.Code, env.Error.Message)
+		if env.Error.Hint != "" {
+			s += " (" + env.Error.Hint + ")"
+		}
+		return s
+	}
+	return env.Status
+}

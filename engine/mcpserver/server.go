@@ -1,0 +1,153 @@
+// Package mcpserver is the hub's MCP surface: exactly three tools — search,
+// describe and execute — over stdio or streamable HTTP. No tool adds
+// sources, changes connections, edits policy or records a decision (I8);
+// a person's answer to the client's own elicitation form is checked against
+// the state the hub signed (engine/elicit).
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/capabilities-sh/capabilities/engine/elicit"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/index"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is reported in serverInfo.
+const Version = "0.1.0"
+
+// Options configure the server. The zero value is useful.
+type Options struct {
+	Logger *slog.Logger
+	// Signer signs approval states for elicitation; nil disables the
+	// elicitation path (every client gets awaiting_approval).
+	Signer *elicit.Signer
+	// ElicitTTL is how long a signed approval state stays valid (10 min).
+	ElicitTTL time.Duration
+}
+
+// Server serves the hub over MCP.
+type Server struct {
+	hub   *hub.Hub
+	store store.Store
+	opts  Options
+	mcp   *mcp.Server
+}
+
+// New builds the MCP server for h.
+func New(h *hub.Hub, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ElicitTTL <= 0 {
+		opts.ElicitTTL = 10 * time.Minute
+	}
+	s := &Server{hub: h, store: h.Store(), opts: opts}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       opts.Logger,
+	})
+	yes, no := true, false
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        "search",
+		Description: searchDescription,
+		InputSchema: searchSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+	}, s.search)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        "describe",
+		Description: describeDescription,
+		InputSchema: describeSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+	}, s.describe)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:         "execute",
+		Description:  executeDescription,
+		InputSchema:  executeSchema,
+		OutputSchema: envelopeSchema,
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, s.execute)
+	return s
+}
+
+// MCP is the underlying go-sdk server.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one client over stdin/stdout until it disconnects.
+func (s *Server) Run(ctx context.Context) error {
+	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+}
+
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// decode reads the arguments strictly: unknown fields are errors.
+func decode(req *mcp.CallToolRequest, v any) error {
+	raw := req.Params.Arguments
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) search(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Query     string `json:"query"`
+		Namespace string `json:"namespace"`
+		Limit     *int   `json:"limit"`
+	}
+	if err := decode(req, &in); err != nil {
+		return toolError("search: %v. Pass {query: string (1-200 chars), namespace?: string, limit?: 1-25}.", err), nil
+	}
+	q := hub.SearchQuery{Text: in.Query, Namespace: in.Namespace, Limit: index.DefaultLimit}
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > index.MaxLimit {
+			return toolError("search: limit %d is out of range: pass 1 to %d (default %d)", *in.Limit, index.MaxLimit, index.DefaultLimit), nil
+		}
+		q.Limit = *in.Limit
+	}
+	if n := utf8.RuneCountInString(in.Query); n > index.MaxQueryLen {
+		return toolError("search: query is %d characters long; the limit is %d", n, index.MaxQueryLen), nil
+	}
+	res, err := s.hub.Search(ctx, q)
+	if err != nil {
+		return toolError("%v", err), nil
+	}
+	return text(res.Text()), nil
+}
+
+func (s *Server) describe(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Targets []string `json:"targets"`
+	}
+	if err := decode(req, &in); err != nil {
+		return toolError("describe: %v. Pass {targets: string[]} with 1 to 10 addresses, namespaces or type names.", err), nil
+	}
+	if len(in.Targets) < 1 || len(in.Targets) > typegen.MaxTargets {
+		return toolError("describe: pass 1 to %d targets (got %d)", typegen.MaxTargets, len(in.Targets)), nil
+	}
+	out, err := s.hub.Describe(ctx, in.Targets, 0)
+	if err != nil {
+		return toolError("%v", err), nil
+	}
+	return text(out), nil
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/elicit"
+	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	var (
+		stdio   bool
+		httpOn  bool
+		port    int
+		host    string
+		profile string
+	)
+	c := &cobra.Command{
+		Use:   "serve --stdio | --http [--port 4790]",
+		Short: "Serve the hub to agents over MCP (search, describe, execute)",
+		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
+--stdio is what an agent's config launches (stdout carries only the protocol; logs go to
+stderr). --http listens on 127.0.0.1 only and requires the bearer token kept in
+$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
+		Example: `  capabilities hub serve --stdio
+  capabilities hub serve --http --port 4790`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if stdio == httpOn {
+				return usagef("pass exactly one of --stdio or --http")
+			}
+			if profile != "default" {
+				return usagef("--profile %q: only the default profile exists for now", profile)
+			}
+			if httpOn {
+				if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+					return usagef("--host %q: the hub listens only on loopback (127.0.0.1, ::1 or localhost); agents on other machines are not served", host)
+				}
+				if port < 1 || port > 65535 {
+					return usagef("--port %d: pass 1 to 65535", port)
+				}
+			}
+			h, st, err := e.openHub()
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			signer, err := elicit.LoadSigner(st.Dir())
+			if err != nil {
+				return err
+			}
+			srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer})
+			ctx, cancel := context.WithCancel(c.Context())
+			defer cancel()
+			go func() {
+				if err := h.Watch(ctx); err != nil {
+					e.log.Warn("live configuration is off", "err", err)
+				}
+			}()
+			if stdio {
+				err := srv.Run(ctx)
+				if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
+					return fmt.Errorf("serving over stdio: %w", err)
+				}
+				return nil
+			}
+			token, err := httpToken(st)
+			if err != nil {
+				return err
+			}
+			addr := net.JoinHostPort(host, strconv.Itoa(port))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w (is another hub serving? pick another --port)", addr, err)
+			}
+			hs := &http.Server{Handler: srv.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-ctx.Done()
+				sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer scancel()
+				_ = hs.Shutdown(sctx)
+			}()
+			fmt.Fprintf(e.stderr, "capabilities: serving MCP at http://%s/mcp (bearer token in %s)\n", ln.Addr(), filepath.Join(st.Dir(), "http-token"))
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serving over HTTP: %w", err)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
+	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
+	c.Flags().IntVar(&port, "port", 4790, "the loopback port for --http")
+	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback address for --http (only loopback is accepted)")
+	c.Flags().StringVar(&profile, "profile", "default", "the profile to serve (only default for now)")
+	return c
+}
+
+// httpToken reads the bearer token, creating it (mode 600) on first serve.
+func httpToken(st *store.File) (string, error) {
+	p := filepath.Join(st.Dir(), "http-token")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return "", fmt.Errorf("creating the HTTP token: %w", err)
+		}
+		if err := store.WriteFileAtomic(p, []byte(hex.EncodeToString(k)+"\n")); err != nil {
+			return "", fmt.Errorf("creating the HTTP token: %w", err)
+		}
+		b, err = os.ReadFile(p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the HTTP token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 32 {
+		return "", fmt.Errorf("the HTTP token in %s is too short; remove the file and serve again to make a new one", p)
+	}
+	return tok, nil
+}
