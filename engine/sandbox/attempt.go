@@ -25,8 +25,6 @@ type attempt struct {
 	lim Limits
 	v   *vm
 
-	guestCtx context.Context // done when the guest must stop
-	kill     context.CancelCauseFunc
 	callCtx  context.Context // handed to Host.CallTool
 	stopCall context.CancelFunc
 	wg       sync.WaitGroup
@@ -85,16 +83,15 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	v.att = a
 	defer closeRuntime(v.rt)
 
-	a.guestCtx, a.kill = context.WithCancelCause(ctx)
-	defer a.kill(nil)
-	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { a.kill(errWallTimeout) })
+	stopOnCancel := context.AfterFunc(ctx, func() { v.ks.trip(context.Cause(ctx)) })
+	defer stopOnCancel()
+	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { v.ks.trip(errWallTimeout) })
 	defer wall.Stop()
-	a.callCtx, a.stopCall = context.WithCancel(a.guestCtx)
+	a.callCtx, a.stopCall = context.WithCancel(ctx)
 	defer func() {
 		a.stopCall()
 		a.wg.Wait()
 	}()
-	setGuestContext(v.rt, a.guestCtx)
 
 	if e := a.enter(func() error { return a.begin(wrapped) }); e != nil {
 		return a.outcome(e)
@@ -197,8 +194,8 @@ func (a *attempt) wait(timer <-chan time.Time) *Error {
 		return nil
 	case <-timer:
 		return nil
-	case <-a.guestCtx.Done():
-		return classifyTrap(context.Cause(a.guestCtx), nil, nil)
+	case <-a.v.ks.Done():
+		return classifyTrap(a.v.ks.Cause(), nil, nil)
 	}
 }
 
@@ -245,17 +242,17 @@ func (a *attempt) deliverResult(seq int, res CallResult) error {
 // when compute time runs out, and turning a trap into an Error.
 func (a *attempt) enter(f func() error) (e *Error) {
 	remaining := time.Duration(a.lim.ComputeMs)*time.Millisecond - a.compute
-	t := time.AfterFunc(remaining, func() { a.kill(errComputeTimeout) })
+	t := time.AfterFunc(remaining, func() { a.v.ks.trip(errComputeTimeout) })
 	start := time.Now()
 	defer func() {
 		t.Stop()
 		a.compute += time.Since(start)
 		if r := recover(); r != nil {
-			e = classifyTrap(context.Cause(a.guestCtx), r, a.v.mem)
+			e = classifyTrap(a.v.ks.Cause(), r, a.v.mem)
 		}
 	}()
 	if err := f(); err != nil {
-		if cause := context.Cause(a.guestCtx); cause != nil {
+		if cause := a.v.ks.Cause(); cause != nil {
 			return classifyTrap(cause, nil, a.v.mem)
 		}
 		return a.runtimeError(errorInfo{Name: "Error", Message: err.Error()})

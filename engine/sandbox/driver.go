@@ -142,10 +142,11 @@ type vm struct {
 	undefined             *qjs.Value
 	att                   *attempt
 	mem                   *cappedMemory
+	ks                    *killSwitch
 }
 
 func (d *Driver) newVM() (v *vm, err error) {
-	rt, mem, err := newRuntime(d.dir, d.memBytes)
+	rt, mem, ks, err := newRuntime(d.dir, d.memBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +158,7 @@ func (d *Driver) newVM() (v *vm, err error) {
 			closeRuntime(rt)
 		}
 	}()
-	v = &vm{rt: rt, mem: mem}
+	v = &vm{rt: rt, mem: mem, ks: ks}
 	rt.Context().SetFunc(guest.HostFunction, v.host)
 	entry, err := rt.Eval("prelude.js", qjs.Code(guest.Prelude))
 	if err != nil {

@@ -16,9 +16,9 @@ package sandbox
 //     Reflect.construct) — the prelude replaces every path with a function
 //     that throws EvalError.
 //  3. MaxExecutionTime does nothing: the runtime is built with
-//     CloseOnContextDone and every guest entry runs under a per-attempt
-//     context (setGuestContext) that the driver cancels when guest compute
-//     time or wall time runs out. Measured cost: wazero then checks for
+//     CloseOnContextDone and runs, for its whole life, under a killSwitch
+//     context that the driver trips when guest compute time or wall time runs
+//     out or the host cancels. Measured cost: wazero then checks for
 //     termination on every loop back-edge and call, and tight guest loops run
 //     about 6x slower; it is the only interrupt qjs v0.0.6 offers (its
 //     interrupt handler is not exported from the wasm).
@@ -50,6 +50,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -67,12 +68,13 @@ var (
 )
 
 // newRuntime creates a QuickJS runtime whose filesystem is dir (kept empty),
-// whose output goes nowhere, and whose execution stops when the context set by
-// setGuestContext is done.
-func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, error) {
+// whose output goes nowhere, whose linear memory is capped, and whose
+// execution stops when its killSwitch is tripped.
+func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *killSwitch, error) {
 	mem := &cappedMemory{limit: uint64(memoryBytes + memorySlack)}
+	ks := &killSwitch{Context: experimental.WithMemoryAllocator(context.Background(), mem), done: make(chan struct{})}
 	rt, err := qjs.New(qjs.Option{
-		Context:            experimental.WithMemoryAllocator(context.Background(), mem),
+		Context:            ks,
 		CWD:                dir,
 		CloseOnContextDone: true,
 		MemoryLimit:        memoryBytes,
@@ -80,10 +82,48 @@ func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, error
 		Stderr:             io.Discard,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating runtime: %w", err)
+		return nil, nil, nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	cacheFunctions(rt)
-	return rt, mem, nil
+	return rt, mem, ks, nil
+}
+
+// killSwitch is the context every call into one runtime runs under. Tripping
+// it makes wazero close the module, so the call in progress returns at once.
+// (A runtime serves one attempt, so the switch is never reset; setting qjs's
+// context per attempt instead races with wazero's watcher goroutines.)
+type killSwitch struct {
+	context.Context
+	done  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	cause error
+}
+
+func (k *killSwitch) Done() <-chan struct{} { return k.done }
+
+func (k *killSwitch) Err() error {
+	if k.Cause() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+// trip stops the runtime; the first cause wins.
+func (k *killSwitch) trip(cause error) {
+	k.once.Do(func() {
+		k.mu.Lock()
+		k.cause = cause
+		k.mu.Unlock()
+		close(k.done)
+	})
+}
+
+// Cause is why the switch was tripped, or nil.
+func (k *killSwitch) Cause() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cause
 }
 
 // cappedMemory backs a runtime's linear memory and refuses to grow it past
@@ -173,12 +213,6 @@ func emptyDir() (string, error) {
 		return "", fmt.Errorf("protecting empty sandbox directory: %w", err)
 	}
 	return dir, nil
-}
-
-// setGuestContext makes every later call into the runtime watch ctx: when ctx
-// is done, wazero closes the module and the current call returns at once.
-func setGuestContext(rt *qjs.Runtime, ctx context.Context) {
-	rt.Context().Context = ctx
 }
 
 // closeRuntime frees a runtime, killed or not. qjs's own Close leaks the
