@@ -20,9 +20,19 @@ const MaxBodyBytes = 1 << 20
 // checks a loopback service needs: the bearer token (compared in constant
 // time), a loopback Host and Origin (DNS rebinding), and a body limit.
 func (s *Server) HTTPHandler(token string) http.Handler {
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// go-sdk serves 2026-07-28 only from a stateless handler and rejects it
+	// (UnsupportedProtocolVersion) from a stateful one, while older clients
+	// need a stateful session (server-to-client elicitation). Route each
+	// request by the protocol version it declares.
+	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
+	})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              s.opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+		Stateless:           true,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
@@ -54,9 +64,22 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		mcpHandler.ServeHTTP(w, r)
+		if modernRequest(r) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
 	})
 }
+
+// modernRequest reports whether a request speaks protocol 2026-07-28 or
+// later, which names its version in the MCP-Protocol-Version header on every
+// request (versions are dates, so they compare as strings).
+func modernRequest(r *http.Request) bool {
+	return r.Header.Get("Mcp-Protocol-Version") >= modernProtocol
+}
+
+const modernProtocol = "2026-07-28"
 
 func deny(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
