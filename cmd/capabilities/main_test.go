@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,6 +56,7 @@ func TestScripts(t *testing.T) {
 			"waitport": cmdWaitPort,
 			"snapshot": cmdSnapshot,
 			"lines":    cmdLines,
+			"nosecret": cmdNoSecret,
 			"runid":    cmdRunID,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
@@ -192,4 +196,56 @@ func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("runid: no runs in %s", dir)
 	}
 	ts.Setenv("RUN", newest)
+}
+
+// cmdNoSecret checks that a secret appears, in none of its encodings, in the
+// last command's stdout/stderr or in files under a path: `nosecret VALUE
+// stdout|stderr|PATH…`. The encodings are computed here with the standard
+// library, independently of the scrubber.
+func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: nosecret VALUE stdout|stderr|PATH…")
+	}
+	v := args[0]
+	jsonEsc, _ := json.Marshal(v)
+	forms := map[string]string{
+		"raw":           v,
+		"base64":        base64.StdEncoding.EncodeToString([]byte(v)),
+		"base64url":     base64.URLEncoding.EncodeToString([]byte(v)),
+		"base64-raw":    base64.RawStdEncoding.EncodeToString([]byte(v)),
+		"base64url-raw": base64.RawURLEncoding.EncodeToString([]byte(v)),
+		"query-escaped": url.QueryEscape(v),
+		"path-escaped":  url.PathEscape(v),
+		"hex":           hex.EncodeToString([]byte(v)),
+		"HEX":           strings.ToUpper(hex.EncodeToString([]byte(v))),
+		"json-escaped":  strings.Trim(string(jsonEsc), `"`),
+	}
+	check := func(where, text string) {
+		for name, f := range forms {
+			if strings.Contains(text, f) {
+				ts.Fatalf("the secret (%s form) appears in %s", name, where)
+			}
+		}
+	}
+	for _, a := range args[1:] {
+		switch a {
+		case "stdout", "stderr":
+			check(a, ts.ReadFile(a))
+		default:
+			err := filepath.WalkDir(ts.MkAbs(a), func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				check(p, string(data))
+				return nil
+			})
+			if err != nil {
+				ts.Fatalf("nosecret: %v", err)
+			}
+		}
+	}
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // Call validates args against the tool's input schema and calls the tool on
-// its upstream, starting the upstream if needed.
-func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// its upstream through a connection ("" for the default), starting the
+// upstream if needed. Every secret value is scrubbed from the result.
+func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, conn string) (*mcp.CallToolResult, error) {
 	src, t, m, err := h.Tool(ctx, address)
 	if err != nil {
 		return nil, fmt.Errorf("calling: %w", err)
@@ -24,11 +25,40 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage) (*
 	if err := ValidateArgs(t, args); err != nil {
 		return nil, fmt.Errorf("calling %s: %w", address, err)
 	}
-	s, err := h.pool.Session(ctx, *src, m.Protocol)
+	cred, err := h.credential(ctx, src, conn)
 	if err != nil {
 		return nil, fmt.Errorf("calling %s: %w", address, err)
 	}
-	return s.CallTool(ctx, t.Name, args)
+	s, err := h.pool.Session(ctx, *src, m.Protocol, cred)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %s", address, h.Scrub(err.Error()))
+	}
+	res, err := s.CallTool(ctx, t.Name, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s", h.Scrub(err.Error()))
+	}
+	return h.scrubResult(res), nil
+}
+
+// scrubResult removes secrets from a tool result, through its JSON.
+func (h *Hub) scrubResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+	sc := h.scrubber()
+	if sc == nil {
+		return res
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	clean := sc.JSON(b)
+	if string(clean) == string(b) {
+		return res
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(clean, &out); err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "[secret]"}}}
+	}
+	return &out
 }
 
 // ValidateArgs checks args (a JSON object) against the tool's input schema.

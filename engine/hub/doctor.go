@@ -18,6 +18,7 @@ type Report struct {
 	Schema      int            `json:"schema"`
 	HubID       string         `json:"hubId"`
 	Permissions []string       `json:"permissionProblems"`
+	Secrets     string         `json:"secrets"`
 	Sources     []SourceHealth `json:"sources"`
 }
 
@@ -43,6 +44,7 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 	} else {
 		r.Schema = store.SchemaVersion
 	}
+	r.Secrets = h.SecretStatus()
 	recs, err := h.Sources(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checking sources: %w", err)
@@ -59,7 +61,11 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 			opts := h.sourceOptions()
 			opts.Protocol = protocol
 			start := time.Now()
-			s, err := source.Connect(ctx, rec.Source, opts)
+			cred, cerr := h.credential(ctx, &rec.Source, "")
+			if cerr != nil {
+				cred = nil // check what runs without it
+			}
+			s, err := source.ConnectWith(ctx, rec.Source, cred, opts)
 			if err == nil {
 				var n int
 				m, lerr := s.ListTools(ctx)
@@ -67,13 +73,13 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 					n = len(m.Tools)
 				}
 				sh.Protocol, sh.Tools, err = s.Protocol(), n, lerr
-				sh.Stderr = s.Stderr(5)
+				sh.Stderr = h.Scrub(s.Stderr(5))
 				s.Close()
 			}
 			sh.Millis = time.Since(start).Milliseconds()
 			sh.Health = "ok"
 			if err != nil {
-				sh.Health, sh.Error = "error", err.Error()
+				sh.Health, sh.Error = "error", h.Scrub(err.Error())
 			}
 			r.Sources[i] = sh
 		})

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -112,9 +113,6 @@ func (t tools) Describe(ctx context.Context, target string) (string, error) {
 }
 
 func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError) {
-	if conn != "" {
-		return nil, &model.ToolError{Code: "unknown_connection", Message: fmt.Sprintf("%s has no connection %q", tl.Namespace(), conn), Hint: "call without the connection option to use the default"}
-	}
 	if err := ValidateArgs(tl, args); err != nil {
 		return nil, &model.ToolError{Code: "invalid_arguments", Message: err.Error(), Status: 400, Hint: "hub.describe(\"" + tl.Address + "\") shows the exact input type"}
 	}
@@ -127,9 +125,21 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	if m != nil {
 		protocol = m.Protocol
 	}
-	s, err := t.h.pool.Session(ctx, *src, protocol)
+	// The secret is resolved only now: after policy and approval.
+	cred, err := t.h.credential(ctx, src, conn)
+	var ce *ConnectionError
+	if errors.As(err, &ce) {
+		if ce.Unknown {
+			return nil, &model.ToolError{Code: "unknown_connection", Message: ce.Error(), Status: 400, Hint: "call without the connection option to use the default"}
+		}
+		return nil, &model.ToolError{Code: run.CodeConnectionRequired, Message: ce.Error(), Hint: "capabilities hub auth " + ce.Namespace + " --connection " + ce.Connection}
+	}
 	if err != nil {
-		return nil, &model.ToolError{Code: "upstream_unavailable", Message: err.Error(), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
+		return nil, &model.ToolError{Code: "connection_error", Message: err.Error(), Status: 500}
+	}
+	s, err := t.h.pool.Session(ctx, *src, protocol, cred)
+	if err != nil {
+		return nil, &model.ToolError{Code: "upstream_unavailable", Message: t.h.Scrub(err.Error()), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
 	}
 	res, err := s.CallTool(ctx, tl.Name, args)
 	if err != nil {
@@ -138,9 +148,18 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		if ctx.Err() != nil {
 			code = "upstream_timeout"
 		}
-		return nil, &model.ToolError{Code: code, Message: err.Error(), Status: 502, Retryable: retry}
+		return nil, &model.ToolError{Code: code, Message: t.h.Scrub(err.Error()), Status: 502, Retryable: retry}
 	}
-	return resultValue(res)
+	v, terr := resultValue(t.h.scrubResult(res))
+	if terr != nil {
+		terr.Message = t.h.Scrub(terr.Message)
+	}
+	return v, terr
+}
+
+func (t tools) ConnectionReady(ctx context.Context, address, conn string) bool {
+	ns, _, _ := model.SplitAddress(address)
+	return t.h.ConnectionReady(ctx, ns, conn)
 }
 
 // resultValue turns an MCP tool result into what the code receives: the

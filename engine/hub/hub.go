@@ -16,6 +16,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -27,6 +28,12 @@ type Options struct {
 	Source source.Options
 	// Run sets the limits of runs (execute).
 	Run run.Limits
+	// Secrets replaces the secret store (tests); nil opens the OS keychain
+	// with a mode-600 file fallback beside the store.
+	Secrets secret.Store
+	// NoKeychain skips the OS keychain and uses the fallback file
+	// (NO_KEYRING=1).
+	NoKeychain bool
 }
 
 // Hub is one process's engine over a shared store.
@@ -35,7 +42,8 @@ type Hub struct {
 	opts  Options
 	log   *slog.Logger
 	pool  *source.Pool
-	runs  runs
+	runs    runs
+	secrets secrets
 
 	refreshing sync.WaitGroup
 	catalog    atomic.Pointer[catalog]

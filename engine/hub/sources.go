@@ -23,6 +23,9 @@ type AddRequest struct {
 	Env       map[string]string
 	Cwd       string
 	Namespace string // optional; proposed from the server's name when empty
+	// SecretEnv / SecretHeader say where the source's credential goes.
+	SecretEnv    string
+	SecretHeader string
 }
 
 // Proposal is what adding a source would store, for a person to review.
@@ -53,7 +56,17 @@ func countEffects(tools []model.Tool) (read, write, destructive int) {
 // Propose connects to the new source, lists its tools and proposes a
 // namespace. It stores nothing.
 func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
-	src := model.Source{Env: req.Env, Cwd: req.Cwd}
+	src := model.Source{Env: req.Env, Cwd: req.Cwd, SecretEnv: req.SecretEnv, SecretHeader: req.SecretHeader}
+	if req.SecretEnv != "" {
+		if err := validEnvName(req.SecretEnv); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+	}
+	if req.SecretHeader != "" {
+		if err := validHeaderName(req.SecretHeader); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+	}
 	switch {
 	case req.URL != "" && len(req.Command) > 0:
 		return nil, fmt.Errorf("adding a source: give a URL or a command, not both")
@@ -271,11 +284,23 @@ func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
 // fetch lists a source's tools through the pool's session, starting it if
 // needed.
 func (h *Hub) fetch(ctx context.Context, src *model.Source, protocol string) (*model.Manifest, error) {
-	s, err := h.pool.Session(ctx, *src, protocol)
+	cred, err := h.credential(ctx, src, "")
+	var ce *ConnectionError
+	if errors.As(err, &ce) {
+		cred, err = nil, nil // list tools without a credential
+	}
 	if err != nil {
 		return nil, err
 	}
-	return s.ListTools(ctx)
+	s, err := h.pool.Session(ctx, *src, protocol, cred)
+	if err != nil {
+		return nil, errors.New(h.Scrub(err.Error()))
+	}
+	m, err := s.ListTools(ctx)
+	if err != nil {
+		return nil, errors.New(h.Scrub(err.Error()))
+	}
+	return m, nil
 }
 
 // diff compares two manifests by upstream name: a renamed tool is a new one.

@@ -24,6 +24,44 @@ type Source struct {
 	Cwd       string            `json:"cwd,omitempty"`
 	URL       string            `json:"url,omitempty"`
 	AddedAt   time.Time         `json:"addedAt"`
+	// SecretEnv is the environment variable a stdio source reads its
+	// credential from (GITHUB_PERSONAL_ACCESS_TOKEN).
+	SecretEnv string `json:"secretEnv,omitempty"`
+	// SecretHeader is the HTTP header a remote source reads its credential
+	// from; empty means "Authorization: Bearer <secret>".
+	SecretHeader string `json:"secretHeader,omitempty"`
+}
+
+// Connection is one named credential for one source (github/work). It holds
+// a reference to a secret in the secret store, never its value.
+type Connection struct {
+	Name      string    `json:"name"`
+	SecretRef string    `json:"secretRef"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Connections is connections/<namespace>.json: a source's connections and
+// its default one.
+type Connections struct {
+	Namespace string       `json:"namespace"`
+	Default   string       `json:"default,omitempty"`
+	Items     []Connection `json:"items"`
+}
+
+// Get returns the connection with the name ("" is the default), or nil.
+func (c *Connections) Get(name string) *Connection {
+	if c == nil {
+		return nil
+	}
+	if name == "" {
+		name = c.Default
+	}
+	for i := range c.Items {
+		if c.Items[i].Name == name {
+			return &c.Items[i]
+		}
+	}
+	return nil
 }
 
 // CommandLine is the exact command a stdio source runs, shell-quoted for display.

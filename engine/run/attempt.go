@@ -241,6 +241,23 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		// happened upstream is unknown, so nothing is journaled.
 		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "cancelled", Message: "the run was stopped"}}
 	}
+	if terr != nil && terr.Code == CodeConnectionRequired {
+		// No credential yet: wait for a person to store one, then resume.
+		h.mu.Lock()
+		h.paused = true
+		h.pending = append(h.pending, model.Pending{
+			ID:         "c" + strconv.Itoa(call.Seq) + "-connection",
+			Kind:       model.PendingConnection,
+			Seq:        call.Seq,
+			Address:    t.Address,
+			Connection: call.Connection,
+			Summary:    typegen.FirstSentence(t.Description),
+			Reason:     CodeConnectionRequired,
+			Message:    terr.Message,
+		})
+		h.mu.Unlock()
+		return sandbox.CallResult{Pause: true}
+	}
 	return h.settle(ctx, call, argsDigest, start, value, terr)
 }
 
@@ -252,7 +269,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged {
 		return nil, true
 	}
-	if p := h.run.PendingItem(id); p != nil && p.Decision != nil {
+	if p := h.run.PendingItem(id); p != nil && p.Kind == model.PendingApproval && p.Decision != nil {
 		if p.Address != call.Address {
 			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
 			return &res, true

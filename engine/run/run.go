@@ -45,7 +45,15 @@ type Tools interface {
 	// Search and Describe answer hub.search and hub.describe.
 	Search(ctx context.Context, query string) (string, error)
 	Describe(ctx context.Context, target string) (string, error)
+	// ConnectionReady reports whether a person has since stored the
+	// credential a paused call lacked.
+	ConnectionReady(ctx context.Context, address, conn string) bool
 }
+
+// CodeConnectionRequired is the ToolError code Tools.Call returns when the
+// call's connection has no credential yet: the run pauses with a pending
+// item of kind "connection" instead of failing the call.
+const CodeConnectionRequired = "connection_required"
 
 // Sandbox runs one attempt.
 type Sandbox interface {
@@ -196,6 +204,9 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Envelope, error) {
 		if e.expire(ctx, r) {
 			return e.envelope(ctx, r)
 		}
+		if err := e.resolveConnections(ctx, r); err != nil {
+			return nil, err
+		}
 		if undecided(r) > 0 {
 			return e.envelope(ctx, r)
 		}
@@ -306,6 +317,29 @@ func undecided(r *model.Run) int {
 		}
 	}
 	return n
+}
+
+// resolveConnections marks pending connections whose credential a person
+// has since stored.
+func (e *Engine) resolveConnections(ctx context.Context, r *model.Run) error {
+	ready := map[string]bool{}
+	for _, p := range r.Pending {
+		if p.Kind == model.PendingConnection && p.Decision == nil && e.tools.ConnectionReady(ctx, p.Address, p.Connection) {
+			ready[p.ID] = true
+		}
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		for i := range cur.Pending {
+			if ready[cur.Pending[i].ID] && cur.Pending[i].Decision == nil {
+				cur.Pending[i].Decision = &model.Decision{Choice: model.ChoiceOnce, Channel: "auth", At: e.now()}
+			}
+		}
+		*r = *cur
+		return cur, nil
+	})
 }
 
 // expire marks the run expired when an undecided item's time is up.

@@ -15,6 +15,11 @@ import (
 	"github.com/fastschema/qjs"
 )
 
+const (
+	importMessage = "import() and import.meta are not available in the sandbox: tools are globals (e.g. github.search_issues(...)) and no module can be loaded"
+	importHint    = "remove the import and call the tools directly"
+)
+
 // wrapperPrefix keeps the model's first line on line 1.
 const wrapperPrefix = "(async function () {"
 
@@ -68,7 +73,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	wrapped := wrapperPrefix + a.req.JS + "\n})"
 	if err := blockImport(wrapped); err != nil {
 		if errors.Is(err, errImport) {
-			return failed(&Error{Code: CodeImport, Message: "import() and import.meta are not available in the sandbox: tools are globals (e.g. github.search_issues(...)) and no module can be loaded", Hint: "remove the import and call the tools directly"})
+			return failed(&Error{Code: CodeImport, Message: importMessage, Hint: importHint})
 		}
 		return failed(&Error{Code: CodeSyntax, Message: err.Error()})
 	}
@@ -217,7 +222,9 @@ func (a *attempt) dispatch() {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			res := a.req.Host.CallTool(a.callCtx, call)
+			ctx, cancel := context.WithTimeout(a.callCtx, time.Duration(a.lim.UpstreamTimeoutMs)*time.Millisecond)
+			defer cancel()
+			res := a.req.Host.CallTool(ctx, call)
 			a.done <- callDone{seq: call.Seq, res: res}
 		}()
 	}
@@ -382,8 +389,10 @@ func (a *attempt) runtimeError(info errorInfo) *Error {
 func (a *attempt) compileError(err error) *Error {
 	text := err.Error()
 	e := &Error{Code: CodeSyntax, Message: firstLine(text), Hint: "fix the syntax at the line shown"}
-	if strings.Contains(text, "import") {
+	if strings.Contains(firstLine(text), "import") {
 		e.Code = CodeImport
+		e.Message = importMessage + " (" + e.Message + ")"
+		e.Hint = importHint
 	}
 	a.locate(e, text)
 	return e

@@ -54,6 +54,7 @@ type Options struct {
 type Driver struct {
 	dir      string
 	memBytes int
+	prelude  []byte // guest.Prelude compiled to QuickJS bytecode once
 	ready    chan *vm
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -74,6 +75,10 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	if d.prelude, err = compilePrelude(dir, opts.MemoryBytes); err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
 	v, err := d.newVM()
 	if err != nil {
 		_ = os.Remove(dir)
@@ -160,7 +165,7 @@ func (d *Driver) newVM() (v *vm, err error) {
 	}()
 	v = &vm{rt: rt, mem: mem, ks: ks}
 	rt.Context().SetFunc(guest.HostFunction, v.host)
-	entry, err := rt.Eval("prelude.js", qjs.Code(guest.Prelude))
+	entry, err := rt.Eval("prelude.js", qjs.Bytecode(d.prelude))
 	if err != nil {
 		return nil, fmt.Errorf("evaluating prelude: %w", err)
 	}
@@ -169,6 +174,26 @@ func (d *Driver) newVM() (v *vm, err error) {
 	v.deliver = entry.GetPropertyStr("deliver")
 	v.undefined = rt.Context().NewUndefined()
 	return v, nil
+}
+
+// compilePrelude compiles the prelude to bytecode, which loads several times
+// faster than source in every new runtime.
+func compilePrelude(dir string, memoryBytes int) (_ []byte, err error) {
+	rt, _, _, err := newRuntime(dir, memoryBytes)
+	if err != nil {
+		return nil, err
+	}
+	defer closeRuntime(rt)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("compiling prelude: %v", r)
+		}
+	}()
+	b, err := rt.Compile("prelude.js", qjs.Code(guest.Prelude))
+	if err != nil {
+		return nil, fmt.Errorf("compiling prelude: %w", err)
+	}
+	return b, nil
 }
 
 // host is the one host function the prelude captures: __cap_host(op, payload).

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -27,24 +28,30 @@ func NewPool(opts Options) *Pool {
 	return &Pool{opts: opts, sessions: map[string]*poolEntry{}}
 }
 
-// Session returns the live session for src, starting it if there is none or
-// the previous one died. protocol is the version negotiated before, if any.
-func (p *Pool) Session(ctx context.Context, src model.Source, protocol string) (*Session, error) {
+// Session returns the live session for src (and the credential, nil for
+// none), starting it if there is none or the previous one died. Each
+// connection of a source has its own session. protocol is the version
+// negotiated before, if any.
+func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, cred *Credential) (*Session, error) {
+	key := src.Namespace
+	if cred != nil {
+		key += "#" + cred.Connection
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errPoolClosed
 	}
-	e := p.sessions[src.Namespace]
+	e := p.sessions[key]
 	if e == nil {
 		e = &poolEntry{}
-		p.sessions[src.Namespace] = e
+		p.sessions[key] = e
 	}
 	p.mu.Unlock()
 
 	e.once.Lock()
 	defer e.once.Unlock()
-	if e.s != nil && e.s.Alive() && sameSource(&e.s.src, &src) {
+	if e.s != nil && e.s.Alive() && sameSource(&e.s.orig, &src) && e.s.secret == credValue(cred) {
 		return e.s, nil
 	}
 	if e.s != nil {
@@ -53,7 +60,7 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string) (
 	}
 	opts := p.opts
 	opts.Protocol = protocol
-	s, err := Connect(ctx, src, opts)
+	s, err := ConnectWith(ctx, src, cred, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -68,20 +75,32 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string) (
 	return s, nil
 }
 
-// Drop closes the namespace's session, if any (the source was removed or
-// changed).
+// Drop closes the namespace's sessions, if any (the source was removed or
+// changed, or its credentials did).
 func (p *Pool) Drop(namespace string) {
 	p.mu.Lock()
-	e := p.sessions[namespace]
-	delete(p.sessions, namespace)
+	var drop []*poolEntry
+	for k, e := range p.sessions {
+		if k == namespace || strings.HasPrefix(k, namespace+"#") {
+			drop = append(drop, e)
+			delete(p.sessions, k)
+		}
+	}
 	p.mu.Unlock()
-	if e != nil {
+	for _, e := range drop {
 		e.once.Lock()
 		if e.s != nil {
 			_ = e.s.Close()
 		}
 		e.once.Unlock()
 	}
+}
+
+func credValue(c *Credential) string {
+	if c == nil {
+		return ""
+	}
+	return c.Value
 }
 
 // Close ends every session and reaps every upstream process.
@@ -120,3 +139,6 @@ func sameSource(a, b *model.Source) bool {
 	}
 	return true
 }
+
+// Options returns the options the pool connects with.
+func (p *Pool) Options() Options { return p.opts }

@@ -70,13 +70,57 @@ func (o *Options) logger() *slog.Logger {
 
 // Session is a live MCP session with one upstream.
 type Session struct {
-	src  model.Source
-	cs   *mcp.ClientSession
-	proc *process // nil for HTTP
+	src    model.Source // as started (with the credential in its env)
+	orig   model.Source // as configured, to notice a changed source
+	secret string       // the credential's value, to notice a changed secret
+	cs     *mcp.ClientSession
+	proc   *process // nil for HTTP
 }
 
-// Connect starts (for stdio) and connects to the source.
+// Connect starts (for stdio) and connects to the source, with no credential.
 func Connect(ctx context.Context, src model.Source, opts Options) (*Session, error) {
+	return ConnectWith(ctx, src, nil, opts)
+}
+
+// ConnectWith connects with a resolved credential (nil for none).
+func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts Options) (*Session, error) {
+	if cred != nil && cred.Value != "" && src.Kind == model.KindStdio {
+		if src.SecretEnv == "" {
+			return nil, fmt.Errorf("connecting to %s: the source has no variable for its credential; set one with `capabilities hub auth %s --env VAR`", src.Namespace, src.Namespace)
+		}
+		env := make(map[string]string, len(src.Env)+1)
+		for k, v := range src.Env {
+			env[k] = v
+		}
+		env[src.SecretEnv] = cred.Value
+		src.Env = env
+	}
+	orig, secretValue := src, ""
+	if cred != nil {
+		secretValue = cred.Value
+	}
+	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
+		value := ""
+		if cred != nil {
+			value = cred.Value
+		}
+		hc, err := newGuardedClient(src.URL, src.SecretHeader, value)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+		}
+		opts.HTTPClient = hc
+	}
+	s, err := negotiate(ctx, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.orig, s.secret = orig, secretValue
+	return s, nil
+}
+
+// negotiate connects with 2026-07-28 first and falls back to 2025-11-25
+// when server/discover gets no answer in time.
+func negotiate(ctx context.Context, src model.Source, opts Options) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.connectTimeout())
 	defer cancel()
 	if opts.Protocol != "" && opts.Protocol < ProtocolLatest {
@@ -110,11 +154,7 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 		s.proc = p
 		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: 64 << 20}
 	case model.KindHTTP:
-		hc := opts.HTTPClient
-		if hc == nil {
-			hc = &http.Client{Timeout: 0}
-		}
-		transport = &mcp.StreamableClientTransport{Endpoint: src.URL, HTTPClient: hc, MaxRetries: -1}
+		transport = &mcp.StreamableClientTransport{Endpoint: src.URL, HTTPClient: opts.HTTPClient, MaxRetries: -1}
 	default:
 		return nil, fmt.Errorf("connecting to %s: unknown source kind %q (want stdio or http)", src.Namespace, src.Kind)
 	}

@@ -257,11 +257,11 @@ func TestToolListChanged(t *testing.T) {
 func TestCloseReapsProcessGroup(t *testing.T) {
 	p := source.NewPool(source.Options{})
 	src := stdio("scripted", testenv.Scripted(t), nil)
-	s, err := p.Session(context.Background(), src, "")
+	s, err := p.Session(context.Background(), src, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := p.Session(context.Background(), src, "")
+	s2, err := p.Session(context.Background(), src, "", nil)
 	if err != nil || s2 != s {
 		t.Fatalf("second Session = %p, %v; want the same live session", s2, err)
 	}
@@ -270,7 +270,7 @@ func TestCloseReapsProcessGroup(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d still alive after Pool.Close", pid)
 	}
-	if _, err := p.Session(context.Background(), src, ""); err == nil {
+	if _, err := p.Session(context.Background(), src, "", nil); err == nil {
 		t.Error("Session after Close succeeded")
 	}
 }

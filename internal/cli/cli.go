@@ -135,6 +135,8 @@ func newRoot(e *env) *cobra.Command {
 		newCancelCmd(e),
 		newApproveCmd(e),
 		newServeCmd(e),
+		newAuthCmd(e),
+		newConnectionsCmd(e),
 		newDoctorCmd(e),
 	)
 	root.AddCommand(h)
@@ -172,6 +174,9 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 		o.Run.ApprovalTTL = d
 	}
 	o.Logger = e.log
+	if os.Getenv("NO_KEYRING") != "" {
+		o.NoKeychain = true
+	}
 	return hub.New(st, o), st, nil
 }
 

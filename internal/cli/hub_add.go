@@ -19,6 +19,8 @@ func newAddCmd(e *env) *cobra.Command {
 		envs    []string
 		cwd     string
 		timeout time.Duration
+		sEnv    string
+		sHeader string
 	)
 	c := &cobra.Command{
 		Use:   "add <url> | add [flags] -- <command> [args…]",
@@ -33,7 +35,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 			if asJSON && !yes {
 				return usagef("--json needs --yes: the JSON form does not prompt")
 			}
-			req := hub.AddRequest{Namespace: ns, Cwd: cwd}
+			req := hub.AddRequest{Namespace: ns, Cwd: cwd, SecretEnv: sEnv, SecretHeader: sHeader}
 			if dash := c.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
 					return usagef("put the URL before the flags, or the command after --, not both")
@@ -114,6 +116,8 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "NAME=value set in a stdio server's environment (repeatable)")
 	c.Flags().StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable a local server reads its credential from (store it with `hub auth`)")
+	c.Flags().StringVar(&sHeader, "secret-header", "", "the header a remote server reads its credential from (default Authorization: Bearer)")
 	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer")
 	return c
 }

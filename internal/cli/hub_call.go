@@ -10,9 +10,12 @@ import (
 )
 
 func newCallCmd(e *env) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		conn   string
+	)
 	c := &cobra.Command{
-		Use:   "call <address> ['<json arguments>']",
+		Use:   "call <address> ['<json arguments>'] [--connection NAME]",
 		Short: "Call one tool and print its result",
 		Long:  "Call a tool by its address (namespace.tool) with a JSON object of arguments, validated against the tool's input schema first. Prints the tool's text content; --json prints the whole MCP result.",
 		Example: `  capabilities hub call everything.echo '{"message":"hi"}'
@@ -38,7 +41,7 @@ func newCallCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			res, err := h.Call(c.Context(), args[0], raw)
+			res, err := h.Call(c.Context(), args[0], raw, conn)
 			if err != nil {
 				return err
 			}
@@ -56,6 +59,7 @@ func newCallCmd(e *env) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the whole MCP result as JSON")
+	c.Flags().StringVar(&conn, "connection", "", "the connection (credential) to call through; default: the source's default")
 	return c
 }
 

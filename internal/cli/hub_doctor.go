@@ -42,6 +42,7 @@ func newDoctorCmd(e *env) *cobra.Command {
 				for _, p := range r.Permissions {
 					fmt.Fprintf(e.stdout, "  ! %s\n", p)
 				}
+				fmt.Fprintf(e.stdout, "secrets  %s\n", r.Secrets)
 				if len(r.Sources) == 0 {
 					fmt.Fprintln(e.stdout, "sources  none")
 				}

@@ -14,6 +14,7 @@ import (
 func newExecCmd(e *env) *cobra.Command {
 	var (
 		file   string
+		resume string
 		asJSON bool
 	)
 	c := &cobra.Command{
@@ -27,12 +28,30 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
   capabilities hub exec --file script.js
   echo 'return 1 + 1' | capabilities hub exec -`,
 		Args: func(c *cobra.Command, args []string) error {
+			if resume != "" {
+				if len(args) > 0 || file != "" {
+					return usagef("--resume continues a run; give no code with it")
+				}
+				return nil
+			}
 			if len(args) > 1 || (len(args) == 1 && file != "") || (len(args) == 0 && file == "") {
 				return usagef("exec expects the code as one argument, - to read it from standard input, or --file F")
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if resume != "" {
+				h, _, err := e.openHub()
+				if err != nil {
+					return err
+				}
+				defer h.Close()
+				env, err := h.Resume(c.Context(), resume)
+				if err != nil {
+					return err
+				}
+				return e.printEnvelope(env, asJSON)
+			}
 			var src string
 			switch {
 			case file != "":
@@ -63,6 +82,7 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 		},
 	}
 	c.Flags().StringVar(&file, "file", "", "read the code from a file")
+	c.Flags().StringVar(&resume, "resume", "", "continue a run that waited (after `hub approve` or `hub auth`), as execute({resume}) does")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
 	return c
 }
@@ -114,10 +134,18 @@ func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
 		}
 		if len(env.Pending) > 0 {
 			fmt.Fprintln(w, "waiting for a person:")
+			approvals := 0
 			for _, p := range env.Pending {
 				fmt.Fprintf(w, "  %s  %s  %s\n      %s\n", p.ID, p.Address, p.Summary, p.Message)
+				if p.Kind == "approval" {
+					approvals++
+				}
 			}
-			fmt.Fprintf(w, "Decide with: capabilities hub approve %s\n", env.RunID)
+			if approvals > 0 {
+				fmt.Fprintf(w, "Decide with: capabilities hub approve %s\n", env.RunID)
+			} else {
+				fmt.Fprintf(w, "After storing the credential: capabilities hub exec --resume %s\n", env.RunID)
+			}
 		}
 	}
 	switch env.Status {

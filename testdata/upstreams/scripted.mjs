@@ -14,6 +14,9 @@
 //   SCRIPTED_DESC   description suffix (changes every tool's contract)
 //   SCRIPTED_CALLS  a file to which every tools/call appends one line
 //   SCRIPTED_NAME   serverInfo.name (default "scripted-mcp-server")
+//   SCRIPTED_LEAK   the name of an environment variable holding a credential:
+//                   adds the tools leak and leak-error, which echo it back raw,
+//                   base64, URL-encoded, inside JSON, as hex and in an error
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
 //                   tools/list, so a test can change the tools between refreshes
 import fs from "node:fs";
@@ -66,7 +69,14 @@ function tools() {
   for (let i = list.length; i < n; i++) {
     list.push({ name: `tool_${i}`, description: `Generated tool ${i}.` + suffix, inputSchema: { type: "object" } });
   }
-  return list.slice(0, n);
+  const out = list.slice(0, n);
+  if (process.env.SCRIPTED_LEAK) {
+    out.push(
+      { name: "leak", description: "Echo the credential back in many encodings.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      { name: "leak-error", description: "Fail with the credential in the message.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+    );
+  }
+  return out;
 }
 
 function send(msg) {
@@ -117,6 +127,18 @@ rl.on("line", async (line) => {
       if (name === "sleep") {
         await new Promise((r) => setTimeout(r, args.ms || 0));
         return reply({ content: [{ type: "text", text: `slept ${args.ms}` }] });
+      }
+      if (name === "leak" || name === "leak-error") {
+        const v = process.env[process.env.SCRIPTED_LEAK] || "";
+        if (name === "leak-error") return reply({ isError: true, content: [{ type: "text", text: `auth failed for token ${v}` }] });
+        const b64 = Buffer.from(v).toString("base64");
+        return reply({
+          content: [
+            { type: "text", text: `raw=${v} b64=${b64} b64url=${Buffer.from(v).toString("base64url")} url=${encodeURIComponent(v)} hex=${Buffer.from(v).toString("hex")}` },
+            { type: "text", text: JSON.stringify({ token: v, nested: { header: `Bearer ${v}` } }) },
+          ],
+          structuredContent: { token: v, basic: Buffer.from(`user:${v}`).toString("base64") },
+        });
       }
       if (name === "record") return reply({ content: [{ type: "text", text: `recorded ${args.item}` }] });
       if (name === "change-tools") {

@@ -1,0 +1,292 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// DefaultConnection is the name of a source's first connection.
+const DefaultConnection = "default"
+
+// secrets is the secret store, opened on first use; and every secret value
+// this process resolved, to scrub from what it shows.
+type secrets struct {
+	once  sync.Once
+	store secret.Store
+
+	mu     sync.Mutex
+	values []string
+	scrub  *scrub.Scrubber
+}
+
+// Secrets is the hub's secret store: the one in Options, or the OS keychain
+// with a mode-600 file fallback beside the store.
+func (h *Hub) Secrets() secret.Store {
+	h.secrets.once.Do(func() {
+		if h.opts.Secrets != nil {
+			h.secrets.store = h.opts.Secrets
+			return
+		}
+		opts := secret.Options{Logger: h.log}
+		if f, ok := h.store.(*store.File); ok {
+			opts.File = filepath.Join(f.Dir(), "secrets.json")
+		}
+		if h.opts.NoKeychain {
+			opts.Keychain = noKeychain{}
+		}
+		h.secrets.store = secret.Open(opts)
+	})
+	return h.secrets.store
+}
+
+// noKeychain is a keychain that is never there (NO_KEYRING=1).
+type noKeychain struct{}
+
+var errNoKeychain = errors.New("the keychain is turned off (NO_KEYRING=1)")
+
+func (noKeychain) Get(string, string) (string, error) { return "", errNoKeychain }
+func (noKeychain) Set(string, string, string) error   { return errNoKeychain }
+func (noKeychain) Delete(string, string) error        { return errNoKeychain }
+
+// SecretStatus says where secrets live, for doctor.
+func (h *Hub) SecretStatus() string {
+	if k, ok := h.Secrets().(*secret.Keyring); ok {
+		return k.Status().String()
+	}
+	return "in memory (tests)"
+}
+
+// remember adds a resolved secret to the values scrubbed from output.
+func (h *Hub) remember(v string) {
+	h.secrets.mu.Lock()
+	defer h.secrets.mu.Unlock()
+	for _, x := range h.secrets.values {
+		if x == v {
+			return
+		}
+	}
+	h.secrets.values = append(h.secrets.values, v)
+	h.secrets.scrub = scrub.New(h.secrets.values...)
+}
+
+// Scrub replaces every secret this process resolved, in any of its
+// encodings, with [secret].
+func (h *Hub) Scrub(s string) string {
+	h.secrets.mu.Lock()
+	sc := h.secrets.scrub
+	h.secrets.mu.Unlock()
+	return sc.String(s)
+}
+
+func (h *Hub) scrubber() *scrub.Scrubber {
+	h.secrets.mu.Lock()
+	defer h.secrets.mu.Unlock()
+	return h.secrets.scrub
+}
+
+// Connections returns a source's connections (an empty set when none).
+func (h *Hub) Connections(ctx context.Context, ns string) (*model.Connections, error) {
+	if _, err := h.Source(ctx, ns); err != nil {
+		return nil, err
+	}
+	c, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+	if errors.Is(err, store.ErrNotFound) {
+		return &model.Connections{Namespace: ns, Items: []model.Connection{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the connections of %s: %w", ns, err)
+	}
+	return c, nil
+}
+
+// AuthRequest stores one credential.
+type AuthRequest struct {
+	Namespace  string
+	Connection string // "" → "default"
+	Value      string
+	Env        string // for a stdio source: the variable the server reads
+	Header     string // for an HTTP source: the header (default Authorization: Bearer)
+}
+
+// Auth stores a credential in the secret store and records the connection
+// (a reference, never the value). The first connection becomes the default.
+func (h *Hub) Auth(ctx context.Context, req AuthRequest) (*model.Connections, error) {
+	src, err := h.Source(ctx, req.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("storing a credential: %w", err)
+	}
+	if req.Connection == "" {
+		req.Connection = DefaultConnection
+	}
+	if err := validConnectionName(req.Connection); err != nil {
+		return nil, fmt.Errorf("storing a credential: %w", err)
+	}
+	if strings.TrimSpace(req.Value) == "" {
+		return nil, fmt.Errorf("storing a credential: %w; type or pipe the credential", secret.ErrEmpty)
+	}
+	if req.Env != "" && req.Header != "" {
+		return nil, fmt.Errorf("storing a credential: give --env or --header, not both")
+	}
+	switch src.Kind {
+	case model.KindStdio:
+		if req.Header != "" {
+			return nil, fmt.Errorf("storing a credential: %s is a local command; it reads its credential from an environment variable (--env VAR), not a header", req.Namespace)
+		}
+		if req.Env != "" {
+			if err := validEnvName(req.Env); err != nil {
+				return nil, fmt.Errorf("storing a credential: %w", err)
+			}
+		} else if src.SecretEnv == "" {
+			return nil, fmt.Errorf("storing a credential: say which environment variable %s reads it from, e.g. --env GITHUB_PERSONAL_ACCESS_TOKEN", req.Namespace)
+		}
+	case model.KindHTTP:
+		if req.Env != "" {
+			return nil, fmt.Errorf("storing a credential: %s is a remote server; it gets its credential in a header (--header NAME, default Authorization: Bearer), not an environment variable", req.Namespace)
+		}
+		if req.Header != "" {
+			if err := validHeaderName(req.Header); err != nil {
+				return nil, fmt.Errorf("storing a credential: %w", err)
+			}
+		}
+	}
+	ref := req.Namespace + "/" + req.Connection
+	if err := h.Secrets().Set(ctx, ref, req.Value); err != nil {
+		return nil, fmt.Errorf("storing a credential: %w", err)
+	}
+	if req.Env != "" || req.Header != "" {
+		err := store.UpdateJSON(ctx, h.store, store.Sources, req.Namespace, func(s *model.Source) (*model.Source, error) {
+			if s == nil {
+				return nil, fmt.Errorf("the source %s was removed meanwhile", req.Namespace)
+			}
+			if req.Env != "" {
+				s.SecretEnv = req.Env
+			}
+			if req.Header != "" {
+				s.SecretHeader = req.Header
+			}
+			return s, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("storing a credential: %w", err)
+		}
+	}
+	var out *model.Connections
+	err = store.UpdateJSON(ctx, h.store, store.Connections, req.Namespace, func(c *model.Connections) (*model.Connections, error) {
+		if c == nil {
+			c = &model.Connections{Namespace: req.Namespace}
+		}
+		if c.Get(req.Connection) == nil {
+			c.Items = append(c.Items, model.Connection{Name: req.Connection, SecretRef: ref, CreatedAt: time.Now().UTC().Truncate(time.Second)})
+		}
+		if c.Default == "" {
+			c.Default = req.Connection
+		}
+		out = c
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing a credential: %w", err)
+	}
+	h.pool.Drop(req.Namespace) // the next call starts with the new credential
+	return out, nil
+}
+
+// ConnectionError says a call cannot go ahead for lack of a credential.
+type ConnectionError struct {
+	Namespace  string
+	Connection string
+	Unknown    bool // the connection does not exist (vs. has no credential yet)
+	Known      []string
+}
+
+func (e *ConnectionError) Error() string {
+	if e.Unknown {
+		return fmt.Sprintf("%s has no connection %q (it has: %s)", e.Namespace, e.Connection, strings.Join(e.Known, ", "))
+	}
+	return fmt.Sprintf("%s/%s has no credential: a person must run `capabilities hub auth %s --connection %s`", e.Namespace, e.Connection, e.Namespace, e.Connection)
+}
+
+// credential resolves the secret a call needs, at the moment of the call.
+// It returns nil when the source needs none.
+func (h *Hub) credential(ctx context.Context, src *model.Source, conn string) (*source.Credential, error) {
+	conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, src.Namespace)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("reading the connections of %s: %w", src.Namespace, err)
+	}
+	needs := src.SecretEnv != "" || (conns != nil && len(conns.Items) > 0)
+	if !needs {
+		if conn != "" {
+			return nil, &ConnectionError{Namespace: src.Namespace, Connection: conn, Unknown: true, Known: []string{"none"}}
+		}
+		return nil, nil
+	}
+	c := conns.Get(conn)
+	if c == nil {
+		name := conn
+		if name == "" {
+			name = DefaultConnection
+		}
+		if conn != "" && conns != nil && len(conns.Items) > 0 {
+			var known []string
+			for _, it := range conns.Items {
+				known = append(known, it.Name)
+			}
+			return nil, &ConnectionError{Namespace: src.Namespace, Connection: conn, Unknown: true, Known: known}
+		}
+		return nil, &ConnectionError{Namespace: src.Namespace, Connection: name}
+	}
+	v, err := h.Secrets().Get(ctx, c.SecretRef)
+	if errors.Is(err, secret.ErrNotFound) {
+		return nil, &ConnectionError{Namespace: src.Namespace, Connection: c.Name}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the credential of %s/%s: %w", src.Namespace, c.Name, err)
+	}
+	h.remember(v)
+	return &source.Credential{Connection: c.Name, Value: v}, nil
+}
+
+// ConnectionReady reports whether a call through conn could now get its
+// credential (the person ran `hub auth`), without reading the value.
+func (h *Hub) ConnectionReady(ctx context.Context, ns, conn string) bool {
+	conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+	if err != nil {
+		return false
+	}
+	return conns.Get(conn) != nil
+}
+
+func validEnvName(s string) error {
+	if s == "" || len(s) > 128 || s[0] >= '0' && s[0] <= '9' {
+		return fmt.Errorf("environment variable %q must be 1 to 128 characters of A-Z, 0-9 and _, not starting with a digit", s)
+	}
+	for _, r := range s {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return fmt.Errorf("environment variable %q may contain only letters, digits and _", s)
+		}
+	}
+	return nil
+}
+
+func validHeaderName(s string) error {
+	if s == "" || len(s) > 128 {
+		return fmt.Errorf("header %q must be 1 to 128 characters", s)
+	}
+	for _, r := range s {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("header %q may contain only letters, digits, - and _", s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package source
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Credential is a resolved secret for one session with an upstream: for a
+// stdio source it is put in the process environment under the source's
+// SecretEnv; for an HTTP source it is sent in the source's SecretHeader
+// ("Authorization: Bearer …" by default), only to the reviewed origin.
+type Credential struct {
+	Connection string // the connection's name, part of the session's key
+	Value      string
+}
+
+// guardedTransport lets an HTTP source talk only to the origin fixed when
+// it was reviewed: a request (or a redirect) to any other origin is refused,
+// so a credential never crosses an origin, and the upstream cannot make the
+// hub reach elsewhere.
+type guardedTransport struct {
+	origin string // scheme://host:port
+	header string
+	value  string
+	base   http.RoundTripper
+}
+
+func newGuardedClient(rawURL string, header, value string) (*http.Client, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the source URL: %w", err)
+	}
+	t := &guardedTransport{origin: origin(u), header: header, value: value, base: http.DefaultTransport}
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if origin(req.URL) != t.origin {
+				return fmt.Errorf("the upstream redirected to %s, outside the reviewed origin %s: refused", origin(req.URL), t.origin)
+			}
+			if len(via) >= 5 {
+				return fmt.Errorf("too many redirects")
+			}
+			return nil
+		},
+	}, nil
+}
+
+func origin(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if u.Port() == "" {
+		switch u.Scheme {
+		case "http":
+			host += ":80"
+		case "https":
+			host += ":443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + host
+}
+
+func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o := origin(req.URL); o != t.origin {
+		return nil, fmt.Errorf("refusing a request to %s: the source may reach only %s, the origin fixed when it was reviewed", o, t.origin)
+	}
+	if t.value != "" {
+		req = req.Clone(req.Context())
+		if t.header == "" || strings.EqualFold(t.header, "Authorization") {
+			req.Header.Set("Authorization", "Bearer "+t.value)
+		} else {
+			req.Header.Set(t.header, t.value)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
