@@ -38,10 +38,10 @@ type Options struct {
 
 // Hub is one process's engine over a shared store.
 type Hub struct {
-	store store.Store
-	opts  Options
-	log   *slog.Logger
-	pool  *source.Pool
+	store   store.Store
+	opts    Options
+	log     *slog.Logger
+	pool    *source.Pool
 	runs    runs
 	secrets secrets
 
