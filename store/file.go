@@ -300,6 +300,21 @@ func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, err
 	return lines, nil
 }
 
+func (f *File) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	l := flock.New(filepath.Join(f.dir, "locks", string(kind)+"."+id+".hold"), flock.SetPermissions(fileMode))
+	ok, err := l.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, ErrBusy)
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
 // lockFile takes an exclusive cross-process lock on path, waiting until ctx
 // is done.
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {

@@ -15,6 +15,7 @@ type Mem struct {
 	mu      sync.Mutex
 	records map[Kind]map[string][]byte
 	logs    map[Kind]map[string][][]byte
+	holds   map[string]bool
 }
 
 var _ Store = (*Mem)(nil)
@@ -115,6 +116,27 @@ func (m *Mem) Append(ctx context.Context, kind Kind, id string, line []byte) err
 	}
 	m.logs[kind][id] = append(m.logs[kind][id], bytes.Clone(line))
 	return nil
+}
+
+func (m *Mem) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	key := string(kind) + "/" + id
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds == nil {
+		m.holds = map[string]bool{}
+	}
+	if m.holds[key] {
+		return nil, fmt.Errorf("claiming %s: %w", key, ErrBusy)
+	}
+	m.holds[key] = true
+	return func() {
+		m.mu.Lock()
+		delete(m.holds, key)
+		m.mu.Unlock()
+	}, nil
 }
 
 func (m *Mem) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error) {

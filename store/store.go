@@ -66,7 +66,15 @@ type Store interface {
 	Append(ctx context.Context, kind Kind, id string, line []byte) error
 	// ReadLog returns the lines of the record's log, in order.
 	ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error)
+	// Hold takes a long-lived exclusive claim on (kind, id) without waiting,
+	// apart from the record's own lock: it returns ErrBusy while another
+	// holder (in this or another process) has it. The claim ends with
+	// release, or when the holding process dies.
+	Hold(ctx context.Context, kind Kind, id string) (release func(), err error)
 }
+
+// ErrBusy is returned by Hold when the claim is held elsewhere.
+var ErrBusy = errors.New("busy")
 
 // CorruptError reports a record that exists but cannot be decoded.
 type CorruptError struct {

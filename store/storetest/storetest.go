@@ -198,6 +198,27 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("Hold", func(t *testing.T) {
+		s := open(t)
+		release, err := s.Hold(ctx, store.Runs, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Hold(ctx, store.Runs, "r1"); !errors.Is(err, store.ErrBusy) {
+			t.Fatalf("second Hold = %v, want ErrBusy", err)
+		}
+		// The record itself stays usable while held.
+		if err := s.Put(ctx, store.Runs, "r1", record{Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		release()
+		again, err := s.Hold(ctx, store.Runs, "r1")
+		if err != nil {
+			t.Fatalf("Hold after release: %v", err)
+		}
+		again()
+	})
+
 	t.Run("ManyRecords", func(t *testing.T) {
 		s := open(t)
 		for i := range 50 {
