@@ -1,0 +1,265 @@
+package hub_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// The secret: characters that URL-encoding and JSON escaping change.
+const theSecret = `tok/3n+"quoted"&more%value`
+
+// forms are the secret's encodings, computed with the standard library.
+func forms(v string) map[string]string {
+	j, _ := json.Marshal(v)
+	return map[string]string{
+		"raw":        v,
+		"base64":     base64.StdEncoding.EncodeToString([]byte(v)),
+		"base64url":  base64.URLEncoding.EncodeToString([]byte(v)),
+		"base64raw":  base64.RawStdEncoding.EncodeToString([]byte(v)),
+		"query":      url.QueryEscape(v),
+		"path":       url.PathEscape(v),
+		"hex":        hex.EncodeToString([]byte(v)),
+		"json":       strings.Trim(string(j), `"`),
+		"HEX":        strings.ToUpper(hex.EncodeToString([]byte(v))),
+		"base64urlr": base64.RawURLEncoding.EncodeToString([]byte(v)),
+	}
+}
+
+func assertNoSecret(t *testing.T, where, text string) {
+	t.Helper()
+	for name, f := range forms(theSecret) {
+		if strings.Contains(text, f) {
+			t.Errorf("the secret (%s form) reached %s", name, where)
+		}
+	}
+}
+
+type fixture struct {
+	h     *hub.Hub
+	st    *store.File
+	spy   *secret.Spy
+	logs  *bytes.Buffer
+	calls string
+}
+
+// newFixture is a hub over a file store with one stdio source (the scripted
+// upstream) that needs a credential in SCRIPTED_TOKEN and echoes it back.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, spy: secret.NewSpy(secret.NewMemory(nil)), logs: &bytes.Buffer{}, calls: filepath.Join(t.TempDir(), "calls.jsonl")}
+	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.h = hub.New(st, hub.Options{Logger: log, Secrets: f.spy})
+	t.Cleanup(f.h.Close)
+	argv := testenv.Scripted(t)
+	ctx := context.Background()
+	p, err := f.h.Propose(ctx, hub.AddRequest{
+		Command:   argv,
+		Namespace: "leaky",
+		SecretEnv: "SCRIPTED_TOKEN",
+		Env:       map[string]string{"SCRIPTED_LEAK": "SCRIPTED_TOKEN", "SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Value: theSecret}); err != nil {
+		t.Fatal(err)
+	}
+	f.spy.Reset()
+	return f
+}
+
+// TestInvariantI1NoSecretReachesTheModel: an upstream that echoes its
+// credential raw, base64, URL-encoded, inside JSON, as hex and in an error:
+// after a run, the secret is in none of the envelope, the logs, the journal,
+// the run record, the hub's own log, or any file under the hub directory.
+func TestInvariantI1NoSecretReachesTheModel(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `
+const r = await leaky.leak({});
+console.log("token:", r.token, JSON.stringify(r), btoa(r.token));
+let err = null;
+try { await leaky.leakError({}); } catch (e) { err = e.message; console.log(e.message); }
+return { r, err };`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "completed" {
+		t.Fatalf("run %s: %+v", env.Status, env.Error)
+	}
+	if len(f.spy.Gets()) == 0 {
+		t.Fatal("the credential was never read: the test proves nothing")
+	}
+	b, _ := json.Marshal(env)
+	if !strings.Contains(string(b), "[secret]") {
+		t.Fatalf("no [secret] marker in the envelope: was the secret echoed at all? %s", b)
+	}
+	assertNoSecret(t, "the envelope", string(b))
+	assertNoSecret(t, "the hub's log", f.logs.String())
+	err = filepath.WalkDir(f.st.Dir(), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		assertNoSecret(t, p, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// hub call (the CLI's path) is scrubbed too.
+	res, err := f.h.Call(ctx, "leaky.leak", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(res)
+	assertNoSecret(t, "hub call's result", string(b))
+}
+
+// TestDeniedCallNeverTouchesCredential: policy first, then approval, then
+// the secret: a denied call and a call awaiting approval read no credential.
+func TestDeniedCallNeverTouchesCredential(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.h.SetRule(ctx, "leaky.record", policy.Deny, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	env, err := f.h.Execute(ctx, `try { await leaky.record({item: "x"}) } catch (e) { return e.code }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(env.Result) != `"policy_denied"` {
+		t.Fatalf("denied call: %s %s", env.Status, env.Result)
+	}
+	if gets := f.spy.Gets(); len(gets) != 0 {
+		t.Fatalf("a denied call read the credential: %v", gets)
+	}
+	if err := f.h.RemoveRule(ctx, "leaky.record", ""); err != nil {
+		t.Fatal(err)
+	}
+	env, err = f.h.Execute(ctx, `return await leaky.record({item: "y"})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" {
+		t.Fatalf("a write did not ask: %s", env.Status)
+	}
+	if gets := f.spy.Gets(); len(gets) != 0 {
+		t.Fatalf("a call awaiting approval read the credential: %v", gets)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	env, err = f.h.Resume(ctx, env.RunID)
+	if err != nil || env.Status != "completed" {
+		t.Fatalf("resume: %v %+v", err, env)
+	}
+	if gets := f.spy.Gets(); len(gets) != 1 || gets[0] != "leaky/default" {
+		t.Fatalf("after approval the credential was read %v, want once", gets)
+	}
+}
+
+// TestInvariantI4UpstreamOnlyToReviewedHosts: an HTTP source talks only to
+// the origin fixed at review; a redirect elsewhere is refused and the
+// credential never crosses; the sandbox has no network and no filesystem.
+func TestInvariantI4UpstreamOnlyToReviewedHosts(t *testing.T) {
+	var leaked, reached atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		if r.Header.Get("Authorization") != "" || strings.Contains(r.Header.Get("X-Token"), "tok") {
+			leaked.Add(1)
+		}
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer other.Close()
+	// The reviewed origin answers like an MCP server would not: it
+	// redirects every request to another origin.
+	reviewed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer reviewed.Close()
+
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	src := model.Source{Namespace: "remote", Kind: model.KindHTTP, URL: reviewed.URL + "/mcp"}
+	if err := st.Put(ctx, store.Sources, "remote", src); err != nil {
+		t.Fatal(err)
+	}
+	m := hub.Manifest{Manifest: model.Manifest{Namespace: "remote", Protocol: "2025-11-25", Tools: model.NewTools("remote", []model.UpstreamTool{{Name: "echo"}})}, Health: "ok"}
+	if err := st.Put(ctx, store.Manifests, "remote", m); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	defer h.Close()
+	if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: "remote", Value: theSecret}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Call(ctx, "remote.echo", nil, "")
+	if err == nil || !strings.Contains(err.Error(), "outside the reviewed origin") {
+		t.Fatalf("a redirect to another origin: %v; want it refused", err)
+	}
+	if leaked.Load() != 0 || reached.Load() != 0 {
+		t.Fatalf("the other origin was reached %d times, %d with the credential", reached.Load(), leaked.Load())
+	}
+	assertNoSecret(t, "the error", err.Error())
+
+	// The sandbox: no network, no filesystem.
+	for _, code := range []string{
+		`return await fetch("http://127.0.0.1:1/")`,
+		`return typeof XMLHttpRequest === "undefined" ? null : new XMLHttpRequest()`,
+		`const fs = require("fs"); return fs.readFileSync("/etc/passwd", "utf8")`,
+		`return await import("/etc/passwd")`,
+		`return std.loadFile("/etc/passwd")`,
+		`return os.readdir("/")`,
+	} {
+		env, err := h.Execute(ctx, code)
+		if err != nil {
+			t.Fatalf("%s: %v", code, err)
+		}
+		b, _ := json.Marshal(env)
+		if env.Status == "completed" && string(env.Result) != "null" || strings.Contains(string(b), "root:") {
+			t.Errorf("%s: %s — the sandbox reached the network or the filesystem", code, b)
+		}
+	}
+}
