@@ -41,9 +41,12 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		if err != nil {
 			return toolError("execute: %v", err), nil
 		}
-		if env.Status == "awaiting_approval" && s.canElicit(req) {
-			return s.askClient(env), nil
-		}
+		// One form per tools/call: a run still waiting after the answers
+		// (the person cancelled the form, or the run reached another call
+		// that asks) returns the pending envelope. Asking again here would
+		// hand a pre-2026 client, served through go-sdk's one-retry
+		// middleware, a result with neither content nor structured content.
+		// execute({resume}) asks through the form again.
 		return envelopeResult(env), nil
 	}
 	switch {
