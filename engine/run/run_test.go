@@ -1,0 +1,356 @@
+package run_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+type fixture struct {
+	h     *hub.Hub
+	dir   string
+	calls string // the scripted upstream's call log
+}
+
+// newHub makes a hub over a file store with the scripted upstream as
+// "up" (echo, sleep: reads; record: a write) and server-memory as "memory",
+// every tool reviewed.
+func newHub(t *testing.T, limits run.Limits) *fixture {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hub")
+	st, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{dir: dir, calls: filepath.Join(t.TempDir(), "calls.jsonl")}
+	f.h = hub.New(st, hub.Options{Run: limits})
+	t.Cleanup(f.h.Close)
+	ctx := context.Background()
+	add := func(req hub.AddRequest) {
+		p, err := f.h.Propose(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.h.Accept(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"}})
+	add(hub.AddRequest{Namespace: "memory", Command: testenv.Memory(t), Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}})
+	r, err := f.h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// upstreamCalls reads the scripted upstream's log: one line per call.
+func (f *fixture) upstreamCalls(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(f.calls)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+func TestReadsRunWritesPauseAndResumeOnce(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	code := `
+const a = await up.echo({message: "one"});
+const g = await memory.readGraph({});
+await up.record({item: a});
+const b = await up.echo({message: "two"});
+return {a, b, entities: g.entities.length, at: Date.now(), r: Math.random()};`
+	env, err := f.h.Execute(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" || len(env.Pending) != 1 || env.Pending[0].Address != "up.record" {
+		t.Fatalf("envelope %+v, want awaiting_approval on up.record", env)
+	}
+	if got := len(f.upstreamCalls(t)); got != 1 {
+		t.Fatalf("upstream saw %d calls before the pause, want 1", got)
+	}
+	// Resume before a decision: the same pending envelope, nothing runs.
+	again, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != "awaiting_approval" || len(f.upstreamCalls(t)) != 1 {
+		t.Fatalf("resume before a decision ran something: %+v", again)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != "completed" {
+		t.Fatalf("after approval: %+v", done)
+	}
+	calls := f.upstreamCalls(t)
+	if len(calls) != 3 {
+		t.Fatalf("upstream saw %d calls, want exactly 3 (echo, record, echo): %v", len(calls), calls)
+	}
+	if len(done.Calls) != 4 {
+		t.Errorf("envelope lists %d calls, want 4", len(done.Calls))
+	}
+	// Determinism: the logical clock and the seeded random are the same on
+	// every attempt, so the run reads them as it did before the pause.
+	eng, _ := f.h.Runs()
+	rec, _ := eng.Get(ctx, env.RunID)
+	var res struct {
+		At int64   `json:"at"`
+		R  float64 `json:"r"`
+	}
+	if err := json.Unmarshal(done.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.At != rec.Clock.UnixMilli() {
+		t.Errorf("Date.now() = %d, want the run's logical clock %d", res.At, rec.Clock.UnixMilli())
+	}
+}
+
+func TestSameSeedSameResultAndJournal(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	code := `
+const xs = [];
+for (let i = 0; i < 3; i++) xs.push(await up.echo({message: String(Math.random())}));
+return {xs, uuid: crypto.randomUUID(), now: new Date().toISOString()};`
+	env, err := f.h.Execute(ctx, code)
+	if err != nil || env.Status != "completed" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	eng, _ := f.h.Runs()
+	first, _ := eng.Journal(ctx, env.RunID)
+	// Re-run the same record from scratch: same seed and clock, the journal
+	// answers every call, the result is identical and nothing is called.
+	rec, _ := eng.Get(ctx, env.RunID)
+	before := len(f.upstreamCalls(t))
+	rec.Status = model.RunRunning
+	rec.Result = nil
+	if err := f.h.Store().Put(ctx, store.Runs, rec.ID, rec); err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := eng.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(replayed.Result) != string(env.Result) {
+		t.Errorf("replay result %s, first %s", replayed.Result, env.Result)
+	}
+	second, _ := eng.Journal(ctx, env.RunID)
+	if len(second) != len(first) {
+		t.Errorf("journal grew from %d to %d on replay", len(first), len(second))
+	}
+	if after := len(f.upstreamCalls(t)); after != before {
+		t.Errorf("replay called the upstream %d more times", after-before)
+	}
+}
+
+func TestDivergenceFailsTheRun(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `await up.echo({message: "a"}); await up.record({item: "b"}); return 1`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	// Someone edits the code-path: the journal now says call 1 went elsewhere.
+	journal := filepath.Join(f.dir, "runs", env.RunID+".journal.jsonl")
+	data, _ := os.ReadFile(journal)
+	if err := os.WriteFile(journal, []byte(strings.Replace(string(data), `"address":"up.echo"`, `"address":"up.sleep"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "failed" || out.Error == nil || out.Error.Code != "divergence" {
+		t.Fatalf("resume after the journal changed: %+v", out)
+	}
+	if n := len(f.upstreamCalls(t)); n != 1 {
+		t.Errorf("a diverged run called upstream: %d calls", n)
+	}
+}
+
+func TestParallelCallsRunInParallel(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	start := time.Now()
+	env, err := f.h.Execute(ctx, `return (await Promise.all([1,2,3,4,5,6,7,8].map(() => up.sleep({ms: 500})))).length`)
+	if err != nil || env.Status != "completed" || string(env.Result) != "8" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	// Eight 500 ms calls one after another would take 4 s; in parallel about
+	// 0.5 s plus the upstream's start.
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("8 parallel calls of 500 ms took %v: they did not run in parallel", d)
+	}
+}
+
+func TestRunLimits(t *testing.T) {
+	f := newHub(t, run.Limits{MaxCalls: 5, UpstreamTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := f.h.Execute(ctx, strings.Repeat("x", 64<<10+1)); err == nil || !strings.Contains(err.Error(), "limit is 65536") {
+		t.Errorf("65 KB of code: %v", err)
+	}
+	env, err := f.h.Execute(ctx, `for (let i = 0; i < 10; i++) await up.echo({message: "m" + i}); return "done"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "failed" || env.Error.Code != "tool_error" || !strings.Contains(env.Error.Message, "limit") {
+		t.Errorf("the 6th call of a 5-call run: %+v %+v", env.Status, env.Error)
+	}
+	env, err = f.h.Execute(ctx, `try { await up.sleep({ms: 3000}); return "no timeout" } catch (e) { return e.code }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(env.Result) != `"upstream_timeout"` {
+		t.Errorf("a 3 s call with a 300 ms upstream timeout: %s %+v", env.Result, env.Error)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `return 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := f.h.Runs()
+	if n, err := eng.Prune(ctx); err != nil || n != 0 {
+		t.Fatalf("Prune of a fresh run = %d, %v", n, err)
+	}
+	rec, _ := eng.Get(ctx, env.RunID)
+	rec.UpdatedAt = time.Now().Add(-8 * 24 * time.Hour)
+	if err := f.h.Store().Put(ctx, store.Runs, rec.ID, rec); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := eng.Prune(ctx); err != nil || n != 1 {
+		t.Fatalf("Prune of an 8-day-old run = %d, %v", n, err)
+	}
+	if _, err := eng.Get(ctx, env.RunID); err == nil {
+		t.Error("the pruned run is still there")
+	}
+}
+
+// TestKillMidRunAndResumeElsewhere kills -9 a process in the middle of a run
+// and resumes it from another process: no settled call is made twice.
+func TestKillMidRunAndResumeElsewhere(t *testing.T) {
+	if os.Getenv("RUN_TEST_CHILD") != "" {
+		child(t)
+		return
+	}
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	f.h.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidRunAndResumeElsewhere$")
+	cmd.Env = append(os.Environ(), "RUN_TEST_CHILD="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until some calls settled, then kill the process (and its upstream).
+	deadline := time.Now().Add(20 * time.Second)
+	for len(f.upstreamCalls(t)) < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	st, err := store.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{})
+	defer h.Close()
+	eng, _ := h.Runs()
+	runs, err := eng.List(ctx, "")
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs after the kill: %v %v", runs, err)
+	}
+	id := runs[0].ID
+	if runs[0].Status != model.RunRunning {
+		t.Fatalf("the killed run is %s, want running", runs[0].Status)
+	}
+	journal, _ := eng.Journal(ctx, id)
+	settled := len(journal)
+	if settled == 0 || settled >= 12 {
+		t.Fatalf("%d calls settled before the kill; the test needs a run killed mid-way", settled)
+	}
+	env, err := h.Resume(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "completed" || string(env.Result) != "12" {
+		t.Fatalf("resumed run: %+v", env)
+	}
+	// Every call carries a distinct message: count each upstream call.
+	seen := map[string]int{}
+	for _, line := range f.upstreamCalls(t) {
+		var c struct {
+			Name string
+			Args struct{ Message string } `json:"args"`
+		}
+		_ = json.Unmarshal([]byte(line), &c)
+		if c.Name == "echo" {
+			seen[c.Args.Message]++
+		}
+	}
+	echoes := 0
+	for _, je := range journal {
+		if je.Address == "up.echo" {
+			msg := "m" + string(rune('a'+echoes))
+			echoes++
+			if seen[msg] != 1 {
+				t.Errorf("settled call %d (echo %s) reached the upstream %d times, want once", je.Seq, msg, seen[msg])
+			}
+		}
+	}
+	if len(seen) != 12 {
+		t.Errorf("the upstream saw %d distinct echoes, want 12", len(seen))
+	}
+	t.Logf("%d calls had settled when the process was killed; the resumed run made the rest", settled)
+}
+
+func child(t *testing.T) {
+	st, err := store.Open(os.Getenv("RUN_TEST_CHILD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{})
+	_, _ = h.Execute(context.Background(), `
+let n = 0;
+for (let i = 0; i < 12; i++) {
+  await up.echo({message: "m" + String.fromCharCode(97 + i)});
+  await up.sleep({ms: 150});
+  n++;
+}
+return n;`)
+	t.Fatal("the child was meant to be killed before the run ended")
+}
