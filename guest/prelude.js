@@ -436,8 +436,9 @@
       logBudget = c.logBudget;
       ra = c.seed[0]; rb = c.seed[1]; rc = c.seed[2]; rd = c.seed[3];
       for (let i = 0; i < 12; i++) nextU32();
-      for (const ns of O.keys(c.namespaces)) defineNamespace(ns, c.namespaces[ns]);
       defineProperty(G, 'hub', { value: hub, writable: false, configurable: false });
+      // A namespace whose name is already a global (hub, console, Math…) is skipped.
+      for (const ns of O.keys(c.namespaces)) defineNamespace(ns, c.namespaces[ns]);
     },
     start(fn) {
       let p;

@@ -30,6 +30,7 @@ type attempt struct {
 	lim Limits
 	v   *vm
 
+	parent   context.Context // the caller's ctx
 	callCtx  context.Context // handed to Host.CallTool
 	stopCall context.CancelFunc
 	wg       sync.WaitGroup
@@ -88,6 +89,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	v.att = a
 	defer closeRuntime(v.rt)
 
+	a.parent = ctx
 	stopOnCancel := context.AfterFunc(ctx, func() { v.ks.trip(context.Cause(ctx)) })
 	defer stopOnCancel()
 	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { v.ks.trip(errWallTimeout) })
@@ -136,6 +138,14 @@ func (a *attempt) loop() *Error {
 	for {
 		if a.fail != nil || a.finished {
 			return nil
+		}
+		// A result that arrives because the host saw the cancellation must
+		// not reach the guest: the stop wins.
+		if a.parent.Err() != nil {
+			a.v.ks.trip(context.Cause(a.parent))
+		}
+		if cause := a.v.ks.Cause(); cause != nil {
+			return classifyTrap(cause, nil, nil)
 		}
 		a.dispatch()
 		if a.pausing {
