@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, creates a demo hub in a throwaway home with three real
-# MCP servers (everything, memory, filesystem), and shows how to use it.
+# MCP servers (everything, memory, filesystem), and serves it over MCP on
+# http://127.0.0.1:${PORT:-4790}/mcp until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -23,14 +24,22 @@ echo "Hello from the capabilities demo." > "$files/hello.txt"
   "$cap" hub add --yes --namespace filesystem -- node "$nm/server-filesystem/dist/index.js" "$files" >/dev/null
 "$cap" hub list
 
+port="${PORT:-4790}"
 cat <<MSG
 
 The demo hub lives in $CAPABILITIES_HOME (delete it when done).
-Try it from another terminal:
+It is served now at http://127.0.0.1:$port/mcp with the bearer token in
+$CAPABILITIES_HOME/hub/http-token. From another terminal:
 
   export CAPABILITIES_HOME=$CAPABILITIES_HOME
-  $cap hub call everything.echo '{"message":"hi"}'
+  $cap hub search "remember facts about a person"
+  $cap hub exec 'return await everything.echo({message: "hi"})'
+  $cap hub exec 'return await memory.createEntities({entities: [{name: "Ada", entityType: "person", observations: ["wrote the first program"]}]})'
+  $cap hub approve <runId>          # the write above asks a person first
   $cap hub call filesystem.readTextFile '{"path":"$files/hello.txt"}'
-  $cap hub call memory.readGraph
-  $cap hub doctor
+
+An agent launches it over stdio, e.g. in an MCP client config:
+  {"command": "$cap", "args": ["hub", "serve", "--stdio"], "env": {"CAPABILITIES_HOME": "$CAPABILITIES_HOME"}}
+
 MSG
+exec "$cap" hub serve --http --port "$port"

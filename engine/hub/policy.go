@@ -105,13 +105,23 @@ func validConnectionName(c string) error {
 	return nil
 }
 
-// Verdict decides one call under the current policy.
+// Verdict decides one call under the current policy. For a tool that
+// changed since it was reviewed, the message says what changed.
 func (h *Hub) Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error) {
 	p, err := h.Policy(ctx)
 	if err != nil {
 		return policy.Verdict{}, err
 	}
-	return p.Decide(t, conn), nil
+	v := p.Decide(t, conn)
+	if v.Reason == policy.ReasonChanged {
+		var what []string
+		for _, c := range h.contractChanges(ctx, p.Reviewed[t.Address], t) {
+			head, _, _ := strings.Cut(c, ":")
+			what = append(what, head)
+		}
+		v.Message += " (changed: " + strings.Join(what, ", ") + "; `capabilities hub review` shows the diff)"
+	}
+	return v, nil
 }
 
 // ReviewItem is one new or changed tool awaiting review.
