@@ -178,7 +178,19 @@ func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
 		return err
 	}
 	defer unlock()
-	return WriteFileAtomic(f.Path(kind, id), b)
+	return writeRecord(kind, f.Path(kind, id), b)
+}
+
+// writeRecord writes a record atomically. Run records skip the fsync: a
+// run's durable truth is its journal (every settled call is synced before
+// the code sees it), and a run record lost in a crash is rebuilt by resuming
+// from the journal, so syncing each of its state changes would only add
+// latency to every execute.
+func writeRecord(kind Kind, path string, data []byte) error {
+	if kind == Runs {
+		return writeFile(path, data, false)
+	}
+	return WriteFileAtomic(path, data)
 }
 
 func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte) ([]byte, error)) error {
@@ -201,7 +213,7 @@ func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(p, next)
+	return writeRecord(kind, p, next)
 }
 
 func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
@@ -332,7 +344,11 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory that is synced and renamed over path, mode 600. On any error
 // the old file is untouched and the temporary file removed.
-func WriteFileAtomic(path string, data []byte) (err error) {
+func WriteFileAtomic(path string, data []byte) error {
+	return writeFile(path, data, true)
+}
+
+func writeFile(path string, data []byte, durable bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -350,14 +366,19 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
+	if durable {
+		if err = tmp.Sync(); err != nil {
+			return fmt.Errorf("syncing %s: %w", path, err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		_ = d.Sync()

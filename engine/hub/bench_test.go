@@ -83,3 +83,71 @@ func BenchmarkStartToListed(b *testing.B) {
 		h.Close()
 	}
 }
+
+// benchHub is a hub with the scripted upstream as "up", reviewed, warm.
+func benchHub(b *testing.B) *hub.Hub {
+	b.Helper()
+	st, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{})
+	b.Cleanup(h.Close)
+	ctx := context.Background()
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	r, _ := h.PendingReview(ctx, "")
+	if err := h.AcceptReview(ctx, r, nil, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	// Warm: the upstream is started and the sandbox compiled.
+	if env, err := h.Execute(ctx, `return await up.echo({message: "warm"})`); err != nil || env.Status != "completed" {
+		b.Fatalf("warm-up: %v %+v", err, env)
+	}
+	return h
+}
+
+// BenchmarkHubCall is one tool call through the hub without the sandbox
+// (`hub call`'s path): validation, policy-free lookup, the upstream round trip.
+func BenchmarkHubCall(b *testing.B) {
+	h := benchHub(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Call(ctx, "up.echo", []byte(`{"message":"hi"}`), ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecuteOneCall is execute with code calling the same tool once:
+// run record, sandbox attempt, policy, journal, envelope.
+func BenchmarkExecuteOneCall(b *testing.B) {
+	h := benchHub(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := h.Execute(ctx, `return await up.echo({message: "hi"})`)
+		if err != nil || env.Status != "completed" {
+			b.Fatalf("%v %+v", err, env)
+		}
+	}
+}
+
+// BenchmarkExecuteTrivial is execute with code that calls nothing.
+func BenchmarkExecuteTrivial(b *testing.B) {
+	h := benchHub(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := h.Execute(ctx, `return 1 + 1`)
+		if err != nil || env.Status != "completed" {
+			b.Fatalf("%v %+v", err, env)
+		}
+	}
+}
