@@ -234,10 +234,22 @@ func (a *attempt) dispatch() {
 			defer a.wg.Done()
 			ctx, cancel := context.WithTimeout(a.callCtx, time.Duration(a.lim.UpstreamTimeoutMs)*time.Millisecond)
 			defer cancel()
-			res := a.req.Host.CallTool(ctx, call)
-			a.done <- callDone{seq: call.Seq, res: res}
+			a.done <- callDone{seq: call.Seq, res: callHost(ctx, a.req.Host, call)}
 		}()
 	}
+}
+
+// callHost calls the host; a missing or panicking host becomes a ToolError.
+func callHost(ctx context.Context, h Host, call Call) (res CallResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = CallResult{Error: &ToolError{Code: CodeInternal, Message: fmt.Sprintf("the host failed on %s: %v", call.Address, r)}}
+		}
+	}()
+	if h == nil {
+		return CallResult{Error: &ToolError{Code: CodeInternal, Message: "no host is configured to answer tool calls"}}
+	}
+	return h.CallTool(ctx, call)
 }
 
 func (a *attempt) deliverResult(seq int, res CallResult) error {

@@ -233,3 +233,35 @@ func memUse(t *testing.T) (heap, rss int64) {
 	pages, _ := strconv.ParseInt(strings.Fields(string(b))[1], 10, 64)
 	return int64(ms.HeapAlloc), pages * int64(os.Getpagesize())
 }
+
+type panicHost struct{}
+
+func (panicHost) CallTool(context.Context, Call) CallResult { panic("boom") }
+
+func TestHostFailuresBecomeToolErrors(t *testing.T) {
+	for _, h := range []Host{nil, panicHost{}} {
+		out := driver(t).Run(context.Background(), Request{JS: `try { await gh.echo({}) } catch (e) { return e.code }`, Host: h, Namespaces: testNamespaces})
+		if string(out.Result) != `"internal_error"` {
+			t.Errorf("host %T: %s %v", h, out.Result, out.Error)
+		}
+	}
+}
+
+func TestClosedDriver(t *testing.T) {
+	d, err := New(Options{Warm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := d.Run(context.Background(), Request{JS: `return 1`}); string(out.Result) != "1" {
+		t.Fatalf("got %+v", out)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if out := d.Run(context.Background(), Request{JS: `return 1`}); out.Error == nil || !strings.Contains(out.Error.Message, "closed") {
+		t.Errorf("run after Close: %+v", out)
+	}
+}

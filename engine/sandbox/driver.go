@@ -32,10 +32,12 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/guest"
 	"github.com/fastschema/qjs"
@@ -93,8 +95,10 @@ func New(opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// Close stops warming and frees the ready runtimes. Runs in progress finish.
+// Close stops warming, frees the ready runtimes and removes the guest's
+// empty directory. Runs still in progress finish; later runs fail.
 func (d *Driver) Close() error {
+	var err error
 	d.once.Do(func() {
 		close(d.stop)
 		d.wg.Wait()
@@ -102,11 +106,11 @@ func (d *Driver) Close() error {
 		for v := range d.ready {
 			closeRuntime(v.rt)
 		}
+		if rmErr := os.Remove(d.dir); rmErr != nil {
+			err = fmt.Errorf("removing sandbox directory: %w", rmErr)
+		}
 	})
-	if err := os.Remove(d.dir); err != nil {
-		return fmt.Errorf("removing sandbox directory: %w", err)
-	}
-	return nil
+	return err
 }
 
 func (d *Driver) warm() {
@@ -119,7 +123,12 @@ func (d *Driver) warm() {
 		}
 		v, err := d.newVM()
 		if err != nil {
-			continue
+			select { // back off; Run reports the error when it builds its own
+			case <-time.After(100 * time.Millisecond):
+				continue
+			case <-d.stop:
+				return
+			}
 		}
 		select {
 		case d.ready <- v:
@@ -133,8 +142,16 @@ func (d *Driver) warm() {
 // take returns a ready runtime, or builds one when none is ready.
 func (d *Driver) take() (*vm, error) {
 	select {
-	case v := <-d.ready:
-		return v, nil
+	case <-d.stop:
+		return nil, errors.New("taking a runtime: the driver is closed")
+	default:
+	}
+	select {
+	case v, ok := <-d.ready:
+		if ok {
+			return v, nil
+		}
+		return nil, errors.New("taking a runtime: the driver is closed")
 	default:
 		return d.newVM()
 	}
