@@ -25,6 +25,24 @@
 // time when it fires (the driver also waits that long in real time). Hence the
 // same code, seed, clock and answers give the same Seqs, result and logs.
 //
+// Results are delivered one per guest entry rather than as one batch: results
+// that complete while the guest runs wait, in Seq order, until it is idle; a
+// batch would let the interleaving of the guest's continuations depend on how
+// many results happened to be ready, which breaks replay.
+//
+// hub.search(query) and hub.describe(target) are calls to the reserved
+// addresses AddressSearch and AddressDescribe, journaled like any other call.
+// Logs are one string per console call; console.warn/error/debug lines start
+// with "[warn] ", "[error] ", "[debug] ".
+//
+// Memory: runtimes are built with a QuickJS heap limit of Options.MemoryBytes
+// and a hard cap on wasm linear memory of Options.MemoryBytes + 16 MB;
+// Limits.MemoryBytes can only lower the cap (checked after each guest entry).
+//
+// qjs compiles its wasm module once per process with the interrupt setting of
+// the first runtime created; New verifies that guest code can be interrupted
+// and fails otherwise, so create the Driver before any other use of qjs.
+//
 // Pause: a CallResult with Pause stops issuing calls, waits for the calls in
 // flight (their results still reach the host), and ends with StatusPaused.
 // Cancel: when ctx is done the guest is stopped at once, calls in flight see
@@ -47,8 +65,8 @@ import (
 type Options struct {
 	// Warm is how many ready runtimes to keep (default 2).
 	Warm int
-	// MemoryBytes is the QuickJS heap limit runtimes are built with; it must
-	// match the requests' Limits.MemoryBytes (default 64 MB).
+	// MemoryBytes is the QuickJS heap limit runtimes are built with (default
+	// 64 MB); linear memory is capped 16 MB above it.
 	MemoryBytes int
 }
 
@@ -77,6 +95,10 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	if err := checkInterrupt(dir, opts.MemoryBytes); err != nil {
+		_ = os.Remove(dir)
+		return nil, err
+	}
 	if d.prelude, err = compilePrelude(dir, opts.MemoryBytes); err != nil {
 		_ = os.Remove(dir)
 		return nil, err

@@ -52,6 +52,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	esbuild "github.com/evanw/esbuild/pkg/api"
@@ -86,6 +87,31 @@ func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *kill
 	}
 	cacheFunctions(rt)
 	return rt, mem, ks, nil
+}
+
+// checkInterrupt proves that a runaway guest can be stopped. qjs compiles the
+// wasm module once per process with the CloseOnContextDone setting of the
+// first qjs.New; had anything else in this process created a qjs runtime
+// first without it, no limit could stop an infinite loop.
+func checkInterrupt(dir string, memoryBytes int) error {
+	rt, _, ks, err := newRuntime(dir, memoryBytes)
+	if err != nil {
+		return err
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		defer func() { _ = recover() }()
+		_, _ = rt.Eval("probe.js", qjs.Code("for (;;) {}"))
+	}()
+	time.AfterFunc(5*time.Millisecond, func() { ks.trip(errComputeTimeout) })
+	select {
+	case <-returned:
+		closeRuntime(rt)
+		return nil
+	case <-time.After(5 * time.Second):
+		return errors.New("checking the sandbox interrupt: guest code cannot be stopped; a qjs runtime was created in this process before the sandbox driver, without CloseOnContextDone")
+	}
 }
 
 // killSwitch is the context every call into one runtime runs under. Tripping
