@@ -191,42 +191,13 @@ func (h *Hub) Tool(ctx context.Context, address string) (*model.Source, *model.T
 
 // closest suggests up to three addresses near addr.
 func closest(addr string, tools []model.Tool) string {
-	type cand struct {
-		a string
-		d int
+	cands := make([]string, len(tools))
+	for i, t := range tools {
+		cands[i] = t.Address
 	}
-	var cs []cand
-	for _, t := range tools {
-		cs = append(cs, cand{t.Address, distance(strings.ToLower(addr), strings.ToLower(t.Address))})
-	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].d < cs[j].d || cs[i].d == cs[j].d && cs[i].a < cs[j].a })
-	var names []string
-	for i := 0; i < len(cs) && i < 3; i++ {
-		names = append(names, cs[i].a)
-	}
+	names := model.Closest(addr, cands, 3)
 	if len(names) == 0 {
 		return ""
 	}
 	return "; did you mean " + strings.Join(names, ", ") + "?"
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -560,57 +560,9 @@ func (d *Describer) resolve(target string) (*space, []*toolDecl, string, error) 
 
 // closest names up to three candidates nearest to s by edit distance.
 func closest(s string, cands []string) string {
-	type scored struct {
-		c string
-		d int
-	}
-	var best []scored
-	ls := strings.ToLower(s)
-	for _, c := range cands {
-		lc := strings.ToLower(c)
-		dist := editDistance(ls, lc)
-		if strings.Contains(lc, ls) || strings.Contains(ls, lc) {
-			dist = min(dist, 1+abs(len(lc)-len(ls))/4)
-		}
-		best = append(best, scored{c, dist})
-	}
-	sort.SliceStable(best, func(i, j int) bool { return best[i].d < best[j].d })
-	if len(best) > 3 {
-		best = best[:3]
-	}
-	if len(best) == 0 {
+	names := model.Closest(s, cands, 3)
+	if len(names) == 0 {
 		return "there are none"
 	}
-	names := make([]string, len(best))
-	for i, b := range best {
-		names[i] = b.c
-	}
 	return "closest: " + strings.Join(names, ", ")
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
