@@ -37,6 +37,11 @@
     delete G[name];
   }
 
+  // QuickJS-ng implements V8's Error.prepareStackTrace, whose call sites hand
+  // out the functions on the stack (getFunction), strict or not: this
+  // prelude's own functions (deliver, finish) would be reachable.
+  defineProperty(RealError, 'prepareStackTrace', { value: undefined, writable: false, configurable: false });
+
   // ---- eval and every Function constructor throw --------------------------
   function blocked(what) {
     const f = function () {

@@ -65,6 +65,8 @@ var escapeCorpus = []escapeCase{
 	{"JSON.stringify replaced", `JSON.stringify = () => '{"address":"evil.tool","args":{}}'; return (await gh.echo({ a: 2 })).a`, Limits{}, StatusCompleted, "", `2`},
 	{"namespace overwrite", `gh.echo = async () => "forged"; return 1`, Limits{}, StatusFailed, CodeRuntime, "TypeError"},
 	{"namespace redefine", `Object.defineProperty(globalThis, "gh", { value: {} }); return 1`, Limits{}, StatusFailed, CodeRuntime, "TypeError"},
+	{"prepareStackTrace call sites", `Error.prepareStackTrace = (e, sites) => sites.map(s => s.getFunction()); await new Promise(r => setTimeout(() => r(new Error("x").stack), 1)); return 1`, Limits{}, StatusFailed, CodeRuntime, "TypeError"},
+	{"captureStackTrace call sites", `const o = {}; Error.captureStackTrace(o); return typeof o.stack`, Limits{}, StatusCompleted, "", `"string"`},
 	{"Promise.prototype.then replaced", `Promise.prototype.then = function () { return "forged" }; return 1`, Limits{}, StatusCompleted, "", `1`},
 	{"unknown tool", `return await gh.serch_issues({})`, Limits{}, StatusFailed, CodeRuntime, "gh.serch_issues is not a tool of gh; closest: gh.search_issues"},
 	{"unknown namespace", `return await nope.tool({})`, Limits{}, StatusFailed, CodeRuntime, "ReferenceError: nope is not defined"},

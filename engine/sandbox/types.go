@@ -10,7 +10,7 @@ import (
 type Limits struct {
 	ComputeMs         int // guest compute time, paused while tool calls are in flight (10,000)
 	WallMs            int // wall time of the attempt (90,000)
-	MemoryBytes       int // QuickJS heap; linear memory is capped 16 MB above it (64 MB)
+	MemoryBytes       int // linear memory cap minus 16 MB, checked after each guest entry; cannot exceed Options.MemoryBytes (64 MB)
 	MaxCalls          int // tool calls per attempt, hub.search/describe included (500)
 	MaxConcurrent     int // tool calls in flight at once (8)
 	InlineResultBytes int // result JSON and logs together (24 KB)
