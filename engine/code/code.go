@@ -110,7 +110,7 @@ func Prepare(src string) (Prepared, error) {
 	if callAfter != "" {
 		js += "\nreturn await " + callAfter + "();"
 		p.Notices = append(p.Notices, "called the default-exported function")
-	} else if rewritten, notice := rewriteEnd(js); notice != "" {
+	} else if rewritten, notice := rewriteEnd(js); notice != "" && parses(rewritten) {
 		js = rewritten
 		p.Notices = append(p.Notices, notice)
 	}
@@ -119,10 +119,15 @@ func Prepare(src string) (Prepared, error) {
 }
 
 // strip runs esbuild over the wrapped body and returns the body, dedented.
+// Template literals are lowered to plain strings so that every line of the
+// output that starts at column 0 starts a statement (rewriteEnd relies on it);
+// helpers esbuild adds for that (tagged templates) move into the body.
 func strip(body string) (string, error) {
 	r := api.Transform(wrapperPrefix+body+"\n})", api.TransformOptions{
-		Loader:  api.LoaderTS,
-		Charset: api.CharsetUTF8,
+		Loader:        api.LoaderTS,
+		Charset:       api.CharsetUTF8,
+		LegalComments: api.LegalCommentsNone,
+		Supported:     map[string]bool{"template-literal": false},
 	})
 	if len(r.Errors) > 0 {
 		e := syntaxError(r.Errors[0])
@@ -135,16 +140,18 @@ func strip(body string) (string, error) {
 		return "", e
 	}
 	out := strings.TrimSuffix(string(r.Code), "\n")
-	first := strings.IndexByte(out, '\n')
-	last := strings.LastIndexByte(out, '\n')
-	if first < 0 || last <= first {
-		return "", nil // empty body
+	const open = "(async function() {\n"
+	start := strings.Index(out, open)
+	end := strings.LastIndex(out, "\n});")
+	if start < 0 || end < start+len(open) {
+		return strings.TrimSpace(out[:max(0, start)]), nil // empty body
 	}
-	lines := strings.Split(out[first+1:last], "\n")
+	helpers := out[:start]
+	lines := strings.Split(out[start+len(open):end], "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimPrefix(l, "  ")
 	}
-	return strings.Join(lines, "\n"), nil
+	return helpers + strings.Join(lines, "\n"), nil
 }
 
 func syntaxError(m api.Message) *SyntaxError {
@@ -157,6 +164,13 @@ func syntaxError(m api.Message) *SyntaxError {
 		}
 	}
 	return e
+}
+
+// parses reports whether a rewritten body is still valid JavaScript; a
+// rewrite that is not is dropped rather than sent to the sandbox.
+func parses(body string) bool {
+	r := api.Transform(wrapperPrefix+body+"\n})", api.TransformOptions{Loader: api.LoaderJS})
+	return len(r.Errors) == 0
 }
 
 // rewriteEnd calls a lone function and returns a final expression. js is

@@ -33,6 +33,9 @@ func TestPrepare(t *testing.T) {
 		{"final object", "({ a: 1 })", "return ({ a: 1 });", 1, "returned the value"},
 		{"final if is not an expression", "if (true) {\n  console.log(1);\n}", "if (true) {\n  console.log(1);\n}", 0, ""},
 		{"final call with a declaration before", "function f() {\n  return 1;\n}\nf()", "function f() {\n  return 1;\n}\nreturn f();", 1, "returned the value"},
+		{"multiline template", "const msg = `Hello\nthere ${1 + 1}`;\nmsg", "const msg = \"Hello\\nthere \".concat(1 + 1);\nreturn msg;", 1, "returned the value"},
+		{"final multiline template", "`a\nb`", "return \"a\\nb\";", 1, "returned the value"},
+		{"tagged template", "String.raw`a\n${1}`", "var __freeze = Object.freeze;\nvar __defProp = Object.defineProperty;\nvar __template = (cooked, raw) => __freeze(__defProp(cooked, \"raw\", { value: __freeze(raw || cooked.slice()) }));\nvar _a;\nreturn String.raw(_a || (_a = __template([\"a\\n\", \"\"])), 1);", 1, "returned the value"},
 		{"unicode kept", `return "héllo ✓"`, `return "héllo ✓";`, 0, ""},
 	}
 	for _, tt := range tests {
@@ -51,6 +54,34 @@ func TestPrepare(t *testing.T) {
 				t.Errorf("notices = %q, want one containing %q", p.Notices, tt.notice)
 			}
 		})
+	}
+}
+
+// TestPrepareOutputParses feeds tricky shapes through Prepare and checks that
+// the output is always valid JavaScript.
+func TestPrepareOutputParses(t *testing.T) {
+	for _, src := range []string{
+		"const s = `a\nb`;\ns",
+		"label:\nfor (;;) { break label }",
+		"x = 5",
+		"/* block\ncomment */\n1",
+		"class A {}\nnew A()",
+		"for await (const x of []) {}",
+		"(() => 1)()",
+		"async () => 1;\nasync () => 2",
+		"function a() {}\nfunction b() {}",
+		"const re = /`/;\nre.source",
+		"switch (1) {\n  case 1:\n    break;\n}",
+		"try { 1 } finally { 2 }",
+	} {
+		p, err := Prepare(src)
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if !parses(p.JS) {
+			t.Errorf("%q: output does not parse:\n%s", src, p.JS)
+		}
 	}
 }
 
