@@ -176,7 +176,11 @@ func (a *attempt) loop() *Error {
 		if !ok {
 			return &Error{Code: CodeNeverSettled, Message: "the code is waiting on a promise that can never settle (no tool call or timer is pending)", Hint: "make sure every awaited promise is resolved, e.g. call resolve() in new Promise(...)"}
 		}
-		t := time.NewTimer(time.Duration(due-a.elapsed) * time.Millisecond)
+		pause := time.Duration(due-a.elapsed) * time.Millisecond
+		if a.delivery <= a.req.ReplayCalls {
+			pause = 0 // replaying: the original run already waited
+		}
+		t := time.NewTimer(pause)
 		if e := a.wait(t.C); e != nil {
 			t.Stop()
 			return e

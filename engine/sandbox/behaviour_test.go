@@ -265,3 +265,16 @@ func TestClosedDriver(t *testing.T) {
 		t.Errorf("run after Close: %+v", out)
 	}
 }
+
+func TestReplaySkipsTimerWaits(t *testing.T) {
+	js := `await new Promise(r => setTimeout(r, 400)); const a = await gh.echo({ n: 1 });
+await new Promise(r => setTimeout(r, 300)); return [a.n, Date.now()]`
+	live := driver(t).Run(context.Background(), Request{JS: js, Host: &fakeHost{}, Namespaces: testNamespaces})
+	replay := driver(t).Run(context.Background(), Request{JS: js, Host: &fakeHost{}, Namespaces: testNamespaces, ReplayCalls: 1})
+	if string(live.Result) != string(replay.Result) || string(live.Result) != "[1,700]" {
+		t.Fatalf("live %s, replay %s; want both [1,700]", live.Result, replay.Result)
+	}
+	if live.Wall < 700*time.Millisecond || replay.Wall < 300*time.Millisecond || replay.Wall > 650*time.Millisecond {
+		t.Errorf("live took %v (want ≥ 700 ms), replay %v (want only the 300 ms after the replayed call)", live.Wall, replay.Wall)
+	}
+}

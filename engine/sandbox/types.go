@@ -48,6 +48,10 @@ type Request struct {
 	Namespaces map[string][]string
 	Limits     Limits
 	Host       Host
+	// ReplayCalls is how many calls the host will answer from a journal
+	// (resume). Until their results have all been delivered, timers fire
+	// without waiting in real time; the logical clock advances the same way.
+	ReplayCalls int
 }
 
 // Reserved addresses that hub.search(query) and hub.describe(target) call
