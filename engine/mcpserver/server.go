@@ -82,11 +82,6 @@ func New(h *hub.Hub, opts Options) *Server {
 // MCP is the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one client over stdin/stdout until it disconnects.
-func (s *Server) Run(ctx context.Context) error {
-	return s.mcp.Run(ctx, &mcp.StdioTransport{})
-}
-
 func toolError(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
