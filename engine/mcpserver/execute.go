@@ -131,7 +131,7 @@ func (s *Server) askClient(env *hub.Envelope) *mcp.CallToolResult {
 		calls = append(calls, p.ID)
 		reqs[p.ID] = &mcp.ElicitParams{
 			Mode:    "form",
-			Message: approvalMessage(env.RunID, p),
+			Message: approvalMessage(env.RunID, p, s.hub.Scrub),
 			RequestedSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -158,15 +158,18 @@ func (s *Server) askClient(env *hub.Envelope) *mcp.CallToolResult {
 	}
 }
 
-func approvalMessage(runID string, p run.PendingInfo) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "An agent's code (run %s) wants to call %s", runID, p.Address)
-	if p.Connection != "" {
-		fmt.Fprintf(&b, " with connection %s", p.Connection)
+// approvalMessage is what the person reads in the client's form: the
+// address, the connection, what the tool does, why it asks and the
+// arguments (secrets scrubbed, capped at 4 KB by the run).
+func approvalMessage(runID string, p run.PendingInfo, scrub func(string) string) string {
+	conn := p.Connection
+	if conn == "" {
+		conn = "default"
 	}
-	fmt.Fprintf(&b, ".\n%s\nWhy it asks: %s", p.Summary, p.Message)
+	var b strings.Builder
+	fmt.Fprintf(&b, "An agent's code (run %s) wants to call %s (connection: %s).\n%s\nWhy it asks: %s", runID, p.Address, conn, p.Summary, p.Message)
 	if len(p.Args) > 0 {
-		fmt.Fprintf(&b, "\nArguments: %s", p.Args)
+		fmt.Fprintf(&b, "\nArguments: %s", scrub(string(p.Args)))
 	}
 	return b.String()
 }

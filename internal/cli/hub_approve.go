@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -74,6 +75,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			}
 			for _, p := range open {
 				if !asJSON {
+					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
 					printPending(e, &p)
 				}
 				ch := preset
@@ -104,11 +106,11 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 
 func printPending(e *env, p *model.Pending) {
 	w := e.stdout
-	fmt.Fprintf(w, "%s  %s", p.ID, p.Address)
-	if p.Connection != "" {
-		fmt.Fprintf(w, "  (connection %s)", p.Connection)
+	conn := p.Connection
+	if conn == "" {
+		conn = "default"
 	}
-	fmt.Fprintf(w, "\n    %s\n", p.Summary)
+	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, conn, p.Summary)
 	if len(p.Args) > 0 {
 		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
 	}
