@@ -17,18 +17,16 @@
 // guest is idle.
 //
 // Determinism, for exact journal replay: everything the guest can observe
-// derives from the code, Request.Seed, Request.Clock and the call results.
-// Results are delivered one per turn, in Seq order, each followed by running
-// every job it enables, so the order of the guest's later calls never depends
-// on upstream timing. Timers fire only when no call is in flight or
-// undelivered, in order of due time; the logical clock jumps to a timer's due
-// time when it fires (the driver also waits that long in real time). Hence the
-// same code, seed, clock and answers give the same Seqs, result and logs.
-//
-// Results are delivered one per guest entry rather than as one batch: results
-// that complete while the guest runs wait, in Seq order, until it is idle; a
+// derives from the code, Request.Seed, Request.Clock and the call results, so
+// the nondeterministic reads need no journal of their own. Results that
+// complete while the guest runs wait until it is idle, then are delivered in
+// Seq order, one per guest entry, each followed by every job it enables (one
 // batch would let the interleaving of the guest's continuations depend on how
-// many results happened to be ready, which breaks replay.
+// many results happened to be ready). Timers fire only when no call is in
+// flight or undelivered, in order of due time; the logical clock jumps to a
+// timer's due time when it fires, and the driver waits that long in real time
+// (except while Request.ReplayCalls are being replayed). Hence the same code,
+// seed, clock and answers give the same Seqs, result and logs.
 //
 // hub.search(query) and hub.describe(target) are calls to the reserved
 // addresses AddressSearch and AddressDescribe, journaled like any other call.
