@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -19,8 +20,9 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
-// attempt runs the run's code once more, replaying its journal.
-func (e *Engine) attempt(ctx context.Context, id string) (*Envelope, error) {
+// attempt runs the run's code once more, replaying its journal. fresh is a
+// new run not stored yet (nil to read the run from the store).
+func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Envelope, error) {
 	release, err := e.store.Hold(ctx, store.Runs, id)
 	if errors.Is(err, store.ErrBusy) {
 		return nil, fmt.Errorf("run %s is running in another process; wait for it, or cancel it with `capabilities hub cancel %s`", id, id)
@@ -30,16 +32,17 @@ func (e *Engine) attempt(ctx context.Context, id string) (*Envelope, error) {
 	}
 	defer release()
 
-	r, err := e.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if r.Status.Done() {
-		return e.envelope(ctx, r)
-	}
-	journal, err := e.Journal(ctx, id)
-	if err != nil {
-		return nil, err
+	r, journal := fresh, []model.JournalEntry(nil)
+	if r == nil {
+		if r, err = e.Get(ctx, id); err != nil {
+			return nil, err
+		}
+		if r.Status.Done() {
+			return e.envelope(ctx, r)
+		}
+		if journal, err = e.Journal(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	r.Status = model.RunRunning
 	r.Attempts++
@@ -137,6 +140,9 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recording the end of attempt %d of %s: %w", r.Attempts, r.ID, err)
+	}
+	if h != nil {
+		return e.render(final, h.entries()), nil
 	}
 	return e.envelope(ctx, final)
 }
@@ -337,6 +343,18 @@ func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string,
 	h.settled++
 	h.mu.Unlock()
 	return replay(je)
+}
+
+// entries is the journal as the attempt left it, in order.
+func (h *host) entries() []model.JournalEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]model.JournalEntry, 0, len(h.journal))
+	for _, je := range h.journal {
+		out = append(out, je)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
 }
 
 func replay(je model.JournalEntry) sandbox.CallResult {

@@ -183,10 +183,7 @@ func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
-	if err := e.store.Put(ctx, store.Runs, r.ID, r); err != nil {
-		return nil, fmt.Errorf("starting a run: %w", err)
-	}
-	return e.attempt(ctx, r.ID)
+	return e.attempt(ctx, r.ID, r)
 }
 
 // Resume continues a run that waited for a person. Before a decision it
@@ -213,7 +210,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Envelope, error) {
 	}
 	// Running with no live attempt (its process died), or every pending item
 	// decided: attempt again from the journal.
-	return e.attempt(ctx, id)
+	return e.attempt(ctx, id, nil)
 }
 
 // Get reads a run record.
@@ -377,6 +374,11 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 	if err != nil {
 		return nil, err
 	}
+	return e.render(r, journal), nil
+}
+
+// render builds the envelope of a run from its record and journal.
+func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 	env := &Envelope{
 		RunID:     r.ID,
 		Status:    envelopeStatus(r),
@@ -401,7 +403,7 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 			}
 		}
 	}
-	return env, nil
+	return env
 }
 
 func nonNil(s []string) []string {
