@@ -72,6 +72,12 @@ func ValidateArgs(t *model.Tool, args json.RawMessage) error {
 	if _, ok := v.(map[string]any); !ok {
 		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", jsonKind(v))
 	}
+	return validate(t, v, resolveSchema(t))
+}
+
+// resolveSchema prepares a tool's input schema for validation; nil when
+// there is none or the validator cannot use it (the upstream validates too).
+func resolveSchema(t *model.Tool) *jsonschema.Resolved {
 	if len(t.InputSchema) == 0 {
 		return nil
 	}
@@ -81,6 +87,25 @@ func ValidateArgs(t *model.Tool, args json.RawMessage) error {
 	}
 	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
 	if err != nil {
+		return nil
+	}
+	return rs
+}
+
+// validateArgs is ValidateArgs with the schema resolved once per contract.
+func (c *catalog) validateArgs(t *model.Tool, args json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Errorf("the arguments are not valid JSON: %w", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", jsonKind(v))
+	}
+	return validate(t, v, c.schema(t))
+}
+
+func validate(t *model.Tool, v any, rs *jsonschema.Resolved) error {
+	if rs == nil {
 		return nil
 	}
 	if err := rs.Validate(v); err != nil {

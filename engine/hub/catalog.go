@@ -3,20 +3,29 @@ package hub
 import (
 	"context"
 	"fmt"
+	"sort"
+	"sync"
 
 	"github.com/capabilities-sh/capabilities/engine/index"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // catalog is what search and describe read: the search index and the
 // TypeScript describer over every cached tool. It is built from the store
 // on first use and rebuilt after Invalidate.
 type catalog struct {
-	tools []model.Tool
-	index *index.Index
-	desc  *typegen.Describer
+	tools   []model.Tool
+	byAddr  map[string]*model.Tool
+	sources map[string]*model.Source // by namespace
+	proto   map[string]string        // negotiated protocol, by namespace
+	index   *index.Index
+	desc    *typegen.Describer
+
+	mu      sync.Mutex
+	schemas map[string]*jsonschema.Resolved // input schemas by contract
 }
 
 // Invalidate drops the cached catalog; the next search or describe rebuilds
@@ -30,10 +39,22 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	if c := h.catalog.Load(); c != nil {
 		return c, nil
 	}
-	tools, err := h.Tools(ctx)
+	recs, err := h.Sources(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var tools []model.Tool
+	sources := map[string]*model.Source{}
+	proto := map[string]string{}
+	for i := range recs {
+		ns := recs[i].Source.Namespace
+		sources[ns] = &recs[i].Source
+		if m := recs[i].Manifest; m != nil {
+			tools = append(tools, m.Tools...)
+			proto[ns] = m.Protocol
+		}
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Address < tools[j].Address })
 	pol, err := h.Policy(ctx)
 	if err != nil {
 		return nil, err
@@ -50,8 +71,16 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 			visible = append(visible, tools[i])
 		}
 	}
+	byAddr := make(map[string]*model.Tool, len(tools))
+	for i := range tools {
+		byAddr[tools[i].Address] = &tools[i]
+	}
 	c := &catalog{
-		tools: tools,
+		tools:   tools,
+		byAddr:  byAddr,
+		sources: sources,
+		proto:   proto,
+		schemas: map[string]*jsonschema.Resolved{},
 		index: index.New(tools, index.Options{
 			Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
 			Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
@@ -97,4 +126,17 @@ func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (strin
 		return "", fmt.Errorf("describing: %w", err)
 	}
 	return out, nil
+}
+
+// schema returns the tool's resolved input schema, resolved once per
+// contract (nil when the schema cannot be used by the validator).
+func (c *catalog) schema(t *model.Tool) *jsonschema.Resolved {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rs, ok := c.schemas[t.Contract]; ok {
+		return rs
+	}
+	rs := resolveSchema(t)
+	c.schemas[t.Contract] = rs
+	return rs
 }

@@ -87,11 +87,9 @@ func (t tools) Tool(ctx context.Context, address string) (*model.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range c.tools {
-		if c.tools[i].Address == address {
-			tl := c.tools[i]
-			return &tl, nil
-		}
+	if tl := c.byAddr[address]; tl != nil {
+		cp := *tl
+		return &cp, nil
 	}
 	return nil, fmt.Errorf("%w %q: it is not in the hub's manifests (was it removed?)", ErrUnknownTool, address)
 }
@@ -113,18 +111,18 @@ func (t tools) Describe(ctx context.Context, target string) (string, error) {
 }
 
 func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError) {
-	if err := ValidateArgs(tl, args); err != nil {
+	c, err := t.h.loadCatalog(ctx)
+	if err != nil {
+		return nil, &model.ToolError{Code: "internal_error", Message: err.Error()}
+	}
+	if err := c.validateArgs(tl, args); err != nil {
 		return nil, &model.ToolError{Code: "invalid_arguments", Message: err.Error(), Status: 400, Hint: "hub.describe(\"" + tl.Address + "\") shows the exact input type"}
 	}
-	src, err := t.h.Source(ctx, tl.Namespace())
-	if err != nil {
-		return nil, &model.ToolError{Code: "unknown_tool", Message: err.Error()}
+	src := c.sources[tl.Namespace()]
+	if src == nil {
+		return nil, &model.ToolError{Code: "unknown_tool", Message: fmt.Sprintf("the source of %s was removed", tl.Address)}
 	}
-	m, _ := t.h.Manifest(ctx, tl.Namespace())
-	protocol := ""
-	if m != nil {
-		protocol = m.Protocol
-	}
+	protocol := c.proto[tl.Namespace()]
 	// The secret is resolved only now: after policy and approval.
 	cred, err := t.h.credential(ctx, src, conn)
 	var ce *ConnectionError

@@ -38,12 +38,13 @@ type Options struct {
 
 // Hub is one process's engine over a shared store.
 type Hub struct {
-	store   store.Store
-	opts    Options
-	log     *slog.Logger
-	pool    *source.Pool
-	runs    runs
-	secrets secrets
+	store       store.Store
+	opts        Options
+	log         *slog.Logger
+	pool        *source.Pool
+	runs        runs
+	secrets     secrets
+	policyCache policyCache
 
 	refreshing sync.WaitGroup
 	catalog    atomic.Pointer[catalog]

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -16,9 +19,58 @@ import (
 // Profile is the only profile for now.
 const Profile = policy.Profile
 
+// policyCache keeps the last policy read, with the file's modification time
+// and size: every call is decided on the current policy (another process may
+// have changed it) at the cost of one stat.
+type policyCache struct {
+	mu  sync.Mutex
+	key fileKey
+	p   *policy.Policy
+}
+
+// fileKey identifies one version of a file: every write of a record is a new
+// file renamed into place, so its inode changes along with the times.
+type fileKey struct {
+	ino, size        int64
+	mtimeNs, ctimeNs int64
+}
+
+func keyOf(fi os.FileInfo) fileKey {
+	k := fileKey{size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.ino = int64(st.Ino)
+		k.ctimeNs = st.Ctim.Nano()
+	}
+	return k
+}
+
 // Policy reads the profile's policy. A missing file is an empty policy; a
 // malformed one is an error naming the file, and nothing is overwritten.
+// The result is shared: do not change it.
 func (h *Hub) Policy(ctx context.Context) (*policy.Policy, error) {
+	f, isFile := h.store.(*store.File)
+	if !isFile {
+		return h.readPolicy(ctx)
+	}
+	fi, err := os.Stat(f.Path(store.Policies, Profile))
+	if err != nil {
+		return h.readPolicy(ctx)
+	}
+	c := &h.policyCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil && keyOf(fi) == c.key {
+		return c.p, nil
+	}
+	p, err := h.readPolicy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.p, c.key = p, keyOf(fi)
+	return p, nil
+}
+
+func (h *Hub) readPolicy(ctx context.Context) (*policy.Policy, error) {
 	var p policy.Policy
 	err := h.store.Get(ctx, store.Policies, Profile, &p)
 	if errors.Is(err, store.ErrNotFound) {

@@ -81,8 +81,9 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		Seed:       r.Seed,
 		Clock:      r.Clock,
 		Namespaces: nss,
-		Limits:     e.opts.Sandbox,
-		Host:       h,
+		Limits:      e.opts.Sandbox,
+		Host:        h,
+		ReplayCalls: len(journal),
 	})
 	return e.finish(ctx, r, h, out)
 }
