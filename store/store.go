@@ -62,7 +62,7 @@ type Store interface {
 	// List returns the ids of the kind's records, sorted.
 	List(ctx context.Context, kind Kind) ([]string, error)
 	// Append adds one line (a JSON value, no newline) to the record's log,
-	// durably, under the record's lock.
+	// durably and in one piece.
 	Append(ctx context.Context, kind Kind, id string, line []byte) error
 	// ReadLog returns the lines of the record's log, in order.
 	ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error)
