@@ -47,13 +47,29 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	r.Status = model.RunRunning
 	r.Attempts++
 	r.UpdatedAt = e.now()
-	if err := e.store.Put(ctx, store.Runs, id, r); err != nil {
-		return nil, fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
+	// A run is stored before its first call reaches the host, so that a
+	// crash leaves a record to resume from; code that calls nothing is
+	// stored once, when it ends.
+	stored := false
+	persist := func() error {
+		if stored {
+			return nil
+		}
+		if err := e.store.Put(ctx, store.Runs, id, r); err != nil {
+			return fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
+		}
+		stored = true
+		return nil
+	}
+	if fresh == nil { // a resumed run: mark the new attempt at once
+		if err := persist(); err != nil {
+			return nil, err
+		}
 	}
 
 	prepared, err := code.Prepare(r.Code)
 	if err != nil {
-		return e.finish(ctx, r, nil, failure(err))
+		return e.finish(ctx, r, nil, failure(err), !stored)
 	}
 	r.Notices = prepared.Notices
 	nss, err := e.tools.Namespaces(ctx)
@@ -72,7 +88,7 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		e.mu.Unlock()
 	}()
 
-	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal)}
+	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal), persist: persist}
 	for _, je := range journal {
 		h.journal[je.Seq] = je
 	}
@@ -85,7 +101,10 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		Host:        h,
 		ReplayCalls: len(journal),
 	})
-	return e.finish(ctx, r, h, out)
+	h.mu.Lock()
+	firstWrite := !stored
+	h.mu.Unlock()
+	return e.finish(ctx, r, h, out, firstWrite)
 }
 
 // failure turns a preparation error into a failed outcome.
@@ -98,47 +117,26 @@ func failure(err error) sandbox.Outcome {
 }
 
 // finish stores the attempt's outcome in the run record.
-func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.Outcome) (*Envelope, error) {
-	var final *model.Run
-	err := store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
-		if cur == nil {
-			return nil, fmt.Errorf("run %s disappeared", r.ID)
-		}
-		cur.Attempts, cur.Notices = r.Attempts, r.Notices
-		cur.UpdatedAt = e.now()
-		if cur.Status == model.RunCancelled {
-			final = cur
-			return cur, nil
-		}
-		if h != nil && h.diverged != nil {
-			cur.Status, cur.Error = model.RunFailed, h.diverged
-			final = cur
-			return cur, nil
-		}
-		cur.Logs = out.Logs
-		if out.ResultTruncated || out.LogsTruncated {
-			cur.Truncated = &model.Truncated{Result: out.ResultTruncated, Logs: out.LogsTruncated}
-		}
-		switch out.Status {
-		case sandbox.StatusPaused:
-			cur.Status = model.RunAwaitingInput
-			for _, p := range h.pending {
-				if cur.PendingItem(p.ID) == nil {
-					cur.Pending = append(cur.Pending, p)
-				}
+// finish stores the attempt's outcome in the run record. A run stored for
+// the first time now (it made no call, so nobody else can know its id) is
+// written once; otherwise the record is updated under its lock, keeping a
+// cancellation another process recorded meanwhile.
+func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.Outcome, firstWrite bool) (*Envelope, error) {
+	var err error
+	final := r
+	if firstWrite {
+		e.apply(r, r, h, out)
+		err = e.store.Put(ctx, store.Runs, r.ID, r)
+	} else {
+		err = store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+			if cur == nil {
+				return nil, fmt.Errorf("run %s disappeared", r.ID)
 			}
-		case sandbox.StatusCompleted:
-			cur.Status, cur.Result, cur.Error = model.RunCompleted, out.Result, nil
-		case sandbox.StatusCancelled:
-			cur.Status = model.RunCancelled
-			cur.Error = runError(out.Error)
-		default:
-			cur.Status = model.RunFailed
-			cur.Error = runError(out.Error)
-		}
-		final = cur
-		return cur, nil
-	})
+			e.apply(cur, r, h, out)
+			final = cur
+			return cur, nil
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("recording the end of attempt %d of %s: %w", r.Attempts, r.ID, err)
 	}
@@ -146,6 +144,40 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 		return e.render(final, h.entries()), nil
 	}
 	return e.envelope(ctx, final)
+}
+
+// apply sets the outcome of attempt r on the stored record cur.
+func (e *Engine) apply(cur, r *model.Run, h *host, out sandbox.Outcome) {
+	cur.Attempts, cur.Notices = r.Attempts, r.Notices
+	cur.UpdatedAt = e.now()
+	if cur.Status == model.RunCancelled {
+		return
+	}
+	if h != nil && h.diverged != nil {
+		cur.Status, cur.Error = model.RunFailed, h.diverged
+		return
+	}
+	cur.Logs = out.Logs
+	if out.ResultTruncated || out.LogsTruncated {
+		cur.Truncated = &model.Truncated{Result: out.ResultTruncated, Logs: out.LogsTruncated}
+	}
+	switch out.Status {
+	case sandbox.StatusPaused:
+		cur.Status = model.RunAwaitingInput
+		for _, p := range h.pending {
+			if cur.PendingItem(p.ID) == nil {
+				cur.Pending = append(cur.Pending, p)
+			}
+		}
+	case sandbox.StatusCompleted:
+		cur.Status, cur.Result, cur.Error = model.RunCompleted, out.Result, nil
+	case sandbox.StatusCancelled:
+		cur.Status = model.RunCancelled
+		cur.Error = runError(out.Error)
+	default:
+		cur.Status = model.RunFailed
+		cur.Error = runError(out.Error)
+	}
 }
 
 func runError(e *sandbox.Error) *model.RunError {
@@ -172,11 +204,18 @@ type host struct {
 	pending  []model.Pending
 	paused   bool
 	diverged *model.RunError
+	// persist stores the run record if it is not stored yet; called under
+	// mu before the first call goes anywhere.
+	persist func() error
 }
 
 func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResult {
 	argsDigest := digest(call.Args)
 	h.mu.Lock()
+	if err := h.persist(); err != nil {
+		h.mu.Unlock()
+		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "journal_failed", Message: err.Error()}}
+	}
 	if je, ok := h.journal[call.Seq]; ok {
 		h.mu.Unlock()
 		if je.Address != call.Address || je.ArgsDigest != argsDigest || je.Connection != call.Connection {
