@@ -93,10 +93,10 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		h.journal[je.Seq] = je
 	}
 	out := e.sandbox.Run(actx, sandbox.Request{
-		JS:         prepared.JS,
-		Seed:       r.Seed,
-		Clock:      r.Clock,
-		Namespaces: nss,
+		JS:          prepared.JS,
+		Seed:        r.Seed,
+		Clock:       r.Clock,
+		Namespaces:  nss,
 		Limits:      e.opts.Sandbox,
 		Host:        h,
 		ReplayCalls: len(journal),
