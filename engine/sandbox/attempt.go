@@ -60,6 +60,8 @@ type callDone struct {
 
 // Run runs one attempt. It never panics and always returns an Outcome.
 func (d *Driver) Run(ctx context.Context, req Request) Outcome {
+	d.active.Add(1)
+	defer d.active.Add(-1)
 	start := time.Now()
 	lim := req.Limits.withDefaults()
 	a := &attempt{req: req, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
