@@ -100,8 +100,8 @@ var ErrUnknownTool = errors.New("unknown tool")
 
 // Source returns the source with the namespace.
 func (h *Hub) Source(ctx context.Context, ns string) (*model.Source, error) {
-	if err := model.ValidNamespace(ns); err != nil && !strings.Contains(err.Error(), "reserved") {
-		return nil, fmt.Errorf("%w %q: %v", ErrUnknownNamespace, ns, err)
+	if model.ValidNamespace(ns) != nil {
+		return nil, h.unknownNamespace(ctx, ns) // no source can have it
 	}
 	src, err := store.Get[model.Source](ctx, h.store, store.Sources, ns)
 	if errors.Is(err, store.ErrNotFound) {

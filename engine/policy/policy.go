@@ -225,7 +225,7 @@ func (p *Policy) Validate() error {
 		if !isTool {
 			ns = r.Target
 		}
-		if err := model.ValidNamespace(ns); err != nil && !strings.Contains(err.Error(), "reserved") {
+		if err := model.ValidNamespace(ns); err != nil {
 			return fmt.Errorf("rule %d: target %q: %w", i+1, r.Target, err)
 		}
 	}

@@ -60,9 +60,11 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 				}
 			}
 			if len(open) == 0 {
+				if p := r.PendingItem(callID); callID != "" && p != nil && p.Decision != nil {
+					return fmt.Errorf("call %s of run %s was already decided (%s via %s)", callID, runID, p.Decision.Choice, p.Decision.Channel)
+				}
 				if callID != "" {
-					_, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: callID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI})
-					return err // explains why there is no such call
+					return fmt.Errorf("run %s has no pending approval %q", runID, callID)
 				}
 				return fmt.Errorf("run %s has no undecided approvals", runID)
 			}
