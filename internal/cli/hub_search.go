@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/index"
@@ -39,6 +40,12 @@ func newSearchCmd(e *env) *cobra.Command {
 			if len(args) == 1 {
 				q.Text = args[0]
 			}
+			if n := utf8.RuneCountInString(q.Text); n > index.MaxQueryLen {
+				return usagef("query is %d characters long; the limit is %d: shorten it to the words that say what the tool does", n, index.MaxQueryLen)
+			}
+			if strings.TrimSpace(q.Text) == "" && ns == "" {
+				return usagef("query is empty: say what the tool should do (1 to %d characters), or pass --namespace to list one", index.MaxQueryLen)
+			}
 			h, _, err := e.openHub()
 			if err != nil {
 				return err
@@ -46,9 +53,6 @@ func newSearchCmd(e *env) *cobra.Command {
 			defer h.Close()
 			res, err := h.Search(c.Context(), q)
 			if err != nil {
-				if strings.Contains(err.Error(), "out of range") || strings.Contains(err.Error(), "query is") {
-					return usageError{err}
-				}
 				return err
 			}
 			if asJSON {
