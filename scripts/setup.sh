@@ -20,8 +20,8 @@ apt_needs=(
   # session (../shared/tools/desktop/with-desktop-session.sh).
   "Xvfb xvfb"
   "xauth xauth"
-  "dbus-daemon dbus"
-  "dbus-run-session dbus"
+  "dbus-daemon dbus-daemon"
+  "dbus-run-session dbus-daemon"
   "dbus-launch dbus-x11"
   "gnome-keyring-daemon gnome-keyring"
   "secret-tool libsecret-tools"
