@@ -26,9 +26,10 @@ var channels = map[string]bool{
 // it may not import approval itself.)
 var mustNotReach = []string{"engine/sandbox", "engine/run", "engine/hub", "engine/code", "guest", "engine/source", "engine/policy", "engine/index", "engine/typegen"}
 
-// TestOnlyPersonFacingChannelsRecordDecisions is invariant I2 over the
-// import graph.
-func TestOnlyPersonFacingChannelsRecordDecisions(t *testing.T) {
+// TestInvariantI2OnlyAPersonRecordsADecision holds invariant I2 over the
+// import graph: only person-facing channels import the recorder, and the
+// model's path (sandbox, run, hub, …) does not reach it at all.
+func TestInvariantI2OnlyAPersonRecordsADecision(t *testing.T) {
 	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...")
 	cmd.Dir = testenv.Root(t)
 	out, err := cmd.CombinedOutput()

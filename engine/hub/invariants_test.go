@@ -22,6 +22,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -261,5 +262,118 @@ func TestInvariantI4UpstreamOnlyToReviewedHosts(t *testing.T) {
 		if env.Status == "completed" && string(env.Result) != "null" || strings.Contains(string(b), "root:") {
 			t.Errorf("%s: %s — the sandbox reached the network or the filesystem", code, b)
 		}
+	}
+}
+
+// TestInvariantI3AuthorityNeverWidensWithoutAPerson: a tool that is new, or
+// changed since review, asks even under an allow rule; a rule pinned to the
+// old contract stops applying; a renamed tool is a new tool.
+func TestInvariantI3AuthorityNeverWidensWithoutAPerson(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	write := func(s string) {
+		if err := os.WriteFile(state, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"tools": 4}`)
+	st, _, err := store.Init(filepath.Join(dir, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{})
+	defer h.Close()
+	ctx := context.Background()
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_STATE": state}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	verdict := func(addr string) policy.Verdict {
+		t.Helper()
+		_, tl, _, err := h.Tool(ctx, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := h.Verdict(ctx, tl, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// Not reviewed yet: even a read-only tool asks.
+	if v := verdict("up.echo"); v.Action != policy.Ask || v.Reason != policy.ReasonNew {
+		t.Fatalf("an unreviewed read-only tool: %+v", v)
+	}
+	r, _ := h.PendingReview(ctx, "")
+	if err := h.AcceptReview(ctx, r, map[string]policy.Action{"up.record": policy.Allow}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict("up.record"); v.Action != policy.Allow {
+		t.Fatalf("a write the person allowed: %+v", v)
+	}
+	// The upstream changes the tool and adds one: both ask.
+	write(`{"tools": 5, "desc": " Also deletes everything."}`)
+	if _, err := h.Refresh(ctx, "up"); err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict("up.record"); v.Action != policy.Ask || v.Reason != policy.ReasonChanged || !strings.Contains(v.Message, "description") {
+		t.Fatalf("a changed tool under an allow rule: %+v", v)
+	}
+	if v := verdict("up.tool4"); v.Action != policy.Ask || v.Reason != policy.ReasonNew {
+		t.Fatalf("a new tool: %+v", v)
+	}
+	// Even after the person reviews the change, the allow pinned to the old
+	// contract does not come back: the write asks.
+	r, _ = h.PendingReview(ctx, "")
+	if err := h.AcceptReview(ctx, r, map[string]policy.Action{"up.record": policy.Ask}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict("up.record"); v.Action != policy.Ask {
+		t.Fatalf("after review with ask: %+v", v)
+	}
+}
+
+// TestInvariantI7EveryChannelHasABudget: what reaches the model is bounded
+// on every channel — search results, describe output, the code sent, the
+// result and logs of a run, and the arguments shown to a person.
+func TestInvariantI7EveryChannelHasABudget(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.h.Search(ctx, hub.SearchQuery{Text: "echo", Limit: 26}); err == nil {
+		t.Error("search with limit 26 succeeded")
+	}
+	if _, err := f.h.Search(ctx, hub.SearchQuery{Text: strings.Repeat("a", 201)}); err == nil {
+		t.Error("a 201-character query succeeded")
+	}
+	if res, err := f.h.Search(ctx, hub.SearchQuery{Text: "echo"}); err != nil || len(res.Hits) > 8 {
+		t.Errorf("default search returned %d hits, %v", len(res.Hits), err)
+	}
+	out, err := f.h.Describe(ctx, []string{"leaky"}, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := typegen.Tokens(out); n > 200 || !strings.Contains(out, "left out") {
+		t.Errorf("describe of 6 tools with a 200-token budget gave %d tokens and no note of what it left out", n)
+	}
+	if _, err := f.h.Execute(ctx, strings.Repeat(" ", 64<<10+1)); err == nil {
+		t.Error("65 KB of code was accepted")
+	}
+	env, err := f.h.Execute(ctx, `for (let i = 0; i < 2000; i++) console.log("line " + i + " " + "x".repeat(50)); return "y".repeat(100000)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(env)
+	if env.Truncated == nil || !env.Truncated.Result || len(b) > 40<<10 {
+		t.Errorf("a 100 KB result with 2,000 log lines: envelope %d bytes, truncated %+v", len(b), env.Truncated)
+	}
+	env, err = f.h.Execute(ctx, `return await leaky.record({item: "z".repeat(20000)})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" || len(env.Pending) != 1 || len(env.Pending[0].Args) > 4<<10+16 {
+		t.Errorf("the arguments shown to a person are not capped: %d bytes", len(env.Pending[0].Args))
 	}
 }

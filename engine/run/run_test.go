@@ -260,9 +260,9 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-// TestKillMidRunAndResumeElsewhere kills -9 a process in the middle of a run
+// TestInvariantI6ResumeNeverRepeatsACall kills -9 a process in the middle of a run
 // and resumes it from another process: no settled call is made twice.
-func TestKillMidRunAndResumeElsewhere(t *testing.T) {
+func TestInvariantI6ResumeNeverRepeatsACall(t *testing.T) {
 	if os.Getenv("RUN_TEST_CHILD") != "" {
 		child(t)
 		return
@@ -270,7 +270,7 @@ func TestKillMidRunAndResumeElsewhere(t *testing.T) {
 	f := newHub(t, run.Limits{})
 	ctx := context.Background()
 	f.h.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidRunAndResumeElsewhere$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInvariantI6ResumeNeverRepeatsACall$")
 	cmd.Env = append(os.Environ(), "RUN_TEST_CHILD="+f.dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
