@@ -1,0 +1,41 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// BenchmarkAppend is one journal line, durable (a settled call).
+func BenchmarkAppend(b *testing.B) {
+	f, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`{"seq":1,"address":"github.createIssue","argsDigest":"0123456789abcdef","ok":true,"value":{"number":42},"ms":120}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Append(ctx, store.Runs, "r1", line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPutRun is one run record write.
+func BenchmarkPutRun(b *testing.B) {
+	f, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := map[string]any{"id": "r1", "status": "running", "code": "return await github.createIssue({owner, repo, title})"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Put(ctx, store.Runs, "r1", rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
