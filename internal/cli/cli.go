@@ -206,3 +206,15 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// withHub opens the hub for a command's RunE and closes it after.
+func (e *env) withHub(run func(c *cobra.Command, args []string, h *hub.Hub, st *store.File) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		h, st, err := e.openHub()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		return run(c, args, h, st)
+	}
+}

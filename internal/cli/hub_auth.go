@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -31,12 +33,7 @@ Authorization: Bearer).`,
   capabilities hub auth github --connection work
   printf %s "$TOKEN" | capabilities hub auth linear --header X-API-Key`,
 		Args: exactArgs(1, "one namespace"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if _, err := h.Source(c.Context(), args[0]); err != nil {
 				return err
 			}
@@ -57,7 +54,7 @@ Authorization: Bearer).`,
 			}
 			fmt.Fprintf(e.stdout, "Stored the credential for %s/%s (%s).\n", args[0], name, h.SecretStatus())
 			return nil
-		},
+		}),
 	}
 	c.Flags().StringVar(&conn, "connection", "", `the connection's name (default "default")`)
 	c.Flags().StringVar(&envVar, "env", "", "the environment variable a local server reads the credential from")
@@ -95,12 +92,7 @@ func newConnectionsCmd(e *env) *cobra.Command {
 		Use:   "connections <namespace>",
 		Short: "List a source's connections (the default marked *)",
 		Args:  exactArgs(1, "one namespace"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			conns, err := h.Connections(c.Context(), args[0])
 			if err != nil {
 				return err
@@ -130,7 +122,7 @@ func newConnectionsCmd(e *env) *cobra.Command {
 				fmt.Fprintf(e.stdout, "%s %s/%s  (credential in %s)\n", mark, args[0], it.Name, where)
 			}
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the connections as JSON")
 	return c

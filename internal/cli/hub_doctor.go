@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/spf13/cobra"
 )
 
@@ -14,12 +17,7 @@ func newDoctorCmd(e *env) *cobra.Command {
 		Short: "Check the store and every source",
 		Long:  "Check the store (schema version, permissions) and connect to every source, showing its health and the tail of its stderr.",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			r, err := h.Doctor(c.Context())
 			if err != nil {
 				return err
@@ -62,7 +60,7 @@ func newDoctorCmd(e *env) *cobra.Command {
 				return fmt.Errorf("doctor found %d problem(s)", bad)
 			}
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return c

@@ -5,6 +5,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/spf13/cobra"
 )
@@ -36,12 +39,7 @@ func newListCmd(e *env) *cobra.Command {
 		Short: "List sources with their kind, tools and health",
 		Long:  "List the hub's sources from the cached manifests (it never waits on an upstream): kind, namespace, tool count, health of the last contact and when the tools were last listed.",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			recs, err := h.Sources(c.Context())
 			if err != nil {
 				return err
@@ -82,7 +80,7 @@ func newListCmd(e *env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.ToolCount, s.Health, when, where)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the sources as JSON, with their tools")
 	return c

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/spf13/cobra"
 )
@@ -30,12 +33,7 @@ func newPolicyListCmd(e *env) *cobra.Command {
 		Use:   "list",
 		Short: "List the rules",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			p, err := h.Policy(c.Context())
 			if err != nil {
 				return err
@@ -68,7 +66,7 @@ func newPolicyListCmd(e *env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "%d tools reviewed.\n", len(p.Reviewed))
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rules as JSON")
 	return c
@@ -124,18 +122,13 @@ func newPolicyRemoveCmd(e *env) *cobra.Command {
 		Use:   "remove <address|namespace>",
 		Short: "Remove a rule",
 		Args:  exactArgs(1, "a target (address or namespace)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := h.RemoveRule(c.Context(), args[0], conn); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "Removed the rule for %s.\n", args[0])
 			return nil
-		},
+		}),
 	}
 	c.Flags().StringVar(&conn, "connection", "", "the connection the rule is narrowed to")
 	return c

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/spf13/cobra"
 )
 
@@ -19,12 +22,7 @@ func newRefreshCmd(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			ns := ""
 			if len(args) == 1 {
 				ns = args[0]
@@ -68,7 +66,7 @@ func newRefreshCmd(e *env) *cobra.Command {
 				return fmt.Errorf("refreshing: %d of %d sources could not be reached", failed, len(changes))
 			}
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
 	return c

@@ -3,6 +3,9 @@ package cli
 import (
 	"fmt"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/spf13/cobra"
 )
 
@@ -12,12 +15,7 @@ func newRemoveCmd(e *env) *cobra.Command {
 		Use:   "remove <namespace>",
 		Short: "Remove a source and its cached tools",
 		Args:  exactArgs(1, "one namespace"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := h.Remove(c.Context(), args[0]); err != nil {
 				return err
 			}
@@ -26,7 +24,7 @@ func newRemoveCmd(e *env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "Removed %s.\n", args[0])
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
 	"github.com/spf13/cobra"
 )
 
@@ -17,12 +20,7 @@ func newRunsCmd(e *env) *cobra.Command {
 		Short: "List runs, newest first",
 		Long:  "List runs (kept 7 days): id, status, attempts, calls, when. --status filters (running, awaiting_approval, awaiting_input, completed, failed, cancelled, expired).",
 		Args:  exactArgs(0, "no arguments (use `runs show <id>` for one run)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
 				return err
@@ -55,7 +53,7 @@ func newRunsCmd(e *env) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, r.Status, r.Attempts, ago(r.CreatedAt))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	c.Flags().StringVar(&status, "status", "", "only runs with this status")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
@@ -69,12 +67,7 @@ func newRunsShowCmd(e *env) *cobra.Command {
 		Use:   "show <runId>",
 		Short: "Show one run: status, result, error, pending, calls, notices",
 		Args:  exactArgs(1, "one run id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
 				return err
@@ -100,7 +93,7 @@ func newRunsShowCmd(e *env) *cobra.Command {
 				return nil // showing a failed run is not a failure
 			}
 			return err
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run record, envelope and journal as JSON")
 	return c
@@ -112,12 +105,7 @@ func newCancelCmd(e *env) *cobra.Command {
 		Use:   "cancel <runId>",
 		Short: "Cancel a run that has not finished",
 		Args:  exactArgs(1, "one run id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			h, _, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
 				return err
@@ -131,7 +119,7 @@ func newCancelCmd(e *env) *cobra.Command {
 			}
 			fmt.Fprintf(e.stdout, "Cancelled %s.\n", env.RunID)
 			return nil
-		},
+		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
 	return c
