@@ -26,6 +26,10 @@ type AddRequest struct {
 	// SecretEnv / SecretHeader say where the source's credential goes.
 	SecretEnv    string
 	SecretHeader string
+	// Secret, when set, is used to reach the server while proposing (a
+	// server that needs a credential to start or to list its tools). It is
+	// never stored in the proposal; the caller stores it with Auth.
+	Secret string
 }
 
 // Proposal is what adding a source would store, for a person to review.
@@ -99,9 +103,17 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	// Connect under a provisional namespace; the real one may come from the
 	// server's name.
 	src.Namespace = "new"
-	s, err := source.Connect(ctx, src, h.sourceOptions())
+	var cred *source.Credential
+	if req.Secret != "" {
+		if src.Kind == model.KindStdio && src.SecretEnv == "" {
+			return nil, fmt.Errorf("adding a source: say which environment variable the server reads the credential from, with --secret-env VAR")
+		}
+		cred = &source.Credential{Connection: DefaultConnection, Value: req.Secret}
+		h.remember(req.Secret)
+	}
+	s, err := source.ConnectWith(ctx, src, cred, h.sourceOptions())
 	if err != nil {
-		return nil, fmt.Errorf("adding a source: %w", err)
+		return nil, fmt.Errorf("adding a source: %s", h.Scrub(err.Error()))
 	}
 	defer s.Close()
 	m, err := s.ListTools(ctx)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -226,6 +227,8 @@ func (s *Session) startError(ctx context.Context, err error) error {
 		}
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no MCP answer in time (is the URL an MCP streamable-HTTP endpoint?): %w", err)
+	} else if msg := err.Error(); strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized") || strings.Contains(msg, "403") {
+		err = fmt.Errorf("%w; the server wants a credential: give it with --auth when adding (and --secret-header NAME when it is not Authorization: Bearer), or `capabilities hub auth %s`", err, s.src.Namespace)
 	}
 	return fmt.Errorf("connecting to %s (%s): %w", s.src.Namespace, where, err)
 }

@@ -21,6 +21,7 @@ func newAddCmd(e *env) *cobra.Command {
 		timeout time.Duration
 		sEnv    string
 		sHeader string
+		auth    bool
 	)
 	c := &cobra.Command{
 		Use:   "add <url> | add [flags] -- <command> [args…]",
@@ -36,6 +37,16 @@ a namespace from the server's name and shows what it found before storing it.`,
 				return usagef("--json needs --yes: the JSON form does not prompt")
 			}
 			req := hub.AddRequest{Namespace: ns, Cwd: cwd, SecretEnv: sEnv, SecretHeader: sHeader}
+			if auth {
+				v, err := e.readSecret("Credential for the new source (input hidden): ")
+				if err != nil {
+					return err
+				}
+				if strings.TrimSpace(v) == "" {
+					return fmt.Errorf("adding a source: empty secret: nothing to store; type or pipe the credential")
+				}
+				req.Secret = v
+			}
 			if dash := c.ArgsLenAtDash(); dash >= 0 {
 				if dash > 0 {
 					return usagef("put the URL before the flags, or the command after --, not both")
@@ -89,6 +100,11 @@ a namespace from the server's name and shows what it found before storing it.`,
 				return err
 			}
 			ns := p.Source.Namespace
+			if req.Secret != "" {
+				if _, err := h.Auth(c.Context(), hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
+					return fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
+				}
+			}
 			if asJSON {
 				review, err := h.PendingReview(c.Context(), ns)
 				if err != nil {
@@ -116,6 +132,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "NAME=value set in a stdio server's environment (repeatable)")
 	c.Flags().StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable a local server reads its credential from (store it with `hub auth`)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header a remote server reads its credential from (default Authorization: Bearer)")
 	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer")

@@ -17,6 +17,8 @@
 //   SCRIPTED_LEAK   the name of an environment variable holding a credential:
 //                   adds the tools leak and leak-error, which echo it back raw,
 //                   base64, URL-encoded, inside JSON, as hex and in an error
+//   SCRIPTED_REQUIRE the name of an environment variable the server needs to
+//                   start (it exits at once without it)
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
 //                   tools/list, so a test can change the tools between refreshes
 import fs from "node:fs";
@@ -27,6 +29,11 @@ const page = Number(process.env.SCRIPTED_PAGE || 0);
 const count = Number(process.env.SCRIPTED_TOOLS || 3);
 let suffix = process.env.SCRIPTED_DESC || "";
 const callsFile = process.env.SCRIPTED_CALLS || "";
+
+if (process.env.SCRIPTED_REQUIRE && !process.env[process.env.SCRIPTED_REQUIRE]) {
+  process.stderr.write(`scripted: ${process.env.SCRIPTED_REQUIRE} is not set; this server needs a credential to start\n`);
+  process.exit(4);
+}
 
 if (mode === "exit") {
   process.stderr.write("scripted: fatal: missing configuration, exiting\n");
