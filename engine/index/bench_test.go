@@ -8,12 +8,13 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 // tools10k replicates the corpus under renamed namespaces (github → github2,
 // …) up to 10,000 tools.
 func tools10k(b *testing.B) []model.Tool {
-	base := corpus(b)
+	base := testenv.CorpusTools(b)
 	var out []model.Tool
 	for copy := 1; len(out) < 10000; copy++ {
 		for _, t := range base {
@@ -67,7 +68,7 @@ func BenchmarkSearch10k(b *testing.B) {
 }
 
 func BenchmarkSignature(b *testing.B) {
-	tools := corpus(b)
+	tools := testenv.CorpusTools(b)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 // evalQueries are intent queries as a person or a model phrases them, with
@@ -187,7 +189,7 @@ func TestSearchQuality(t *testing.T) {
 	if len(evalQueries) < 60 {
 		t.Fatalf("%d evaluation queries; keep at least 60", len(evalQueries))
 	}
-	tools := corpus(t)
+	tools := testenv.CorpusTools(t)
 	ours := evaluate(t, build(tools, Options{}, tuned), testing.Verbose())
 	base := evaluate(t, build(tools, Options{}, baseline), false)
 	t.Logf("BM25F (ours):      %v", ours)
@@ -221,7 +223,7 @@ func TestTune(t *testing.T) {
 	if !*tune {
 		return
 	}
-	tools := corpus(t)
+	tools := testenv.CorpusTools(t)
 	best, bestP := evalScore{}, tuned
 	for _, wn := range []float64{1.5, 2, 3, 4} {
 		for _, wt := range []float64{0.5, 1, 2} {

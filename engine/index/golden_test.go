@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -15,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // TestSearchGolden keeps what a model reads for a few searches over the
 // corpus, so changes to ranking or rendering show up in review.
 func TestSearchGolden(t *testing.T) {
-	ix := New(corpus(t), Options{Connections: func(ns string) ([]string, string) {
+	ix := New(testenv.CorpusTools(t), Options{Connections: func(ns string) ([]string, string) {
 		if ns == "github" {
 			return []string{"personal", "work"}, "personal"
 		}

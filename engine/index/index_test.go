@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -189,7 +190,7 @@ func TestEachParam(t *testing.T) {
 
 // TestConcurrentSearch runs searches from several goroutines (run with -race).
 func TestConcurrentSearch(t *testing.T) {
-	ix := New(corpus(t), Options{})
+	ix := New(testenv.CorpusTools(t), Options{})
 	done := make(chan bool)
 	for g := range 4 {
 		go func() {

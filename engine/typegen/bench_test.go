@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 // BenchmarkDescribeNamespace100 describes a namespace of 100 real tools (the
 // first 100 of linear, each with an output type) within the default budget.
 func BenchmarkDescribeNamespace100(b *testing.B) {
 	var tools []model.Tool
-	for _, t := range corpus(b) {
+	for _, t := range testenv.CorpusTools(b) {
 		if strings.HasPrefix(t.Address, "linear.") && len(tools) < 100 {
 			tools = append(tools, t)
 		}
@@ -28,7 +29,7 @@ func BenchmarkDescribeNamespace100(b *testing.B) {
 
 // BenchmarkDescribeTool describes one tool with $defs (notion.apiPostPage).
 func BenchmarkDescribeTool(b *testing.B) {
-	d := NewDescriber(corpus(b))
+	d := NewDescriber(testenv.CorpusTools(b))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -40,7 +41,7 @@ func BenchmarkDescribeTool(b *testing.B) {
 
 // BenchmarkNewDescriber converts every schema of the corpus (501 tools).
 func BenchmarkNewDescriber(b *testing.B) {
-	tools := corpus(b)
+	tools := testenv.CorpusTools(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -52,7 +53,7 @@ func BenchmarkNewDescriber(b *testing.B) {
 // schemas, which happens once, on the namespace's first describe.
 func BenchmarkDescribeNamespace100Cold(b *testing.B) {
 	var tools []model.Tool
-	for _, t := range corpus(b) {
+	for _, t := range testenv.CorpusTools(b) {
 		if strings.HasPrefix(t.Address, "linear.") && len(tools) < 100 {
 			tools = append(tools, t)
 		}

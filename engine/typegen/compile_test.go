@@ -125,7 +125,7 @@ func placeholder(reg *registry, t *typ, depth int) string {
 // declarations of the types it left out, described on their own the way a
 // model follows up), each with calls of its tools.
 func TestCorpusCompiles(t *testing.T) {
-	tools := corpus(t)
+	tools := testenv.CorpusTools(t)
 	d := NewDescriber(tools)
 	files := map[string]string{}
 	followUps := 0

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -33,7 +34,7 @@ var goldenTargets = []string{
 }
 
 func TestGolden(t *testing.T) {
-	tools := corpus(t)
+	tools := testenv.CorpusTools(t)
 	d := NewDescriber(tools)
 	sigs := map[string]string{}
 	for i := range tools {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -148,7 +149,7 @@ func TestDescribeErrors(t *testing.T) {
 // stays within the budget (one tool is always shown whole), and keeps full
 // detail when it fits.
 func TestBudget(t *testing.T) {
-	d := NewDescriber(corpus(t))
+	d := NewDescriber(testenv.CorpusTools(t))
 	for _, budget := range []int{DefaultBudget, 800} {
 		for _, ns := range d.names {
 			targets := [][]string{{ns}}
@@ -204,7 +205,7 @@ func mustCompact(t *testing.T, in string) string {
 // TestSignatureNamesResolve checks that every type a signature names (its
 // output, shortened nested objects) can be described by that name.
 func TestSignatureNamesResolve(t *testing.T) {
-	tools := corpus(t)
+	tools := testenv.CorpusTools(t)
 	d := NewDescriber(tools)
 	named := regexp.MustCompile(`\b[A-Z][A-Za-z0-9_]*\b`)
 	literals := regexp.MustCompile(`"(?:[^"\\]|\\.)*"|/\*.*?\*/`)
@@ -230,7 +231,7 @@ func TestSignatureNamesResolve(t *testing.T) {
 // TestConcurrentDescribe describes namespaces from several goroutines while
 // they are converted on first use (run with -race).
 func TestConcurrentDescribe(t *testing.T) {
-	d := NewDescriber(corpus(t))
+	d := NewDescriber(testenv.CorpusTools(t))
 	done := make(chan bool)
 	for range 4 {
 		go func() {

@@ -38,3 +38,13 @@ func CorpusManifests(t testing.TB) []model.Manifest {
 	}
 	return out
 }
+
+// CorpusTools is every tool of every corpus manifest, in manifest order.
+func CorpusTools(t testing.TB) []model.Tool {
+	t.Helper()
+	var tools []model.Tool
+	for _, m := range CorpusManifests(t) {
+		tools = append(tools, m.Tools...)
+	}
+	return tools
+}
