@@ -76,6 +76,9 @@ type Driver struct {
 	memBytes int
 	prelude  []byte // guest.Prelude compiled to QuickJS bytecode once
 	ready    chan *vm
+	// slots bounds the runtimes that exist ready or being warmed to Warm:
+	// a warmer takes a slot before it builds, take gives it back.
+	slots chan struct{}
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	once     sync.Once
@@ -94,7 +97,7 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), stop: make(chan struct{})}
 	if err := checkInterrupt(dir, opts.MemoryBytes); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -108,6 +111,7 @@ func New(opts Options) (*Driver, error) {
 		_ = os.Remove(dir)
 		return nil, err
 	}
+	d.slots <- struct{}{}
 	d.ready <- v
 	workers := min(opts.Warm, runtime.GOMAXPROCS(0))
 	for range workers {
@@ -138,14 +142,15 @@ func (d *Driver) Close() error {
 func (d *Driver) warm() {
 	defer d.wg.Done()
 	for {
-		select {
+		select { // a free slot: fewer than Warm runtimes ready or in the making
+		case d.slots <- struct{}{}:
 		case <-d.stop:
 			return
-		default:
 		}
 		d.waitIdle()
 		v, err := d.newVM()
 		if err != nil {
+			<-d.slots
 			select { // back off; Run reports the error when it builds its own
 			case <-time.After(100 * time.Millisecond):
 				continue
@@ -153,12 +158,7 @@ func (d *Driver) warm() {
 				return
 			}
 		}
-		select {
-		case d.ready <- v:
-		case <-d.stop:
-			closeRuntime(v.rt)
-			return
-		}
+		d.ready <- v // never blocks: a slot was taken for it
 	}
 }
 
@@ -186,6 +186,7 @@ func (d *Driver) take() (*vm, error) {
 	select {
 	case v, ok := <-d.ready:
 		if ok {
+			<-d.slots
 			return v, nil
 		}
 		return nil, errors.New("taking a runtime: the driver is closed")
