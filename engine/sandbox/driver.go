@@ -79,9 +79,9 @@ type Driver struct {
 	// slots bounds the runtimes that exist ready or being warmed to Warm:
 	// a warmer takes a slot before it builds, take gives it back.
 	slots chan struct{}
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	once     sync.Once
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
 }
 
 // New compiles the wasm module (once per process), creates the first runtime
