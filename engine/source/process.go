@@ -77,9 +77,7 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
 	}
-	pr, pw := io.Pipe()
-	p.stdout = pr
-	go p.filter(raw, pw, src.Namespace, log)
+	p.stdout = &protocolReader{br: bufio.NewReaderSize(raw, 64<<10), raw: raw, p: p, ns: src.Namespace, log: log}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -87,32 +85,44 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	return p, nil
 }
 
-// filter copies protocol lines (a JSON object or array) from the upstream's
-// stdout to w and drops anything else, so a stray print does not kill the
-// session.
-func (p *process) filter(r io.Reader, w *io.PipeWriter, ns string, log *slog.Logger) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			trimmed := bytes.TrimSpace(line)
-			if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
-				if _, werr := w.Write(append(trimmed, '\n')); werr != nil {
-					return
-				}
-			} else if len(trimmed) > 0 {
-				p.mu.Lock()
-				p.strays++
-				p.mu.Unlock()
-				log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", ns, "line", truncate(string(trimmed), 200))
+// protocolReader passes on the upstream's protocol lines (a JSON object or
+// array) and drops anything else, so a stray print does not kill the
+// session. It filters as it is read: no goroutine or pipe between the
+// process and the MCP session.
+type protocolReader struct {
+	br  *bufio.Reader
+	raw io.ReadCloser
+	p   *process
+	ns  string
+	log *slog.Logger
+	buf []byte // the rest of the current protocol line
+	err error  // to return once buf is drained
+}
+
+func (r *protocolReader) Read(b []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		line, err := r.br.ReadBytes('\n')
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+				r.buf = append(t, '\n')
+			} else {
+				r.p.mu.Lock()
+				r.p.strays++
+				r.p.mu.Unlock()
+				r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
 			}
 		}
-		if err != nil {
-			w.CloseWithError(err)
-			return
-		}
+		r.err = err
 	}
+	n := copy(b, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
+
+func (r *protocolReader) Close() error { return r.raw.Close() }
 
 func (p *process) exited() bool {
 	select {
