@@ -15,6 +15,9 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== build for macOS (the desktop app's other platform)"
+GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
+
 echo "== staticcheck"
 staticcheck=.tools/bin/staticcheck
 if [ ! -x "$staticcheck" ]; then

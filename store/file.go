@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -273,7 +272,7 @@ func (f *File) Append(ctx context.Context, kind Kind, id string, line []byte) er
 	}
 	_, err = fh.Write(append(append([]byte(nil), line...), '\n'))
 	if err == nil {
-		err = syscall.Fdatasync(int(fh.Fd()))
+		err = datasync(fh)
 	}
 	if cerr := fh.Close(); err == nil {
 		err = cerr

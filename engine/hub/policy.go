@@ -31,15 +31,13 @@ type policyCache struct {
 // fileKey identifies one version of a file: every write of a record is a new
 // file renamed into place, so its inode changes along with the times.
 type fileKey struct {
-	ino, size        int64
-	mtimeNs, ctimeNs int64
+	ino, size, mtimeNs int64
 }
 
 func keyOf(fi os.FileInfo) fileKey {
 	k := fileKey{size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		k.ino = int64(st.Ino)
-		k.ctimeNs = st.Ctim.Nano()
 	}
 	return k
 }

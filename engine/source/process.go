@@ -64,7 +64,7 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	cmd := exec.Command(path, src.Args...)
 	cmd.Dir = src.Cwd
 	cmd.Env = Environ(src)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	p := &process{cmd: cmd, stderr: newTail(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
