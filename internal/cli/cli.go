@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
@@ -107,6 +108,7 @@ func newRoot(e *env) *cobra.Command {
 		Use:           "capabilities",
 		Short:         "One MCP endpoint for every tool your agents use",
 		Long:          "capabilities is a local capability hub: add MCP servers once, and every agent reaches them through one MCP endpoint with three tools (search, describe, execute).",
+		Version:       mcpserver.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
