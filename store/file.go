@@ -394,3 +394,30 @@ func newID() string {
 
 // NewID returns a random 128-bit id in hex, for runs and other records.
 func NewID() string { return newID() }
+
+// CheckModes walks dir and lists every entry whose mode is not 700 (a
+// directory) or 600 (a file), with the chmod that fixes it; n is how many
+// entries it checked.
+func CheckModes(dir string) (problems []string, n int) {
+	problems = []string{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		n++
+		want := fs.FileMode(fileMode)
+		if d.IsDir() {
+			want = dirMode
+		}
+		if got := info.Mode().Perm(); got != want {
+			problems = append(problems, fmt.Sprintf("%s has mode %o, want %o (chmod %o %s)", p, got, want, want, p))
+		}
+		return nil
+	})
+	return problems, n
+}

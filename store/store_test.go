@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,27 +52,9 @@ func TestInitModesAndIdempotence(t *testing.T) {
 // checkModes asserts every directory under dir is 700 and every file 600.
 func checkModes(t *testing.T, dir string) {
 	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		}
-		if got := info.Mode().Perm(); got != want {
-			t.Errorf("%s: mode %o, want %o", p, got, want)
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	probs, n := store.CheckModes(dir)
+	for _, p := range probs {
+		t.Error(p)
 	}
 	if n < 10 {
 		t.Errorf("walked only %d entries", n)

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"net"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/internal/cli"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -82,27 +82,9 @@ func cmdModes(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: modes DIR")
 	}
-	n := 0
-	err := filepath.WalkDir(ts.MkAbs(args[0]), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		}
-		if got := info.Mode().Perm(); got != want {
-			return fmt.Errorf("%s has mode %o, want %o", p, got, want)
-		}
-		n++
-		return nil
-	})
-	if (err != nil) != neg {
-		ts.Fatalf("modes: %v", err)
+	probs, n := store.CheckModes(ts.MkAbs(args[0]))
+	if (len(probs) > 0) != neg {
+		ts.Fatalf("modes: %v", probs)
 	}
 	ts.Logf("checked the modes of %d entries", n)
 }

@@ -3,8 +3,6 @@ package hub
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -40,7 +38,7 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 	r := &Report{Permissions: []string{}, Sources: []SourceHealth{}}
 	if f, ok := h.store.(*store.File); ok {
 		r.Dir, r.Schema, r.HubID = f.Dir(), f.Hub().Schema, f.Hub().ID
-		r.Permissions = permissionProblems(f.Dir())
+		r.Permissions, _ = store.CheckModes(f.Dir())
 	} else {
 		r.Schema = store.SchemaVersion
 	}
@@ -86,29 +84,4 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 	}
 	wg.Wait()
 	return r, nil
-}
-
-// permissionProblems lists entries under dir whose mode is not 700 (dirs) or
-// 600 (files).
-func permissionProblems(dir string) []string {
-	probs := []string{}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %v", p, err))
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		}
-		if got := info.Mode().Perm(); got != want {
-			probs = append(probs, fmt.Sprintf("%s has mode %o, want %o (chmod %o %s)", p, got, want, want, p))
-		}
-		return nil
-	})
-	return probs
 }

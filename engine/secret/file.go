@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/gofrs/flock"
 )
 
@@ -110,41 +111,5 @@ func (f *fileStore) update(ctx context.Context, change func(map[string]string) b
 	if err != nil {
 		return fixed, fmt.Errorf("encoding %s: %w", f.path, err)
 	}
-	return fixed, writeAtomic(f.path, append(data, '\n'))
-}
-
-// writeAtomic replaces path with data, mode 600: a temporary file in the
-// same directory, fsync, rename, fsync of the directory.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return fixed, store.WriteFileAtomic(f.path, append(data, '\n'))
 }
