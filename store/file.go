@@ -44,8 +44,9 @@ func Home() (string, error) {
 
 // File is the store on disk.
 type File struct {
-	dir string
-	hub Hub
+	dir  string
+	hub  Hub
+	runs *spares // empty files ready in runs/
 }
 
 var _ Store = (*File)(nil)
@@ -113,7 +114,14 @@ func Open(dir string) (*File, error) {
 	if h.Schema < 1 || h.ID == "" {
 		return nil, fmt.Errorf("opening the hub: %s has no schema version or hub id; remove it and run `capabilities hub init` (records in the other directories are kept)", hubPath)
 	}
-	return &File{dir: dir, hub: h}, nil
+	return &File{dir: dir, hub: h, runs: newSpares(filepath.Join(dir, string(Runs)))}, nil
+}
+
+// Close removes the empty files the store keeps ready and stops making
+// them. The store stays usable.
+func (f *File) Close() error {
+	f.runs.close()
+	return nil
 }
 
 func kindDirs() []string {
@@ -137,10 +145,6 @@ func (f *File) Path(kind Kind, id string) string {
 
 func (f *File) logPath(kind Kind, id string) string {
 	return filepath.Join(f.dir, string(kind), id+".journal.jsonl")
-}
-
-func (f *File) lockPath(kind Kind, id string) string {
-	return filepath.Join(f.dir, "locks", string(kind)+"."+id+".lock")
 }
 
 func check(kind Kind, id string) error {
@@ -173,12 +177,12 @@ func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	unlock, err := f.lockRecord(ctx, kind, id, slotRecord, true)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return writeRecord(kind, f.Path(kind, id), b)
+	return f.writeRecord(kind, f.Path(kind, id), b)
 }
 
 // writeRecord writes a record atomically. Run records skip the fsync: a
@@ -186,9 +190,9 @@ func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
 // the code sees it), and a run record lost in a crash is rebuilt by resuming
 // from the journal, so syncing each of its state changes would only add
 // latency to every execute.
-func writeRecord(kind Kind, path string, data []byte) error {
+func (f *File) writeRecord(kind Kind, path string, data []byte) error {
 	if kind == Runs {
-		return writeFile(path, data, false)
+		return f.runs.writeRecord(path, data)
 	}
 	return WriteFileAtomic(path, data)
 }
@@ -197,7 +201,7 @@ func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte)
 	if err := check(kind, id); err != nil {
 		return err
 	}
-	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	unlock, err := f.lockRecord(ctx, kind, id, slotRecord, true)
 	if err != nil {
 		return err
 	}
@@ -213,14 +217,14 @@ func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte)
 	if err != nil {
 		return err
 	}
-	return writeRecord(kind, p, next)
+	return f.writeRecord(kind, p, next)
 }
 
 func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
 	if err := check(kind, id); err != nil {
 		return err
 	}
-	unlock, err := lockFile(ctx, f.lockPath(kind, id))
+	unlock, err := f.lockRecord(ctx, kind, id, slotRecord, true)
 	if err != nil {
 		return err
 	}
@@ -230,7 +234,7 @@ func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
-	_ = os.Remove(f.lockPath(kind, id))
+	f.removeLocks(kind, id)
 	return nil
 }
 
@@ -255,33 +259,58 @@ func (f *File) List(ctx context.Context, kind Kind) ([]string, error) {
 }
 
 func (f *File) Append(ctx context.Context, kind Kind, id string, line []byte) error {
-	if err := check(kind, id); err != nil {
+	l, err := f.OpenLog(ctx, kind, id)
+	if err != nil {
 		return err
 	}
-	if bytes.ContainsAny(line, "\n\r") {
-		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
-	}
-	// One write(2) of the whole line on an O_APPEND file: the kernel
-	// appends it in one piece, so concurrent appenders (in any process)
-	// never interleave and no lock is needed. fdatasync makes it durable
-	// before the caller goes on (a journaled call must survive a crash).
-	p := f.logPath(kind, id)
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", p, err)
-	}
-	_, err = fh.Write(append(append([]byte(nil), line...), '\n'))
-	if err == nil {
-		err = datasync(fh)
-	}
-	if cerr := fh.Close(); err == nil {
+	err = l.Append(line)
+	if cerr := l.Close(); err == nil {
 		err = cerr
 	}
+	return err
+}
+
+func (f *File) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	p := f.logPath(kind, id)
+	if kind == Runs {
+		f.runs.create(p)
+	}
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
 	if err != nil {
-		return fmt.Errorf("appending to %s: %w", p, err)
+		return nil, fmt.Errorf("opening %s: %w", p, err)
+	}
+	return &fileLog{fh: fh, name: string(kind) + "/" + id}, nil
+}
+
+// fileLog appends to an O_APPEND file with one write(2) per line, so the
+// kernel appends it in one piece and concurrent appenders (in any process)
+// never interleave; fdatasync makes each line durable before Append returns
+// (a journaled call must survive a crash).
+type fileLog struct {
+	fh   *os.File
+	name string
+	buf  []byte
+}
+
+func (l *fileLog) Append(line []byte) error {
+	if bytes.ContainsAny(line, "\n\r") {
+		return fmt.Errorf("appending to %s: a log line must not contain a newline", l.name)
+	}
+	l.buf = append(append(l.buf[:0], line...), '\n')
+	_, err := l.fh.Write(l.buf)
+	if err == nil {
+		err = datasync(l.fh)
+	}
+	if err != nil {
+		return fmt.Errorf("appending to %s: %w", l.fh.Name(), err)
 	}
 	return nil
 }
+
+func (l *fileLog) Close() error { return l.fh.Close() }
 
 func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error) {
 	if err := check(kind, id); err != nil {
@@ -315,15 +344,7 @@ func (f *File) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
 	if err := check(kind, id); err != nil {
 		return nil, err
 	}
-	l := flock.New(filepath.Join(f.dir, "locks", string(kind)+"."+id+".hold"), flock.SetPermissions(fileMode))
-	ok, err := l.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, ErrBusy)
-	}
-	return func() { _ = l.Unlock() }, nil
+	return f.lockRecord(ctx, kind, id, slotHold, false)
 }
 
 // lockFile takes an exclusive cross-process lock on path, waiting until ctx

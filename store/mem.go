@@ -118,6 +118,25 @@ func (m *Mem) Append(ctx context.Context, kind Kind, id string, line []byte) err
 	return nil
 }
 
+func (m *Mem) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	return memLog{m: m, kind: kind, id: id}, nil
+}
+
+type memLog struct {
+	m    *Mem
+	kind Kind
+	id   string
+}
+
+func (l memLog) Append(line []byte) error {
+	return l.m.Append(context.Background(), l.kind, l.id, line)
+}
+
+func (memLog) Close() error { return nil }
+
 func (m *Mem) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
 	if err := check(kind, id); err != nil {
 		return nil, err

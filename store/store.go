@@ -64,6 +64,9 @@ type Store interface {
 	// Append adds one line (a JSON value, no newline) to the record's log,
 	// durably and in one piece.
 	Append(ctx context.Context, kind Kind, id string, line []byte) error
+	// OpenLog opens the record's log for a writer that appends several
+	// lines, creating it when it does not exist.
+	OpenLog(ctx context.Context, kind Kind, id string) (Log, error)
 	// ReadLog returns the lines of the record's log, in order.
 	ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error)
 	// Hold takes a long-lived exclusive claim on (kind, id) without waiting,
@@ -71,6 +74,14 @@ type Store interface {
 	// holder (in this or another process) has it. The claim ends with
 	// release, or when the holding process dies.
 	Hold(ctx context.Context, kind Kind, id string) (release func(), err error)
+}
+
+// Log is a record's log open for appending.
+type Log interface {
+	// Append adds one line (a JSON value, no newline), durably and in one
+	// piece.
+	Append(line []byte) error
+	Close() error
 }
 
 // ErrBusy is returned by Hold when the claim is held elsewhere.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/capabilities-sh/capabilities/store/storetest"
@@ -21,6 +22,7 @@ func TestFileConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = f.Close() })
 		return f
 	})
 }
@@ -58,6 +60,100 @@ func checkModes(t *testing.T, dir string) {
 	}
 	if n < 10 {
 		t.Errorf("walked only %d entries", n)
+	}
+}
+
+// TestSpares: run records and journals are written through empty files the
+// store keeps ready in runs/ (refilled in the background), the records stay
+// whole and mode 600, Close removes the unused ones, and Open removes those
+// a dead process left behind.
+func TestSpares(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs := filepath.Join(dir, "runs")
+	spares := func() int {
+		m, _ := filepath.Glob(filepath.Join(runs, ".spare-*"))
+		return len(m)
+	}
+	if err := f.Put(ctx, store.Runs, "r1", map[string]int{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for spares() < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spares after 5 s; want 8 made in the background", spares())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.Put(ctx, store.Runs, "r2", map[string]int{"n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Put(ctx, store.Runs, "r1", map[string]int{"n": 3}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.OpenLog(ctx, store.Runs, "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if n := spares(); n > 5 {
+		t.Errorf("%d spares left after three writes and a new journal; want them used", n)
+	}
+	for id, want := range map[string]int{"r1": 3, "r2": 2} {
+		var got map[string]int
+		if err := f.Get(ctx, store.Runs, id, &got); err != nil || got["n"] != want {
+			t.Errorf("Get %s = %v, %v; want n=%d", id, got, err, want)
+		}
+	}
+	if lines, err := f.ReadLog(ctx, store.Runs, "r2"); err != nil || len(lines) != 1 {
+		t.Errorf("ReadLog r2 = %q, %v", lines, err)
+	}
+	if problems, _ := store.CheckModes(dir); len(problems) > 0 {
+		t.Errorf("modes: %v", problems)
+	}
+	if ids, _ := f.List(ctx, store.Runs); len(ids) != 2 {
+		t.Errorf("List = %v; spares must not be listed", ids)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := spares(); n != 0 {
+		t.Errorf("%d spares after Close; want none", n)
+	}
+	// Writes after Close still work, without spares.
+	if err := f.Put(ctx, store.Runs, "r3", map[string]int{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	stale := filepath.Join(runs, ".spare-stale")
+	fresh := filepath.Join(runs, ".spare-fresh")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	g, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a spare two hours old survived Open: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a recent spare (maybe a live process's) was removed: %v", err)
 	}
 }
 

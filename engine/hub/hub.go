@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -50,7 +51,8 @@ type Hub struct {
 	catalog    atomic.Pointer[catalog]
 }
 
-// New returns a hub over st. Close it to reap upstream processes.
+// New returns a hub over st. Close it to reap upstream processes; it also
+// closes st when st has a Close method.
 func New(st store.Store, opts Options) *Hub {
 	h := &Hub{store: st, opts: opts, log: opts.Logger}
 	if h.log == nil {
@@ -74,6 +76,9 @@ func (h *Hub) Close() {
 	h.pool.Close()
 	if h.runs.driver != nil {
 		_ = h.runs.driver.Close()
+	}
+	if c, ok := h.store.(io.Closer); ok {
+		_ = c.Close()
 	}
 }
 

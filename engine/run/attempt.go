@@ -47,23 +47,13 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	r.Status = model.RunRunning
 	r.Attempts++
 	r.UpdatedAt = e.now()
-	// A run is stored before its first call reaches the host, so that a
-	// crash leaves a record to resume from; code that calls nothing is
-	// stored once, when it ends.
-	stored := false
-	persist := func() error {
-		if stored {
-			return nil
-		}
+	// A run is stored when its first call reaches the host (see
+	// host.startStoring); code that calls nothing is stored once, when it
+	// ends. A resumed run marks its new attempt at once.
+	stored := fresh == nil
+	if stored {
 		if err := e.store.Put(ctx, store.Runs, id, r); err != nil {
-			return fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
-		}
-		stored = true
-		return nil
-	}
-	if fresh == nil { // a resumed run: mark the new attempt at once
-		if err := persist(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
 		}
 	}
 
@@ -88,7 +78,7 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		e.mu.Unlock()
 	}()
 
-	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal), persist: persist}
+	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
 	for _, je := range journal {
 		h.journal[je.Seq] = je
 	}
@@ -101,10 +91,8 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		Host:        h,
 		ReplayCalls: len(journal),
 	})
-	h.mu.Lock()
-	firstWrite := !stored
-	h.mu.Unlock()
-	return e.finish(ctx, r, h, out, firstWrite)
+	h.stopStoring()
+	return e.finish(ctx, r, h, out, !h.stored)
 }
 
 // failure turns a preparation error into a failed outcome.
@@ -204,18 +192,64 @@ type host struct {
 	pending  []model.Pending
 	paused   bool
 	diverged *model.RunError
-	// persist stores the run record if it is not stored yet; called under
-	// mu before the first call goes anywhere.
-	persist func() error
+
+	// The run record and the journal: the first call starts storing the
+	// record (when it is not stored yet) and opening the journal, and goes
+	// on to policy and the upstream meanwhile; settle waits for both before
+	// it journals. Resume needs the record only once a call settled.
+	ctx      context.Context
+	storing  sync.Once
+	ready    chan struct{} // closed when storing is done
+	stored   bool          // the record exists; read after ready
+	log      store.Log
+	storeErr error
+}
+
+// startStoring stores the record and opens the journal, once, in the
+// background.
+func (h *host) startStoring() {
+	h.storing.Do(func() {
+		go func() {
+			defer close(h.ready)
+			if !h.stored {
+				if err := h.e.store.Put(h.ctx, store.Runs, h.run.ID, h.run); err != nil {
+					h.storeErr = fmt.Errorf("storing run %s: %w", h.run.ID, err)
+					return
+				}
+				h.stored = true
+			}
+			if h.log, h.storeErr = h.e.store.OpenLog(h.ctx, store.Runs, h.run.ID); h.storeErr != nil {
+				h.storeErr = fmt.Errorf("opening the journal of %s: %w", h.run.ID, h.storeErr)
+			}
+		}()
+	})
+}
+
+// waitStored waits until the record is stored and the journal open.
+func (h *host) waitStored() error {
+	<-h.ready
+	return h.storeErr
+}
+
+// stopStoring waits for storing, if it started, and closes the journal.
+func (h *host) stopStoring() {
+	started := true
+	h.storing.Do(func() { started = false })
+	if !started {
+		return
+	}
+	<-h.ready
+	if h.log != nil {
+		if err := h.log.Close(); err != nil {
+			h.e.log.Warn("closing a journal", "run", h.run.ID, "err", err)
+		}
+	}
 }
 
 func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResult {
 	argsDigest := digest(call.Args)
+	h.startStoring()
 	h.mu.Lock()
-	if err := h.persist(); err != nil {
-		h.mu.Unlock()
-		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "journal_failed", Message: err.Error()}}
-	}
 	if je, ok := h.journal[call.Seq]; ok {
 		h.mu.Unlock()
 		if je.Address != call.Address || je.ArgsDigest != argsDigest || je.Connection != call.Connection {
@@ -372,7 +406,10 @@ func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string,
 	}
 	line, err := json.Marshal(je)
 	if err == nil {
-		err = h.e.store.Append(context.WithoutCancel(ctx), store.Runs, h.run.ID, line)
+		err = h.waitStored()
+	}
+	if err == nil {
+		err = h.log.Append(line)
 	}
 	if err != nil {
 		h.e.log.Error("journaling a call", "run", h.run.ID, "seq", call.Seq, "err", err)

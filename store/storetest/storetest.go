@@ -183,6 +183,44 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("OpenLog", func(t *testing.T) {
+		s := open(t)
+		l, err := s.OpenLog(ctx, store.Runs, "r3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]byte(`{"seq":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		// Another writer's line lands after it, in one piece.
+		if err := s.Append(ctx, store.Runs, "r3", []byte(`{"seq":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]byte(`{"seq":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]byte("a\rb")); err == nil {
+			t.Error("Log.Append of a line with a carriage return succeeded; want an error")
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := s.ReadLog(ctx, store.Runs, "r3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range lines {
+			got = append(got, string(l))
+		}
+		if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, got); diff != "" {
+			t.Errorf("ReadLog (-want +got):\n%s", diff)
+		}
+		if _, err := s.OpenLog(ctx, store.Runs, "../escape"); err == nil {
+			t.Error("OpenLog with a bad id succeeded; want an error")
+		}
+	})
+
 	t.Run("BadIDs", func(t *testing.T) {
 		s := open(t)
 		for _, id := range []string{"", "../escape", "a/b", ".hidden", "sp ace", string(make([]byte, 129))} {
@@ -210,6 +248,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		// The record itself stays usable while held.
 		if err := s.Put(ctx, store.Runs, "r1", record{Name: "x"}); err != nil {
 			t.Fatal(err)
+		}
+		// Other records, and the same id of another kind, are not held.
+		for _, k := range []struct {
+			kind store.Kind
+			id   string
+		}{{store.Runs, "r2"}, {store.Blobs, "r1"}} {
+			other, err := s.Hold(ctx, k.kind, k.id)
+			if err != nil {
+				t.Fatalf("Hold %s/%s while r1 is held: %v", k.kind, k.id, err)
+			}
+			other()
 		}
 		release()
 		again, err := s.Hold(ctx, store.Runs, "r1")

@@ -1,0 +1,54 @@
+//go:build !linux
+
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+const (
+	slotRecord = 0 // Put, Update, Delete
+	slotHold   = 1 // Hold
+)
+
+// lockRecord takes the lock in slot for (kind, id): a flock on a file per
+// record and slot in locks/ (Delete removes them). With wait it polls until
+// ctx is done, else it returns ErrBusy at once.
+func (f *File) lockRecord(ctx context.Context, kind Kind, id string, slot int64, wait bool) (func(), error) {
+	l := flock.New(f.lockPaths(kind, id)[slot], flock.SetPermissions(fileMode))
+	var ok bool
+	var err error
+	if wait {
+		ok, err = l.TryLockContext(ctx, time.Millisecond)
+	} else {
+		ok, err = l.TryLock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("locking %s/%s: %w", kind, id, err)
+	}
+	if !ok {
+		if wait {
+			return nil, fmt.Errorf("locking %s/%s: %w", kind, id, ctx.Err())
+		}
+		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, ErrBusy)
+	}
+	return func() { _ = l.Unlock() }, nil
+}
+
+func (f *File) lockPaths(kind Kind, id string) [2]string {
+	base := filepath.Join(f.dir, "locks", string(kind)+"."+id)
+	return [2]string{base + ".lock", base + ".hold"}
+}
+
+// removeLocks removes a deleted record's lock files.
+func (f *File) removeLocks(kind Kind, id string) {
+	for _, p := range f.lockPaths(kind, id) {
+		_ = os.Remove(p)
+	}
+}
