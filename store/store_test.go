@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,4 +312,55 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHoldAcrossProcesses: a claim held by another process makes Hold
+// return ErrBusy (the record itself stays writable), and the claim ends when
+// that process is killed.
+func TestHoldAcrossProcesses(t *testing.T) {
+	if dir := os.Getenv("STORE_TEST_HOLD_DIR"); dir != "" {
+		f, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Hold(context.Background(), store.Runs, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("held")
+		time.Sleep(time.Minute)
+		return
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldAcrossProcesses$")
+	cmd.Env = append(os.Environ(), "STORE_TEST_HOLD_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line := make([]byte, 5)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "held\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	if _, err := f.Hold(ctx, store.Runs, "r1"); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Hold while another process holds r1 = %v; want ErrBusy", err)
+	}
+	if err := f.Put(ctx, store.Runs, "r1", map[string]int{"n": 1}); err != nil {
+		t.Fatalf("Put while another process holds r1: %v", err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	release, err := f.Hold(ctx, store.Runs, "r1")
+	if err != nil {
+		t.Fatalf("Hold after the holder was killed: %v", err)
+	}
+	release()
 }
