@@ -36,7 +36,8 @@ func TestPrepare(t *testing.T) {
 		{"multiline template", "const msg = `Hello\nthere ${1 + 1}`;\nmsg", "const msg = \"Hello\\nthere \".concat(1 + 1);\nreturn msg;", 1, "returned the value"},
 		{"final multiline template", "`a\nb`", "return \"a\\nb\";", 1, "returned the value"},
 		{"tagged template", "String.raw`a\n${1}`", "var __freeze = Object.freeze;\nvar __defProp = Object.defineProperty;\nvar __template = (cooked, raw) => __freeze(__defProp(cooked, \"raw\", { value: __freeze(raw || cooked.slice()) }));\nvar _a;\nreturn String.raw(_a || (_a = __template([\"a\\n\", \"\"])), 1);", 1, "returned the value"},
-		{"unicode kept", `return "héllo ✓"`, `return "héllo ✓";`, 0, ""},
+		{"unicode kept", `return "héllo ✓";`, `return "héllo ✓";`, 0, ""},
+		{"plain JavaScript is sent as it is", "// list them\nconst xs = await gh.list({});   // all\nreturn xs.map((x) => x.id)", "// list them\nconst xs = await gh.list({});   // all\nreturn xs.map((x) => x.id)", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +55,61 @@ func TestPrepare(t *testing.T) {
 				t.Errorf("notices = %q, want one containing %q", p.Notices, tt.notice)
 			}
 		})
+	}
+}
+
+// TestPlainJS: code that is plain JavaScript skips esbuild, and only when
+// esbuild's path would have sent the same program: no TypeScript stripped,
+// no rewrite, no error.
+func TestPlainJS(t *testing.T) {
+	tests := []struct {
+		src   string
+		plain bool
+	}{
+		{"return 1", true},
+		{"return 1;", true},
+		{"return 1;\n// done\n", true},
+		{"const r = await gh.get({ id: 1 });\nreturn r.title;", true},
+		{"let n = 0;\nfor (let i = 0; i < 10; i++) { n += i }\nreturn n", true},
+		{"const xs = await Promise.all([1, 2].map((i) => gh.get({ i })));\nreturn xs.filter((x) => x.ok)", true},
+		{"if (a) {\n  return 1;\n}", true},
+		{"try { return await gh.get({}) } catch (e) { return e.code }", true},
+		{"class A { x = 1 }\nreturn new A().x", true},
+		{"const s = `a ${1} b`;\nreturn s", true},
+		{"return await import('qjs:std')", true}, // the sandbox refuses import() either way
+
+		{"", false},
+		{"1 + 1", false},            // returned by rewriteEnd
+		{"await gh.get({})", false}, // returned by rewriteEnd
+		{"async function main() { return 1 }", false}, // called by rewriteEnd
+		{"async () => 1", false},
+		{"return 1;;", false},
+		{"return f<string>(x)", false},            // a TypeScript generic call
+		{"const a: number = 1;\nreturn a", false}, // TypeScript
+		{"return x as string", false},             // TypeScript
+		{"return 1 +", false},                     // a syntax error, for esbuild to report
+		{"import fs from 'fs';\nreturn 1", false}, // a module
+		{"return a < b && c > d", false},          // '<' and '>': esbuild decides
+	}
+	for _, tt := range tests {
+		if got := plainJS(tt.src); got != tt.plain {
+			t.Errorf("plainJS(%q) = %v, want %v", tt.src, got, tt.plain)
+		}
+		if !tt.plain {
+			continue
+		}
+		// esbuild's path would have sent the same program, unrewritten.
+		js, err := strip(tt.src)
+		if err != nil {
+			t.Errorf("%q: plain, but esbuild fails: %v", tt.src, err)
+			continue
+		}
+		if _, notice := rewriteEnd(js); notice != "" {
+			t.Errorf("%q: plain, but esbuild's path rewrites it: %s", tt.src, notice)
+		}
+		if p, err := Prepare(tt.src); err != nil || p.JS != tt.src || len(p.Notices) != 0 {
+			t.Errorf("Prepare(%q) = %q %q %v; want the code as sent", tt.src, p.JS, p.Notices, err)
+		}
 	}
 }
 

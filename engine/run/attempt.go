@@ -91,6 +91,12 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		Host:        h,
 		ReplayCalls: len(journal),
 	})
+	if prepared.Plain && out.Status == sandbox.StatusFailed && out.Error != nil && out.Error.Code == sandbox.CodeSyntax {
+		// QuickJS refused code that skipped esbuild; esbuild says it better.
+		if err := code.Diagnose(r.Code); err != nil {
+			out = failure(err)
+		}
+	}
 	h.stopStoring()
 	return e.finish(ctx, r, h, out, !h.stored)
 }

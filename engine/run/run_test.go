@@ -354,3 +354,21 @@ for (let i = 0; i < 12; i++) {
 return n;`)
 	t.Fatal("the child was meant to be killed before the run ended")
 }
+
+// TestSyntaxErrorOfPlainCode: code that skipped esbuild (it looked like
+// plain JavaScript) but that QuickJS cannot compile fails before anything
+// runs, with esbuild's located message about the code as sent.
+func TestSyntaxErrorOfPlainCode(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	env, err := f.h.Execute(context.Background(), "await up.echo({message: \"x\"});\nif (0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "failed" || env.Error == nil || env.Error.Code != "syntax_error" ||
+		!strings.Contains(env.Error.Message, "line 2") || !strings.Contains(env.Error.Message, "ended early") {
+		t.Fatalf("envelope %+v, want esbuild's syntax error at line 2", env)
+	}
+	if len(env.Calls) != 0 || len(f.upstreamCalls(t)) != 0 {
+		t.Errorf("a call was made: %+v", env.Calls)
+	}
+}
