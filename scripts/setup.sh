@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
-# System packages the tests use. Each line: a command to look for, then the
-# Debian package that provides it.
+# System packages the tests use. Each line: a command (or an absolute path)
+# to look for, then the Debian package that provides it.
 apt_needs=(
   "node nodejs"
   "npm npm"
@@ -25,13 +25,20 @@ apt_needs=(
   "dbus-launch dbus-x11"
   "gnome-keyring-daemon gnome-keyring"
   "secret-tool libsecret-tools"
+  # The race detector (go test -race) needs cgo: a C compiler and libc headers.
+  "gcc gcc"
+  "/usr/include/stdio.h libc6-dev"
 )
 
 if [ "${SETUP_APT:-1}" = 1 ]; then
   missing=()
   for pair in "${apt_needs[@]}"; do
     set -- $pair
-    command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+    if [[ $1 == /* ]]; then
+      [ -e "$1" ] || missing+=("$2")
+    else
+      command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+    fi
   done
   if [ ${#missing[@]} -gt 0 ]; then
     sudo=""

@@ -292,15 +292,13 @@ func (f *File) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
 type fileLog struct {
 	fh   *os.File
 	name string
-	buf  []byte
 }
 
 func (l *fileLog) Append(line []byte) error {
 	if bytes.ContainsAny(line, "\n\r") {
 		return fmt.Errorf("appending to %s: a log line must not contain a newline", l.name)
 	}
-	l.buf = append(append(l.buf[:0], line...), '\n')
-	_, err := l.fh.Write(l.buf)
+	_, err := l.fh.Write(append(line[:len(line):len(line)], '\n'))
 	if err == nil {
 		err = datasync(l.fh)
 	}

@@ -25,6 +25,7 @@ type spares struct {
 	taken   time.Time // last take
 	filling bool
 	closed  bool
+	swept   bool // stale spares removed (by the first fill)
 	filler  sync.WaitGroup
 }
 
@@ -35,11 +36,7 @@ const (
 	spareStale  = time.Hour
 )
 
-func newSpares(dir string) *spares {
-	s := &spares{dir: dir}
-	s.removeStale()
-	return s
-}
+func newSpares(dir string) *spares { return &spares{dir: dir} }
 
 // take returns the path of an empty file of mode 600, or "" when none is
 // ready (the caller then creates its own).
@@ -73,6 +70,10 @@ func (s *spares) giveBack(p string) {
 
 func (s *spares) fill() {
 	defer s.filler.Done()
+	if !s.swept { // only fill goroutines touch swept, one at a time
+		s.swept = true
+		s.removeStale()
+	}
 	for {
 		s.mu.Lock()
 		quiet := time.Since(s.taken)
@@ -113,9 +114,10 @@ func (s *spares) close() {
 	s.ready = nil
 }
 
-// removeStale removes spares an earlier process left behind. A spare still
-// in a live process's pool is only removed once it is an hour old; that
-// process then creates its file itself.
+// removeStale removes spares an earlier process left behind, once per
+// process that writes runs (not on every Open: runs/ can hold thousands of
+// files). A spare still in a live process's pool is only removed once it is
+// an hour old; that process then creates its file itself.
 func (s *spares) removeStale() {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {

@@ -76,7 +76,7 @@ type Store interface {
 	Hold(ctx context.Context, kind Kind, id string) (release func(), err error)
 }
 
-// Log is a record's log open for appending.
+// Log is a record's log open for appending. It is safe for concurrent use.
 type Log interface {
 	// Append adds one line (a JSON value, no newline), durably and in one
 	// piece.

@@ -4,9 +4,11 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -215,6 +217,33 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, got); diff != "" {
 			t.Errorf("ReadLog (-want +got):\n%s", diff)
+		}
+		// One log shared by parallel calls: every line lands whole.
+		l, err = s.OpenLog(ctx, store.Runs, "r4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 20 {
+					if err := l.Append(fmt.Appendf(nil, `{"g":%d,"i":%d,"pad":%q}`, g, i, strings.Repeat("x", 100*g))); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		_ = l.Close()
+		lines, err = s.ReadLog(ctx, store.Runs, "r4")
+		if err != nil || len(lines) != 160 {
+			t.Fatalf("ReadLog after parallel appends = %d lines, %v; want 160", len(lines), err)
+		}
+		for _, line := range lines {
+			var v struct{ G, I int }
+			if err := json.Unmarshal(line, &v); err != nil {
+				t.Fatalf("a line was torn: %q: %v", line, err)
+			}
 		}
 		if _, err := s.OpenLog(ctx, store.Runs, "../escape"); err == nil {
 			t.Error("OpenLog with a bad id succeeded; want an error")
