@@ -28,5 +28,5 @@ fi
 echo "== go test"
 go test -count=1 -timeout 30m ./... "$@"
 
-echo "== go test -race (the packages whose goroutines share state: the store, runs, the code pipeline)"
-go test -race -count=1 -timeout 30m ./store/... ./engine/run/ ./engine/code/
+echo "== go test -race (the packages whose goroutines share state: the store, runs, the hub, the code pipeline)"
+go test -race -count=1 -timeout 30m ./store/... ./engine/run/ ./engine/hub/ ./engine/code/
