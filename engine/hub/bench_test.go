@@ -155,10 +155,10 @@ func BenchmarkExecuteTrivial(b *testing.B) {
 }
 
 // benchWarm measures execute latency with a pre-warmed runtime ready for
-// each call: calls are spaced 8 ms apart, time for the warmers to rebuild.
-// Spaced further (15–30 ms), this VM lets its vCPUs and the upstream process
-// go idle and every wake-up adds milliseconds that are the machine's, not
-// the hub's; BENCHMARKS.md shows both. It reports p50 and p99.
+// each call: calls are spaced 8 ms apart (GAP=25ms sets another pause), time
+// for the warmers to rebuild. Spaced further, this VM lets its vCPUs and the
+// upstream process go idle and every wake-up adds time; BENCHMARKS.md shows
+// both. It reports p50 and p99.
 func benchWarm(b *testing.B, code string) {
 	benchWarmCode(b, func(int) string { return code })
 }
@@ -200,6 +200,7 @@ func BenchmarkExecuteSameCodeWarm(b *testing.B) {
 	benchWarm(b, `return await up.echo({message: "hi"})`)
 }
 
+// gap is the pause before each warm execute: $GAP (a Go duration), else 8 ms.
 var gap = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("GAP")); err == nil {
 		return d
