@@ -14,7 +14,9 @@ package code
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/evanw/esbuild/pkg/api"
 	"github.com/tdewolff/parse/v2"
@@ -64,11 +66,55 @@ var (
 )
 
 // Prepare checks the size, applies the forgiving rewrites, strips TypeScript
-// and returns the body of an async function as plain JavaScript.
+// and returns the body of an async function as plain JavaScript. The last
+// results are remembered: a resume, or a model sending the same code again,
+// does not pay for esbuild twice.
 func Prepare(src string) (Prepared, error) {
 	if len(src) > MaxBytes {
 		return Prepared{}, &SizeError{Size: len(src), Limit: MaxBytes}
 	}
+	if p, ok := recent.get(src); ok {
+		return p, nil
+	}
+	p, err := prepareNew(src)
+	if err == nil {
+		recent.put(src, p)
+	}
+	return p, err
+}
+
+// recent remembers the last Prepare results (the code as the key).
+var recent = &memo{m: map[string]Prepared{}}
+
+type memo struct {
+	mu   sync.Mutex
+	m    map[string]Prepared
+	ring [64]string // keys, oldest replaced first
+	next int
+}
+
+func (c *memo) get(src string) (Prepared, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[src]
+	p.Notices = slices.Clone(p.Notices)
+	return p, ok
+}
+
+func (c *memo) put(src string, p Prepared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[src]; ok {
+		return
+	}
+	delete(c.m, c.ring[c.next])
+	c.ring[c.next] = src
+	c.next = (c.next + 1) % len(c.ring)
+	p.Notices = slices.Clone(p.Notices)
+	c.m[src] = p
+}
+
+func prepareNew(src string) (Prepared, error) {
 	var p Prepared
 	orig := src
 	lineOffset := 0 // lines of orig before src's first line

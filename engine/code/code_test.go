@@ -2,6 +2,7 @@ package code
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,12 +188,69 @@ func TestPrepareSize(t *testing.T) {
 	}
 }
 
+// BenchmarkPrepare is TypeScript ending in an expression (esbuild strips the
+// types, then checks the rewrite), new code every time.
 func BenchmarkPrepare(b *testing.B) {
+	src := "interface Issue { title: string }\nconst issues: Issue[] = await github.search_issues({ q: 'is:open' });\nissues.map(i => i.title)"
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := Prepare(src + " // " + strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrepareAgain is the same TypeScript again, as a resume sends it.
+func BenchmarkPrepareAgain(b *testing.B) {
 	src := "interface Issue { title: string }\nconst issues: Issue[] = await github.search_issues({ q: 'is:open' });\nissues.map(i => i.title)"
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Prepare(src); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPrepareRemembers: the same code gives the same result from memory,
+// callers cannot change what is remembered, and old entries make way.
+func TestPrepareRemembers(t *testing.T) {
+	src := "```ts\nconst a: number = 1;\na\n```"
+	first, err := Prepare(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Notices[0] = "changed by the caller"
+	again, err := Prepare(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.JS != "const a = 1;\nreturn a;" || len(again.Notices) != 2 || again.Notices[0] == "changed by the caller" {
+		t.Fatalf("again = %+v", again)
+	}
+	for i := range 2 * len(recent.ring) {
+		if _, err := Prepare("return " + strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := recent.get(src); ok {
+		t.Error("an entry older than the last 64 is still remembered")
+	}
+	if n := len(recent.m); n > len(recent.ring) {
+		t.Errorf("%d entries remembered, want at most %d", n, len(recent.ring))
+	}
+}
+
+// BenchmarkPreparePlain is plain JavaScript, which skips esbuild.
+func BenchmarkPreparePlain(b *testing.B) {
+	src := "const issues = await github.search_issues({ q: 'is:open' });\nreturn issues.map(i => i.title); // "
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if p, err := Prepare(src + strconv.Itoa(i)); err != nil || !p.Plain {
+			b.Fatal(p, err)
 		}
 	}
 }
