@@ -338,6 +338,13 @@ func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, err
 	return lines, nil
 }
 
+// The two locks of a record (lockRecord, in lock_*.go): one taken by Put,
+// Update and Delete, one by Hold, so that a held record stays writable.
+const (
+	slotRecord = 0
+	slotHold   = 1
+)
+
 func (f *File) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
 	if err := check(kind, id); err != nil {
 		return nil, err

@@ -20,11 +20,6 @@ import (
 // description, so it excludes other goroutines of this process as well as
 // other processes, and the kernel drops it when the process dies.
 
-const (
-	slotRecord = 0 // Put, Update, Delete
-	slotHold   = 1 // Hold
-)
-
 // lockRecord takes the lock in slot for (kind, id); with wait it polls until
 // ctx is done, else it returns ErrBusy at once.
 func (f *File) lockRecord(ctx context.Context, kind Kind, id string, slot int64, wait bool) (func(), error) {

@@ -12,11 +12,6 @@ import (
 	"github.com/gofrs/flock"
 )
 
-const (
-	slotRecord = 0 // Put, Update, Delete
-	slotHold   = 1 // Hold
-)
-
 // lockRecord takes the lock in slot for (kind, id): a flock on a file per
 // record and slot in locks/ (Delete removes them). With wait it polls until
 // ctx is done, else it returns ErrBusy at once.
