@@ -108,6 +108,40 @@ func BenchmarkExecuteOverHubCall(b *testing.B) {
 	})
 }
 
+// BenchmarkExecuteWarmMCP: MCP execute with a warm runtime ready, new code
+// every 8 ms, through the go-sdk client and server in this process (both
+// sides' JSON and the in-memory transport count), trivial code and code
+// making one upstream call. It reports the p50s.
+func BenchmarkExecuteWarmMCP(b *testing.B) {
+	h := newHub(b)
+	h.addScripted("reader", false)
+	_, cs := inProcess(b, h)
+	ctx := context.Background()
+	var trivial, oneCall []time.Duration
+	exec := func(code string) time.Duration {
+		time.Sleep(8 * time.Millisecond)
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": code}})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("execute: %v %+v", err, res)
+		}
+		return d
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		trivial = append(trivial, exec(fmt.Sprintf("return %d", i)))
+		oneCall = append(oneCall, exec(fmt.Sprintf(`return await reader.echo({message: "hi %d"})`, i)))
+	}
+	p50 := func(d []time.Duration) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[len(d)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(p50(trivial), "trivial-p50-ms")
+	b.ReportMetric(p50(oneCall), "one-call-p50-ms")
+}
+
 type bearer struct {
 	token string
 	next  http.RoundTripper
