@@ -96,6 +96,12 @@ var escapeCorpus = []escapeCase{
 	{"timer past 30 s", `await new Promise(r => setTimeout(r, 40000))`, Limits{}, StatusFailed, CodeRuntime, "RangeError: setTimeout delay of 40000 ms exceeds the sandbox limit of 30000 ms"},
 	{"endless timers", `for (;;) await new Promise(r => setTimeout(r, 100))`, Limits{WallMs: 400}, StatusFailed, CodeWallTimeout, "longer than its wall time limit"},
 	{"thrown non-error", `throw 42`, Limits{}, StatusFailed, CodeRuntime, "uncaught value: 42"},
+
+	// Code that closes the function it is wrapped in runs at the top of the
+	// script, after the run is set up, with no more than the function has.
+	{"wrapper break-out", `}); console.log("top"); if (0) (async function () {`, Limits{}, StatusFailed, CodeRuntime, "TypeError"},
+	{"wrapper break-out logging", `}); for (let i = 0; i < 100000; i++) console.log("top " + i); if (0) (async function () {`, Limits{}, StatusFailed, CodeRuntime, "TypeError"},
+	{"wrapper break-out pending promise", `}); new Promise(() => {}).then(function () {`, fast, StatusFailed, "", ""},
 }
 
 func TestEscapeCorpus(t *testing.T) {
