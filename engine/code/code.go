@@ -50,6 +50,9 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
+	if e.Line == 0 { // no place in the code to show (see errClosesWrapper)
+		return "syntax error: " + e.Message
+	}
 	caret := strings.Repeat(" ", max(0, e.Column-1)) + "^"
 	return fmt.Sprintf("syntax error at line %d, column %d: %s\n  %d | %s\n  %s | %s",
 		e.Line, e.Column, e.Message, e.Line, e.LineText, strings.Repeat(" ", len(fmt.Sprint(e.Line))), caret)
@@ -170,7 +173,7 @@ func Diagnose(src string) error {
 func prepare(p Prepared, orig, src string, lineOffset, exportLine, exportShift int, callAfter string) (Prepared, error) {
 	js, err := strip(src)
 	if err != nil {
-		if se, ok := err.(*SyntaxError); ok {
+		if se, ok := err.(*SyntaxError); ok && se.Line > 0 {
 			if se.Line == exportLine && se.Column > 1 {
 				se.Column += exportShift
 			}
@@ -261,9 +264,21 @@ func strip(body string) (string, error) {
 	helpers := out[:start]
 	lines := strings.Split(out[start+len(open):end], "\n")
 	for i, l := range lines {
+		// esbuild indents everything inside the function; a line that is
+		// not indented was written after the function closed.
+		if l != "" && !strings.HasPrefix(l, "  ") {
+			return "", errClosesWrapper()
+		}
 		lines[i] = strings.TrimPrefix(l, "  ")
 	}
 	return helpers + strings.Join(lines, "\n"), nil
+}
+
+// errClosesWrapper is code with a `}` that closes the async function it is
+// the body of, followed by more code, which would then run outside it. Where
+// the stray `}` is cannot be told from esbuild's output, so it has no line.
+func errClosesWrapper() *SyntaxError {
+	return &SyntaxError{Message: "the code closes the function it runs in: a `}` has no matching `{` before it, and code follows it (the code is the body of an async function); remove the extra closing bracket"}
 }
 
 func syntaxError(m api.Message) *SyntaxError {

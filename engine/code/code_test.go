@@ -177,6 +177,37 @@ func TestPrepareSyntaxErrors(t *testing.T) {
 	}
 }
 
+// TestPrepareClosesWrapper: code that closes the function it is the body of
+// and goes on is refused, rather than run outside the function.
+func TestPrepareClosesWrapper(t *testing.T) {
+	for _, src := range []string{
+		"}); console.log(1); if (0) (async function () {",
+		"return 1\n});\nglobalThis.x = 1;\n(async function () {",
+		"```ts\nconst a: number = 1;\n}); new Promise(() => {}).then(function () {\n```",
+	} {
+		_, err := Prepare(src)
+		var se *SyntaxError
+		if !errors.As(err, &se) || !strings.Contains(se.Error(), "closes the function it runs in") {
+			t.Errorf("Prepare(%q) = %v, want the wrapper-closing error", src, err)
+		}
+		if derr := Diagnose(src); derr == nil || derr.Error() != err.Error() {
+			t.Errorf("Diagnose(%q) = %v, want %v", src, derr, err)
+		}
+	}
+	// Braces inside strings, templates, regexes and comments are not code.
+	for _, src := range []string{
+		"const s = \"})\";\nreturn s",
+		"const t = `a\n})\nb`;\nreturn t",
+		"const r = /}\\)/;\nreturn r.source",
+		"// })\nreturn 1",
+		"const a: string = \"})\";\nreturn `${a}\n}`",
+	} {
+		if _, err := Prepare(src); err != nil {
+			t.Errorf("Prepare(%q) = %v", src, err)
+		}
+	}
+}
+
 func TestPrepareSize(t *testing.T) {
 	_, err := Prepare(strings.Repeat("x", MaxBytes+1))
 	var se *SizeError

@@ -3,6 +3,9 @@ package code
 import (
 	"strings"
 	"testing"
+
+	"github.com/tdewolff/parse/v2"
+	"github.com/tdewolff/parse/v2/js"
 )
 
 // FuzzPrepare: Prepare never panics; it returns JavaScript or a located
@@ -14,14 +17,23 @@ func FuzzPrepare(f *testing.F) {
 		"```js\nreturn 2\n```", "export default async () => 3", "if (a) {\n  return 1;\n}",
 		"return `a ${b}`", "async function main() { return 1 }", "return 1 +", "/* c */ return /re/g.test(x) // d",
 		"label: for (;;) break label;\nreturn 1", "return a ? b : c", "return x?.y ?? z", "return #x in y",
+		"}); console.log(1); if (0) (async function () {", "const s = `})\n`; return s",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Prepare(src)
 		if err != nil {
-			if se, ok := err.(*SyntaxError); ok && (se.Line < 1 || se.Column < 1) {
+			se, ok := err.(*SyntaxError)
+			closes := ok && se.Message == errClosesWrapper().Message
+			if ok && (se.Line < 1 || se.Column < 1) && !closes {
 				t.Fatalf("syntax error without a location: %+v", se)
+			}
+			if closes && !strings.Contains(src, "```") && !exportDefault.MatchString(src) {
+				// A body that parses as statements closes nothing.
+				if _, perr := js.Parse(parse.NewInputString(src), js.Options{Inline: true}); perr == nil {
+					t.Fatalf("%q parses as a function body but was refused as closing it", src)
+				}
 			}
 			return
 		}
