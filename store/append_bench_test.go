@@ -15,6 +15,7 @@ func BenchmarkAppend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer f.Close()
 	line := []byte(`{"seq":1,"address":"github.createIssue","argsDigest":"0123456789abcdef","ok":true,"value":{"number":42},"ms":120}`)
 	ctx := context.Background()
 	b.ReportAllocs()
