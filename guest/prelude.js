@@ -450,19 +450,22 @@
       try { p = fn(); } catch (e) { finish(false, e); return; }
       apply(promiseThen, p, [(v) => finish(true, v), (e) => finish(false, e)]);
     },
-    deliver(kind, id, payload) {
-      if (kind === 'timer') {
-        const t = apply(mapGet, timers, [id]);
+    // deliver takes one message from the host: {"timer": id, "due": ms} when
+    // a timer is due, {"id": seq, "r": {ok, value | error}} when a call settled.
+    deliver(message) {
+      const m = parse(message);
+      if (m.timer !== undefined) {
+        const t = apply(mapGet, timers, [m.timer]);
         if (!t) return;
-        apply(mapDelete, timers, [id]);
-        if (payload > elapsed) elapsed = payload;
+        apply(mapDelete, timers, [m.timer]);
+        if (m.due > elapsed) elapsed = m.due;
         try { apply(t[0], undefined, t[1]); } catch (e) { finish(false, e); }
         return;
       }
-      const p = apply(mapGet, pending, [id]);
+      const p = apply(mapGet, pending, [m.id]);
       if (!p) return;
-      apply(mapDelete, pending, [id]);
-      const r = parse(payload);
+      apply(mapDelete, pending, [m.id]);
+      const r = m.r;
       if (r.ok) {
         p[0](r.value);
         return;

@@ -190,8 +190,8 @@ func (a *attempt) loop() *Error {
 		delete(a.timers, id)
 		a.elapsed = max(a.elapsed, due)
 		if e := a.enter(func() error {
-			c := a.v.rt.Context()
-			return a.v.invoke(a.v.deliver, c.NewString("timer"), c.NewInt64(int64(id)), c.NewInt64(due))
+			msg := fmt.Sprintf(`{"timer":%d,"due":%d}`, id, due)
+			return a.v.invoke(a.v.deliver, a.v.rt.Context().NewString(msg))
 		}); e != nil {
 			return e
 		}
@@ -258,19 +258,22 @@ func callHost(ctx context.Context, h Host, call Call) (res CallResult) {
 	return h.CallTool(ctx, call)
 }
 
+// deliverResult hands one settled call to the guest, as one message (each
+// value passed into the runtime costs several calls into wasm).
 func (a *attempt) deliverResult(seq int, res CallResult) error {
-	var payload []byte
+	msg := append(strconv.AppendInt([]byte(`{"id":`), int64(seq), 10), `,"r":`...)
 	if res.Error != nil {
-		payload, _ = json.Marshal(map[string]any{"ok": false, "error": res.Error})
+		payload, _ := json.Marshal(map[string]any{"ok": false, "error": res.Error})
+		msg = append(msg, payload...)
 	} else {
 		value := res.Value
 		if len(value) == 0 || !json.Valid(value) {
 			value = json.RawMessage("null")
 		}
-		payload = append(append([]byte(`{"ok":true,"value":`), value...), '}')
+		msg = append(append(append(msg, `{"ok":true,"value":`...), value...), '}')
 	}
-	c := a.v.rt.Context()
-	return a.v.invoke(a.v.deliver, c.NewString("result"), c.NewInt64(int64(seq)), c.NewString(string(payload)))
+	msg = append(msg, '}')
+	return a.v.invoke(a.v.deliver, a.v.rt.Context().NewString(string(msg)))
 }
 
 // enter runs f inside the guest, counting compute time, stopping the guest
