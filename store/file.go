@@ -275,10 +275,13 @@ func (f *File) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
 		return nil, err
 	}
 	p := f.logPath(kind, id)
-	if kind == Runs {
-		f.runs.create(p)
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, fileMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		if kind == Runs {
+			f.runs.create(p) // a new journal: from a spare, no file created here
+		}
+		fh, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
 	}
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", p, err)
 	}

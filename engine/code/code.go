@@ -79,7 +79,7 @@ func Prepare(src string) (Prepared, error) {
 	if p, ok := recent.get(src); ok {
 		return p, nil
 	}
-	p, err := prepareNew(src)
+	p, err := prepareNew(src, true)
 	if err == nil {
 		recent.put(src, p)
 	}
@@ -117,7 +117,10 @@ func (c *memo) put(src string, p Prepared) {
 	c.m[src] = p
 }
 
-func prepareNew(src string) (Prepared, error) {
+// prepareNew applies the rewrites at the start of the code (fence, export
+// default), then sends plain JavaScript on as it is when plain allows, and
+// anything else through esbuild.
+func prepareNew(src string, plain bool) (Prepared, error) {
 	var p Prepared
 	orig := src
 	lineOffset := 0 // lines of orig before src's first line
@@ -144,33 +147,10 @@ func prepareNew(src string) (Prepared, error) {
 		p.Notices = append(p.Notices, fmt.Sprintf("removed `export default` (line %d): the code is the body of an async function", exportLine+lineOffset))
 	}
 
-	if callAfter == "" && plainJS(src) {
+	if plain && callAfter == "" && plainJS(src) {
 		p.JS, p.Plain = src, true
 		return p, nil
 	}
-	return prepare(p, orig, src, lineOffset, exportLine, exportShift, callAfter)
-}
-
-// Diagnose runs esbuild over code that Prepare let through as plain and the
-// sandbox could not compile, for esbuild's located *SyntaxError (nil when
-// esbuild accepts the code).
-func Diagnose(src string) error {
-	if len(src) > MaxBytes {
-		return &SizeError{Size: len(src), Limit: MaxBytes}
-	}
-	orig, lineOffset := src, 0
-	var p Prepared
-	if m := fence.FindStringSubmatchIndex(src); m != nil {
-		lineOffset = strings.Count(src[:m[2]], "\n")
-		src = src[m[2]:m[3]]
-	}
-	_, err := prepare(p, orig, src, lineOffset, 0, 0, "")
-	return err
-}
-
-// prepare is Prepare's esbuild path: strip TypeScript, locate syntax errors
-// in orig, and apply the rewrites at the end.
-func prepare(p Prepared, orig, src string, lineOffset, exportLine, exportShift int, callAfter string) (Prepared, error) {
 	js, err := strip(src)
 	if err != nil {
 		if se, ok := err.(*SyntaxError); ok && se.Line > 0 {
@@ -197,6 +177,17 @@ func prepare(p Prepared, orig, src string, lineOffset, exportLine, exportShift i
 	}
 	p.JS = js
 	return p, nil
+}
+
+// Diagnose runs esbuild over code that Prepare let through as plain and the
+// sandbox could not compile, for esbuild's located *SyntaxError (nil when
+// esbuild accepts the code).
+func Diagnose(src string) error {
+	if len(src) > MaxBytes {
+		return &SizeError{Size: len(src), Limit: MaxBytes}
+	}
+	_, err := prepareNew(src, false)
+	return err
 }
 
 // plainJS reports whether body can go to the sandbox as it is, skipping

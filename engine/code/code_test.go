@@ -208,6 +208,16 @@ func TestPrepareClosesWrapper(t *testing.T) {
 	}
 }
 
+// TestDiagnoseSeesTheRewrites: Diagnose reports on the code after the same
+// rewrites Prepare made (fence, export default), at lines of the code as sent.
+func TestDiagnoseSeesTheRewrites(t *testing.T) {
+	src := "Here:\n```js\nexport default 1;\nif (0)\n```"
+	var se *SyntaxError
+	if err := Diagnose(src); !errors.As(err, &se) || se.Line != 4 || !strings.Contains(se.Message, "ended early") {
+		t.Errorf("Diagnose = %v, want esbuild's error at line 4 of the message", err)
+	}
+}
+
 func TestPrepareSize(t *testing.T) {
 	_, err := Prepare(strings.Repeat("x", MaxBytes+1))
 	var se *SizeError

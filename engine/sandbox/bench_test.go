@@ -58,24 +58,12 @@ func BenchmarkTrivialRunSustained(b *testing.B) {
 	}
 }
 
-func BenchmarkTrivialRun(b *testing.B) {
-	d := driver(b)
-	h := &fakeHost{}
-	var p p50
-	b.ReportAllocs()
-	for b.Loop() {
-		waitWarm(b, d)
-		p.time(func() {
-			out := d.Run(context.Background(), Request{JS: "return 1 + 1", Host: h, Namespaces: testNamespaces})
-			if out.Status != StatusCompleted {
-				b.Fatal(out.Error)
-			}
-		})
-	}
-	p.report(b)
-}
+func BenchmarkTrivialRun(b *testing.B) { benchWarmRun(b, "return 1 + 1") }
 
-func BenchmarkOneBridgeCall(b *testing.B) {
+func BenchmarkOneBridgeCall(b *testing.B) { benchWarmRun(b, "return await gh.echo({n: 1})") }
+
+// benchWarmRun times js with a pre-warmed runtime ready and reports the p50.
+func benchWarmRun(b *testing.B, js string) {
 	d := driver(b)
 	h := &fakeHost{}
 	var p p50
@@ -83,7 +71,7 @@ func BenchmarkOneBridgeCall(b *testing.B) {
 	for b.Loop() {
 		waitWarm(b, d)
 		p.time(func() {
-			out := d.Run(context.Background(), Request{JS: "return await gh.echo({n: 1})", Host: h, Namespaces: testNamespaces})
+			out := d.Run(context.Background(), Request{JS: js, Host: h, Namespaces: testNamespaces})
 			if out.Status != StatusCompleted {
 				b.Fatal(out.Error)
 			}
