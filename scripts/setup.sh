@@ -17,7 +17,7 @@ apt_needs=(
   "npm npm"
   "git git"
   # The keychain tests run a real Secret Service in a throwaway desktop
-  # session (../shared/tools/desktop/with-desktop-session.sh).
+  # session (testdata/tools/desktop/with-desktop-session.sh).
   "Xvfb xvfb"
   "xauth xauth"
   "dbus-daemon dbus-daemon"

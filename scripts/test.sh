@@ -19,9 +19,11 @@ echo "== build for macOS (the desktop app's other platform)"
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
 
 echo "== staticcheck"
-staticcheck=.tools/bin/staticcheck
+# Built once per machine (outside the clone, so a fresh clone reuses it).
+tools="${XDG_CACHE_HOME:-$HOME/.cache}/capabilities/tools/staticcheck-v0.8.2"
+staticcheck="$tools/staticcheck"
 if [ ! -x "$staticcheck" ]; then
-  GOBIN="$(pwd)/.tools/bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  GOBIN="$tools" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
 "$staticcheck" ./...
 

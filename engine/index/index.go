@@ -17,7 +17,7 @@
 // score grows with the share of the query's words it matches (×(1 + 0.5 ×
 // share)), so tools matching more of what was asked rank first. Field
 // weights, length normalization and the synonym table were tuned on the
-// real manifests in shared/corpus with the intent queries of eval_test.go;
+// real manifests in testdata/manifests with the intent queries of eval_test.go;
 // the numbers are in docs/bench-search.md.
 // Each term's weight in each tool is computed at build, so a search only
 // adds up posting lists.

@@ -3,7 +3,7 @@ package secret
 // Tests against a real Secret Service (gnome-keyring-daemon on a private
 // D-Bus session bus). Each test runs in two roles: from the normal test run
 // it re-executes the test binary, for this one test, inside a throwaway
-// session (../shared/tools/desktop/with-desktop-session.sh) or with a hung
+// session (testdata/tools/desktop/with-desktop-session.sh) or with a hung
 // session bus; inside, with innerEnv set, it does the real work.
 
 import (
@@ -34,11 +34,7 @@ func desktopScript(t *testing.T) string {
 			t.Fatalf("%s not found: %s", tool, installHint)
 		}
 	}
-	script := filepath.Join(testenv.Root(t), "..", "shared", "tools", "desktop", "with-desktop-session.sh")
-	if _, err := os.Stat(script); err != nil {
-		t.Fatalf("the desktop session script is missing (%v): it comes with the shared tools next to the repository", err)
-	}
-	return script
+	return testenv.Tool(t, "desktop/with-desktop-session.sh")
 }
 
 // reexec runs this test binary for test name with innerEnv=role, through

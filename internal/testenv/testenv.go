@@ -77,12 +77,24 @@ func Filesystem(t testing.TB, dir string) []string {
 	return []string{Node(t), NPMPath(t, "@modelcontextprotocol/server-filesystem/dist/index.js"), dir}
 }
 
-// Corpus returns the directory of real tool manifests, ../shared/corpus/manifests.
+// Corpus returns the directory of real tool manifests, testdata/manifests
+// (19 public MCP servers; testdata/manifests/SOURCES.md says where each came from).
 func Corpus(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(Root(t), "..", "shared", "corpus", "manifests")
+	p := filepath.Join(Root(t), "testdata", "manifests")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the manifest corpus is missing at %s: the tests expect shared/ beside the repository", p)
+		t.Fatalf("the manifest corpus is missing at %s: it is part of the repository; restore it with git checkout", p)
+	}
+	return p
+}
+
+// Tool returns a script of the project's own test tools, testdata/tools/rel
+// (the conformance runner, the throwaway desktop session).
+func Tool(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(Root(t), "testdata", "tools", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the test tool %s is missing: it is part of the repository; restore it with git checkout", p)
 	}
 	return p
 }

@@ -59,14 +59,14 @@ var conformanceScenarios = []string{
 }
 
 // TestConformance runs the protocol's conformance suite, pinned in
-// testdata/npm and started through ../shared/tools/conformance (a Node 20
+// testdata/npm and started through testdata/tools/conformance (a Node 20
 // loader shim for fs.globSync), against the hub's HTTP handler.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	h := newHub(t)
 	h.j2()
 	url := conformanceListener(t, h)
-	script := filepath.Join(testenv.Root(t), "..", "shared", "tools", "conformance", "run-conformance.sh")
+	script := testenv.Tool(t, "conformance/run-conformance.sh")
 	testenv.NPMPath(t, "@modelcontextprotocol/conformance/dist/index.js")
 	for _, sc := range conformanceScenarios {
 		out := t.TempDir()
