@@ -72,9 +72,9 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 }
 
 // resume continues a run. A person's answers to the client's form, with the
-// state the hub signed, are recorded first. Only a run that waits for a
-// person (or whose process died) can be resumed: a finished run's result is
-// not handed to another caller.
+// state the hub signed, are recorded first. A run that finished meanwhile
+// (`hub approve` resumes it itself) returns its final envelope once more and
+// runs nothing: the model was told to resume after the person decided.
 func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest, runID string) (*hub.Envelope, error) {
 	if state := req.Params.RequestState; state != "" || len(req.Params.InputResponses) > 0 {
 		if s.opts.Signer == nil {
@@ -96,18 +96,7 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest, runID str
 			return nil, fmt.Errorf("the approval was refused: %w", err)
 		}
 	}
-	eng, err := s.hub.Runs()
-	if err != nil {
-		return nil, err
-	}
-	r, err := eng.Get(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	if r.Status.Done() {
-		return nil, fmt.Errorf("run %s is %s; resume continues only a run awaiting approval (a finished run's result was returned when it finished)", runID, r.Status)
-	}
-	return eng.Resume(ctx, runID)
+	return s.hub.Resume(ctx, runID)
 }
 
 // canElicit reports whether the client declared form elicitation.
