@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,15 +134,20 @@ func (p *process) exited() bool {
 	}
 }
 
-// exitText describes how the process ended, for errors.
+// exitText describes how the process ended, for errors: "the server " +
+// exitText().
 func (p *process) exitText() string {
 	if !p.exited() {
-		return "still running"
+		return "is still running"
 	}
 	if p.err == nil {
 		return "exited with status 0"
 	}
-	return p.err.Error()
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) && ee.ExitCode() < 0 {
+		return "was killed (" + p.err.Error() + ")"
+	}
+	return "exited (" + p.err.Error() + ")"
 }
 
 // stop ends the process group: close stdin and wait briefly, then SIGTERM,
@@ -187,15 +193,42 @@ func (t *tail) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Lines returns up to the last n lines.
+// Lines returns up to the last n informative lines, for a person: blank
+// lines and stack frames ("    at f (file:1:2)") are left out, each line is
+// cut at 300 bytes, and when none of them names an error, the last line
+// before them that does comes first (node's "Error: Cannot find module …"
+// is followed by more lines than n).
 func (t *tail) Lines(n int) string {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(t.buf), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	text := string(t.buf)
+	t.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimRight(l, " \t\r")
+		if s := strings.TrimSpace(l); s == "" || strings.HasPrefix(s, "at ") {
+			continue
+		}
+		lines = append(lines, truncate(l, 300))
 	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	last := lines[len(lines)-n:]
+	if slices.ContainsFunc(last, namesError) {
+		return strings.Join(last, "\n")
+	}
+	for i := len(lines) - n - 1; i >= 0; i-- {
+		if namesError(lines[i]) {
+			return strings.Join(append([]string{lines[i], "…"}, last[1:]...), "\n")
+		}
+	}
+	return strings.Join(last, "\n")
+}
+
+// namesError reports whether a line of stderr looks like the error itself.
+func namesError(line string) bool {
+	l := strings.ToLower(line)
+	return strings.Contains(l, "error") || strings.Contains(l, "fatal") || strings.Contains(l, "cannot ") || strings.Contains(l, "not found")
 }
 
 func truncate(s string, n int) string {

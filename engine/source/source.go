@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,6 +86,13 @@ func Connect(ctx context.Context, src model.Source, opts Options) (*Session, err
 
 // ConnectWith connects with a resolved credential (nil for none).
 func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts Options) (*Session, error) {
+	// The source as configured, before the credential joins its
+	// environment: Pool compares it with the next call's source, and a
+	// difference would restart the upstream on every call.
+	orig, secretValue := src, ""
+	if cred != nil {
+		secretValue = cred.Value
+	}
 	if cred != nil && cred.Value != "" && src.Kind == model.KindStdio {
 		if src.SecretEnv == "" {
 			return nil, fmt.Errorf("connecting to %s: the source has no variable for its credential; set one with `capabilities hub auth %s --env VAR`", src.Namespace, src.Namespace)
@@ -95,10 +103,6 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		}
 		env[src.SecretEnv] = cred.Value
 		src.Env = env
-	}
-	orig, secretValue := src, ""
-	if cred != nil {
-		secretValue = cred.Value
 	}
 	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
 		value := ""
@@ -212,7 +216,7 @@ func (s *Session) startError(ctx context.Context, err error) error {
 		where = s.src.CommandLine()
 		s.proc.stop()
 		status := s.proc.exitText()
-		stderr := s.proc.stderr.Lines(5)
+		stderr := s.Stderr(stderrLines)
 		switch {
 		case ctx.Err() != nil && !s.proc.exited() || errors.Is(err, context.DeadlineExceeded):
 			err = fmt.Errorf("the server did not answer the MCP handshake in time (is it an MCP server speaking stdio?)")
@@ -239,12 +243,20 @@ func (s *Session) Protocol() string { return s.cs.InitializeResult().ProtocolVer
 // Alive reports whether the session can still be used.
 func (s *Session) Alive() bool { return s.proc == nil || !s.proc.exited() }
 
-// Stderr returns the last lines the upstream wrote on stderr (stdio only).
+// stderrLines is how many lines of an upstream's stderr an error shows.
+const stderrLines = 5
+
+// Stderr returns the last informative lines the upstream wrote on stderr
+// (stdio only), with the session's credential scrubbed.
 func (s *Session) Stderr(lines int) string {
 	if s.proc == nil {
 		return ""
 	}
-	return s.proc.stderr.Lines(lines)
+	text := s.proc.stderr.Lines(lines)
+	if s.src.SecretEnv != "" {
+		text = scrub.New(s.src.Env[s.src.SecretEnv]).String(text)
+	}
+	return text
 }
 
 // ListTools reads the upstream's whole tool list, following pagination, and
@@ -334,7 +346,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 func (s *Session) explain(err error) error {
 	if s.proc != nil && s.proc.exited() {
 		msg := fmt.Sprintf("the server %s", s.proc.exitText())
-		if tail := s.proc.stderr.Lines(5); tail != "" {
+		if tail := s.Stderr(stderrLines); tail != "" {
 			msg += "; its stderr ends with:\n" + indent(tail)
 		}
 		return fmt.Errorf("%w (%s)", err, msg)

@@ -191,6 +191,8 @@ func TestStartFailures(t *testing.T) {
 		{"never answers", stdio("x", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "silent"}),
 			source.Options{ConnectTimeout: 1500 * time.Millisecond, DiscoverTimeout: 500 * time.Millisecond},
 			[]string{"did not answer the MCP handshake in time"}},
+		{"a script that is not there", stdio("x", []string{testenv.Node(t), "/nonexistent/server.js"}, nil), source.Options{},
+			[]string{"exited (exit status 1) during start", "Error: Cannot find module '/nonexistent/server.js'"}},
 		{"no such command", model.Source{Namespace: "x", Kind: model.KindStdio, Command: "no-such-mcp-server-here"}, source.Options{},
 			[]string{`command "no-such-mcp-server-here" not found`}},
 		{"unreachable url", model.Source{Namespace: "x", Kind: model.KindHTTP, URL: "http://127.0.0.1:1/mcp"}, source.Options{},
@@ -284,5 +286,63 @@ func TestEnvironIsMinimal(t *testing.T) {
 	}
 	if !strings.Contains(joined, "MEMORY_FILE_PATH=/tmp/m") || !strings.Contains(joined, "PATH=") {
 		t.Errorf("environment lacks configured or needed variables: %v", env)
+	}
+}
+
+// TestStartFailureShowsScrubbedStderr: a server that prints to stderr and
+// exits 1 at start. The error carries its last stderr lines, without the
+// stack frames and blank lines that would crowd out the message, and with
+// its credential scrubbed.
+func TestStartFailureShowsScrubbedStderr(t *testing.T) {
+	const token = "tok-3f9a-very-secret"
+	script := filepath.Join(t.TempDir(), "server.sh")
+	body := `echo "starting up" >&2
+echo "Error: the token $TOKEN was refused by the API" >&2
+for i in 1 2 3 4 5 6 7 8; do echo "    at frame$i (file.js:$i:1)" >&2; done
+echo "" >&2
+printf "  code: 'EAUTH',\n  errno: -13,\n  syscall: 'connect'\n}\n\nNode.js v20\n" >&2
+exit 1
+`
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src := model.Source{Namespace: "x", Kind: model.KindStdio, Command: "sh", Args: []string{script}, SecretEnv: "TOKEN"}
+	s, err := source.ConnectWith(context.Background(), src, &source.Credential{Connection: "default", Value: token}, source.Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Connect succeeded")
+	}
+	msg := err.Error()
+	for _, w := range []string{"exited (exit status 1) during start", "Error: the token [secret] was refused by the API\n  …\n", "syscall: 'connect'", "Node.js v20"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error does not contain %q:\n%s", w, msg)
+		}
+	}
+	for _, no := range []string{token, "at frame", "starting up"} {
+		if strings.Contains(msg, no) {
+			t.Errorf("error contains %q:\n%s", no, msg)
+		}
+	}
+}
+
+// TestPoolReusesSessionWithCredential: a source with a credential keeps its
+// one session across calls (the credential in the started environment does
+// not make the source look changed).
+func TestPoolReusesSessionWithCredential(t *testing.T) {
+	p := source.NewPool(source.Options{})
+	t.Cleanup(p.Close)
+	src := stdio("scripted", testenv.Scripted(t), map[string]string{"SCRIPTED_REQUIRE": "TOKEN"})
+	src.SecretEnv = "TOKEN"
+	cred := &source.Credential{Connection: "default", Value: "tok-value"}
+	s, err := p.Session(context.Background(), src, "", cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := p.Session(context.Background(), src, "", cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2 != s || s2.Pid() != s.Pid() {
+		t.Errorf("second Session started upstream %d, want the live session of %d", s2.Pid(), s.Pid())
 	}
 }
