@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,8 +46,8 @@ type Hub struct {
 	secrets     secrets
 	policyCache policyCache
 
-	refreshing sync.WaitGroup
-	catalog    atomic.Pointer[catalog]
+	refreshes refreshes
+	catalog   atomic.Pointer[catalog]
 }
 
 // New returns a hub over st. Close it to reap upstream processes; it also
@@ -70,9 +69,10 @@ func New(st store.Store, opts Options) *Hub {
 // Store is the hub's store.
 func (h *Hub) Store() store.Store { return h.store }
 
-// Close stops every upstream the hub started.
+// Close stops every upstream the hub started. Refreshes announced from now
+// on are refused and those under way are cancelled.
 func (h *Hub) Close() {
-	h.refreshing.Wait()
+	h.refreshes.close()
 	h.pool.Close()
 	if h.runs.driver != nil {
 		_ = h.runs.driver.Close()

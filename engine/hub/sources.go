@@ -342,18 +342,6 @@ func diff(old *Manifest, cur *model.Manifest) (added, removed, changed []string)
 	return
 }
 
-// toolsChanged re-lists a namespace when its upstream announces a change.
-func (h *Hub) toolsChanged(ns string) {
-	h.refreshing.Add(1)
-	go func() {
-		defer h.refreshing.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c := h.refreshOne(ctx, ns)
-		h.log.Info("upstream tool list changed; refreshed", "namespace", ns, "added", c.Added, "removed", c.Removed, "changed", c.Changed, "error", c.Error)
-	}()
-}
-
 // sourceOptions are the options for a one-off connection (a probe): no
 // reaction to list changes of a source not yet stored.
 func (h *Hub) sourceOptions() source.Options {

@@ -8,6 +8,8 @@
 //   SCRIPTED_MODE   normal | legacy (ignores server/discover, never answers it)
 //                   | garbage (prints non-protocol lines on stdout) | exit (exits at start)
 //                   | silent (never answers anything)
+//                   | listchanged (after initialize, sends notifications/tools/list_changed
+//                     every SCRIPTED_EVERY ms, default 5, until its stdin closes)
 //   SCRIPTED_PAGE   tools/list page size (default: all in one page)
 //   SCRIPTED_TOOLS  how many tools to list (default 3: echo, sleep, change-tools;
 //                   4 adds record, a write; more adds generated tool_N)
@@ -21,6 +23,8 @@
 //                   start (it exits at once without it)
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
 //                   tools/list, so a test can change the tools between refreshes
+//   SCRIPTED_EVENTS a file to which the server appends one line per event: start,
+//                   tools/list, list_changed (each notification it sent)
 import fs from "node:fs";
 import readline from "node:readline";
 
@@ -29,6 +33,9 @@ const page = Number(process.env.SCRIPTED_PAGE || 0);
 const count = Number(process.env.SCRIPTED_TOOLS || 3);
 let suffix = process.env.SCRIPTED_DESC || "";
 const callsFile = process.env.SCRIPTED_CALLS || "";
+const eventsFile = process.env.SCRIPTED_EVENTS || "";
+const event = (what) => eventsFile && fs.appendFileSync(eventsFile, what + "\n");
+event("start");
 
 if (process.env.SCRIPTED_REQUIRE && !process.env[process.env.SCRIPTED_REQUIRE]) {
   process.stderr.write(`scripted: ${process.env.SCRIPTED_REQUIRE} is not set; this server needs a credential to start\n`);
@@ -96,6 +103,17 @@ if (mode === "garbage") {
   process.stdout.write("{not json at all\n");
 }
 
+// startAnnouncing sends tools/list_changed in a loop, as a server whose
+// tools never settle would.
+function startAnnouncing() {
+  const every = Number(process.env.SCRIPTED_EVERY || 5);
+  const timer = setInterval(() => {
+    send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
+    event("list_changed");
+  }, every);
+  process.stdin.on("end", () => clearInterval(timer));
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 rl.on("line", async (line) => {
   if (mode === "silent") return;
@@ -113,6 +131,7 @@ rl.on("line", async (line) => {
       if (mode === "legacy") return; // the trap: a legacy server that never answers
       return fail(-32601, "Method not found");
     case "initialize":
+      if (mode === "listchanged") startAnnouncing();
       return reply({
         protocolVersion: "2025-11-25",
         capabilities: { tools: { listChanged: true } },
@@ -121,6 +140,7 @@ rl.on("line", async (line) => {
     case "ping":
       return reply({});
     case "tools/list": {
+      event("tools/list");
       const all = tools();
       if (!page) return reply({ tools: all });
       const start = Number(msg.params?.cursor || 0);
