@@ -1,34 +1,49 @@
 #!/usr/bin/env bash
-# Installs what the hub and its tests need on a fresh Debian 12 machine with
-# Go 1.26 and Node.js 20 (as root, or with sudo), then builds the binary.
-# Idempotent: run it as often as you like.
+# Installs what the hub needs on a fresh Debian 12 machine with Go 1.26 and
+# Node.js 20 (as root, or with sudo), then builds the binary. With --tests it
+# also installs what the test suite needs. Idempotent: run it as often as you
+# like; a package already there is not installed again.
 #
-#   scripts/setup.sh            system packages + npm packages + build
-#   SETUP_APT=0 scripts/setup.sh   skip the system packages
+#   scripts/setup.sh               Debian packages + npm packages + build (what the demo uses)
+#   scripts/setup.sh --tests       the same, plus the Debian packages only the tests use
+#   SETUP_APT=0 scripts/setup.sh   skip the Debian packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
-# System packages the tests use. Each line: a command (or an absolute path)
-# to look for, then the Debian package that provides it.
+tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) tests=1 ;;
+    *) log "unknown argument $arg (usage: scripts/setup.sh [--tests])"; exit 2 ;;
+  esac
+done
+
+# Debian packages. Each line: a command (or an absolute path) to look for,
+# then the Debian package that provides it.
 apt_needs=(
+  # The demo's MCP servers and the tests' real peers run on Node.js.
   "node nodejs"
   "npm npm"
   "git git"
-  # The keychain tests run a real Secret Service in a throwaway desktop
-  # session (testdata/tools/desktop/with-desktop-session.sh).
-  "Xvfb xvfb"
-  "xauth xauth"
-  "dbus-daemon dbus-daemon"
-  "dbus-run-session dbus-daemon"
-  "dbus-launch dbus-x11"
-  "gnome-keyring-daemon gnome-keyring"
-  "secret-tool libsecret-tools"
-  # The race detector (go test -race) needs cgo: a C compiler and libc headers.
-  "gcc gcc"
-  "/usr/include/stdio.h libc6-dev"
 )
+if [ "$tests" = 1 ]; then
+  apt_needs+=(
+    # The keychain tests run a real Secret Service in a throwaway desktop
+    # session (testdata/tools/desktop/with-desktop-session.sh).
+    "Xvfb xvfb"
+    "xauth xauth"
+    "dbus-daemon dbus-daemon"
+    "dbus-run-session dbus-daemon"
+    "dbus-launch dbus-x11"
+    "gnome-keyring-daemon gnome-keyring"
+    "secret-tool libsecret-tools"
+    # The race detector (go test -race) needs cgo: a C compiler and libc headers.
+    "gcc gcc"
+    "/usr/include/stdio.h libc6-dev"
+  )
+fi
 
 if [ "${SETUP_APT:-1}" = 1 ]; then
   missing=()

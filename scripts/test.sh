@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+scripts/setup.sh --tests
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
