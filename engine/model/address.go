@@ -35,7 +35,10 @@ import (
 // other colliding name gets the suffix "_" plus the first 4 hex digits of the
 // SHA-256 of its upstream name (get_file → getFile_3f2a). The suffix depends
 // only on the name, so it does not change when tools are reordered, added or
-// removed elsewhere in the manifest.
+// removed elsewhere in the manifest. Should two colliding names share those 4
+// digits, both take 8, then 16, and so on up to the whole digest: addresses are
+// unique within a manifest, always. (No plain identifier contains '_' after
+// its first character, so a suffixed one never equals a plain one.)
 
 // ToolIdent normalizes an upstream tool name to a JavaScript identifier.
 func ToolIdent(name string) string {
@@ -82,13 +85,47 @@ func ToolIdents(names []string) map[string]string {
 			continue
 		}
 		sort.Strings(group)
+		var suffixed []string
 		for _, n := range group {
 			if n == id {
 				out[n] = id
 				continue
 			}
-			sum := sha256.Sum256([]byte(n))
-			out[n] = id + "_" + hex.EncodeToString(sum[:2])
+			suffixed = append(suffixed, n)
+		}
+		for n, suffix := range uniqueSuffixes(suffixed) {
+			out[n] = id + "_" + suffix
+		}
+	}
+	return out
+}
+
+// uniqueSuffixes gives each name the shortest prefix of its SHA-256 hex
+// digest, 4 digits or more, that no other of names shares at that length.
+func uniqueSuffixes(names []string) map[string]string {
+	sums := make(map[string]string, len(names))
+	for _, n := range names {
+		sum := sha256.Sum256([]byte(n))
+		sums[n] = hex.EncodeToString(sum[:])
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		for k := 4; ; k *= 2 {
+			if k >= len(sums[n]) {
+				out[n] = sums[n]
+				break
+			}
+			clash := false
+			for _, m := range names {
+				if m != n && sums[m][:k] == sums[n][:k] {
+					clash = true
+					break
+				}
+			}
+			if !clash {
+				out[n] = sums[n][:k]
+				break
+			}
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -180,6 +181,28 @@ func TestQuoteCommand(t *testing.T) {
 
 var identRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
+// TestToolIdentsSuffixCollision: two names whose 4-digit suffixes are the
+// same (found by FuzzToolIdents) still get two addresses; a read-only tool
+// and a write must never share one.
+func TestToolIdentsSuffixCollision(t *testing.T) {
+	a, b := "get::::::file_____", "get____file______________"
+	if suffixOf(a) != suffixOf(b) {
+		t.Fatalf("the seed no longer collides at 4 digits: %s vs %s", suffixOf(a), suffixOf(b))
+	}
+	m := ToolIdents([]string{a, b, "getFile"})
+	if m[a] == m[b] {
+		t.Fatalf("both %q and %q became %q", a, b, m[a])
+	}
+	for _, n := range []string{a, b} {
+		if !strings.HasPrefix(m[n], "getFile_") || len(m[n]) != len("getFile_")+8 {
+			t.Errorf("%q → %q, want getFile_ and 8 hex digits", n, m[n])
+		}
+	}
+	if m["getFile"] != "getFile" {
+		t.Errorf("getFile → %q, want it unchanged", m["getFile"])
+	}
+}
+
 func FuzzToolIdents(f *testing.F) {
 	for _, s := range []string{"create_issue", "get-sum", "API-post-search", "", "---", "2fa", "a b", "ä", "getFile"} {
 		f.Add(s, s+"_x")
@@ -192,9 +215,13 @@ func FuzzToolIdents(f *testing.F) {
 		if ToolIdent(a) != id {
 			t.Fatal("not deterministic")
 		}
-		m := ToolIdents([]string{a, b})
-		if a != b && m[a] == m[b] {
-			t.Fatalf("ToolIdents gave %q and %q the same identifier %q", a, b, m[a])
+		m := ToolIdents([]string{a, b, ToolIdent(a), ToolIdent(b)})
+		seen := map[string]string{}
+		for n, id := range m {
+			if other, ok := seen[id]; ok {
+				t.Fatalf("ToolIdents gave %q and %q the same identifier %q", n, other, id)
+			}
+			seen[id] = n
 		}
 		for _, v := range m {
 			if !identRE.MatchString(v) {
