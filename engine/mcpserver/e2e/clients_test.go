@@ -283,6 +283,88 @@ func TestClient2HTTP(t *testing.T) {
 	}
 }
 
+// TestClient2Stdio is @modelcontextprotocol/client 2.x over stdio pinned to
+// protocol 2026-07-28: the client's stdio transport spawns serve --stdio,
+// probes with server/discover (pinned, it has no fallback to initialize),
+// sees exactly the three tools, searches, runs a read, and J2 goes through
+// the input-request round trip on the pipe — the first tools/call answers
+// input_required, the client retries it with inputResponses and the
+// requestState, and the run completes with each upstream call once. Nothing
+// but protocol reaches the client on serve's stdout.
+func TestClient2Stdio(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	rc, wc := h.j2()
+	var out struct {
+		ProtocolVersion  string
+		Instructions     string
+		ToolNames        []string
+		Search, Read, J2 toolResult
+		Elicitations     []elicitation
+		Wire             []struct {
+			ProtocolMeta                       string
+			Tool                               string
+			HasInputResponses, HasRequestState bool
+			ResultType                         string
+			InputRequestIDs                    []string
+			Error                              any
+		}
+		TransportErrors, NotProtocol []string
+	}
+	h.client(&out, nil, "client2_stdio.mjs", "once")
+	if out.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", out.ProtocolVersion)
+	}
+	if len(out.TransportErrors) > 0 || len(out.NotProtocol) > 0 {
+		t.Errorf("serve --stdio wrote something other than protocol on stdout: transport errors %q, lines %q", out.TransportErrors, out.NotProtocol)
+	}
+	if !slices.Equal(out.ToolNames, wantTools) {
+		t.Errorf("tools %v, want %v", out.ToolNames, wantTools)
+	}
+	if !strings.Contains(out.Instructions, "search") {
+		t.Errorf("instructions from server/discover do not mention search: %q", out.Instructions)
+	}
+	if out.Search.IsError || !strings.Contains(out.Search.Text, "writer.record(") {
+		t.Errorf("search: %s", out.Search.Text)
+	}
+	if e := out.Read.Structured; e == nil || e.Status != "completed" || string(e.Result) != `"Echo: hi"` {
+		t.Errorf("execute (a read) = %+v %q", e, out.Read.Text)
+	}
+	e := out.J2.Structured
+	if e == nil || e.Status != "completed" || string(e.Result) != `"recorded Echo: from the reader"` {
+		t.Fatalf("J2 over 2026-07-28 on stdio: %+v %s", e, out.J2.Text)
+	}
+	if len(out.Elicitations) != 1 {
+		t.Fatalf("asked %d times, want once", len(out.Elicitations))
+	}
+	checkElicitation(t, out.Elicitations[0], e.RunID)
+	var ex []int
+	for i, w := range out.Wire {
+		if w.ProtocolMeta != "2026-07-28" || w.Error != nil {
+			t.Errorf("wire #%d: %+v", i, w)
+		}
+		if w.Tool == "execute" {
+			ex = append(ex, i)
+		}
+	}
+	if len(ex) != 3 {
+		t.Fatalf("execute went over the pipe %d times, want 3 (the read; J2 asks, then answers): %+v", len(ex), out.Wire)
+	}
+	read, first, retry := out.Wire[ex[0]], out.Wire[ex[1]], out.Wire[ex[2]]
+	if read.ResultType != "complete" || len(read.InputRequestIDs) != 0 {
+		t.Errorf("the read execute: %+v", read)
+	}
+	if first.ResultType != "input_required" || len(first.InputRequestIDs) != 1 || first.HasInputResponses {
+		t.Errorf("first J2 execute: %+v", first)
+	}
+	if !retry.HasInputResponses || !retry.HasRequestState || retry.ResultType != "complete" {
+		t.Errorf("retry: %+v", retry)
+	}
+	if n, m := lines(t, rc), lines(t, wc); n != 3 || m != 1 {
+		t.Errorf("upstream calls: reader %d (want 3), writer %d (want 1)", n, m)
+	}
+}
+
 // Pending0ID is the first pending call's id ("" when none).
 func (e *envelope) Pending0ID() string {
 	if len(e.Pending) == 0 {
