@@ -13,8 +13,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Run serves one client over stdin/stdout until it disconnects. A line that
-// is not a JSON-RPC 2.0 message is answered with a parse or invalid-request
+// Run serves one client over stdin/stdout until it disconnects, in either
+// protocol era: go-sdk serves a request that names 2026-07-28 in its _meta
+// (server/discover, tools/list, tools/call with input requests) on the same
+// stdio session that serves an older client's initialize. A line that is
+// not a JSON-RPC 2.0 message is answered with a parse or invalid-request
 // error here, instead of reaching the SDK's transport (which would end the
 // session): the server keeps serving after malformed input.
 func (s *Server) Run(ctx context.Context) error {
@@ -111,5 +114,30 @@ func check(line []byte) *rpcError {
 	if m.Method != nil && *m.Method == "" {
 		return errorReply(m.ID, -32600, `invalid request: "method" is empty`)
 	}
+	if m.Method != nil && *m.Method == "server/discover" && len(m.ID) > 0 && string(m.ID) != "null" && !carriesModernVersion(line) {
+		// go-sdk answers a bare "method not found", which reads as if this
+		// server had no 2026-07-28 at all; say what the request lacks. The
+		// code stays -32601, what a client probing for the era expects.
+		return errorReply(m.ID, -32601, `server/discover is a request of protocol %s or later and needs that revision's envelope: params._meta with "io.modelcontextprotocol/protocolVersion": %q and "io.modelcontextprotocol/clientCapabilities": {…}. A client of an earlier revision starts with initialize instead.`, modernProtocol, modernProtocol)
+	}
 	return nil
+}
+
+// carriesModernVersion reports whether a request names protocol 2026-07-28
+// or later in params._meta, which is how go-sdk tells a request of that
+// revision from an older session's. A line it cannot read that far is left
+// to the SDK.
+func carriesModernVersion(line []byte) bool {
+	var m struct {
+		Params struct {
+			Meta struct {
+				Version any `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return true
+	}
+	v, ok := m.Params.Meta.Version.(string)
+	return ok && v >= modernProtocol
 }
