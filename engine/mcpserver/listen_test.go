@@ -1,0 +1,141 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// serveHTTP serves a hub with no sources on a loopback port until the test ends.
+func serveHTTP(t *testing.T, lim HTTPLimits) string {
+	t.Helper()
+	h := hub.New(store.NewMem(), hub.Options{})
+	t.Cleanup(func() { h.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- New(h, Options{}).ServeHTTP(ctx, ln, testToken, lim) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeHTTP: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// initialize sends one real MCP initialize over HTTP and returns the status.
+func initialize(ctx context.Context, addr string) (int, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+addr+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// TestHTTPSlowlorisDoesNotStarveARealClient: 1,000 connections that send a
+// request's headers one byte at a time and never finish hold the endpoint
+// no longer than the connection cap allows; a real client is still served.
+func TestHTTPSlowlorisDoesNotStarveARealClient(t *testing.T) {
+	addr := serveHTTP(t, HTTPLimits{MaxConns: 64})
+	var slow []net.Conn
+	defer func() {
+		for _, c := range slow {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 1000; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dialing slow connection %d: %v", i, err)
+		}
+		slow = append(slow, c)
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := initialize(ctx, addr)
+	if err != nil {
+		t.Fatalf("a real client was not served beside 1,000 slow connections: %v", err)
+	}
+	if code != http.StatusOK {
+		t.Fatalf("initialize: HTTP %d, want 200", code)
+	}
+	// Most slow connections were closed to make room.
+	// (A closed one reads EOF or a reset at once; an open one times out.)
+	results := make(chan bool, len(slow))
+	for _, c := range slow {
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err := c.Read(make([]byte, 1))
+			var ne net.Error
+			results <- err != nil && !(errors.As(err, &ne) && ne.Timeout())
+		}()
+	}
+	closed := 0
+	for range slow {
+		if <-results {
+			closed++
+		}
+	}
+	if closed < 1000-64 {
+		t.Errorf("%d of 1,000 slow connections were closed, want at least %d (the cap is 64)", closed, 1000-64)
+	}
+}
+
+// TestHTTPSlowBodyIsCut: an authenticated request whose body trickles in is
+// cut off once its read deadline passes, instead of holding its connection.
+func TestHTTPSlowBodyIsCut(t *testing.T) {
+	addr := serveHTTP(t, HTTPLimits{ReadTimeout: 500 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", addr, testToken)
+	// Keep trickling; the server must close the connection on its own.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_, _ = io.Copy(io.Discard, c)
+	}()
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-deadline:
+			t.Fatal("a slow body held its connection for 60 s; the read deadline is 500 ms")
+		case <-tick.C:
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return // the server closed it
+			}
+		}
+	}
+}
