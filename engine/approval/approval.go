@@ -76,7 +76,7 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 		if r == nil {
 			return nil, fmt.Errorf("no run %q; list runs with `capabilities hub runs`", req.RunID)
 		}
-		if r.Status != model.RunAwaitingInput {
+		if !r.Status.Paused() {
 			return nil, fmt.Errorf("run %s is %s: %w", r.ID, r.Status, ErrNotAwaiting)
 		}
 		p, err := pick(r, req.CallID)

@@ -45,7 +45,7 @@ func TestSignVerify(t *testing.T) {
 func TestRecordOnceOnly(t *testing.T) {
 	st := store.NewMem()
 	ctx := context.Background()
-	run := model.Run{ID: "r1", Status: model.RunAwaitingInput, Pending: []model.Pending{
+	run := model.Run{ID: "r1", Status: model.RunAwaitingApproval, Pending: []model.Pending{
 		{ID: "c3", Kind: model.PendingApproval, Address: "up.record", ExpiresAt: time.Now().Add(time.Hour)},
 	}}
 	if err := st.Put(ctx, store.Runs, "r1", run); err != nil {

@@ -8,18 +8,30 @@ import (
 // RunStatus is where a run is in its life.
 type RunStatus string
 
+// The statuses are the envelope's words, in run records and everywhere a
+// run is shown.
 const (
-	RunRunning       RunStatus = "running"
-	RunAwaitingInput RunStatus = "awaiting_input" // paused on pending items (approvals, connections)
-	RunCompleted     RunStatus = "completed"
-	RunFailed        RunStatus = "failed"
-	RunCancelled     RunStatus = "cancelled"
-	RunExpired       RunStatus = "expired" // a pending item expired before a person decided
+	RunRunning            RunStatus = "running"
+	RunAwaitingApproval   RunStatus = "awaiting_approval"   // paused: a call waits for a person's decision
+	RunAwaitingConnection RunStatus = "awaiting_connection" // paused: a call waits for a credential
+	RunCompleted          RunStatus = "completed"
+	RunFailed             RunStatus = "failed"
+	RunCancelled          RunStatus = "cancelled"
+	RunExpired            RunStatus = "expired" // a pending item expired before a person decided
 )
+
+// runAwaitingInput is what run records said of a paused run before the
+// statuses took the envelope's words; reading one gives Awaiting's status.
+const runAwaitingInput RunStatus = "awaiting_input"
 
 // Done reports whether the run can no longer change.
 func (s RunStatus) Done() bool {
 	return s == RunCompleted || s == RunFailed || s == RunCancelled || s == RunExpired
+}
+
+// Paused reports whether the run waits on pending items.
+func (s RunStatus) Paused() bool {
+	return s == RunAwaitingApproval || s == RunAwaitingConnection
 }
 
 // Pending item kinds.
@@ -101,6 +113,31 @@ type Run struct {
 type Truncated struct {
 	Result bool `json:"result,omitempty"`
 	Logs   bool `json:"logs,omitempty"`
+}
+
+// Awaiting is the status of the run paused on its pending items: a
+// connection still without its credential says awaiting_connection,
+// anything else awaiting_approval.
+func (r *Run) Awaiting() RunStatus {
+	for _, p := range r.Pending {
+		if p.Decision == nil && p.Kind == PendingConnection {
+			return RunAwaitingConnection
+		}
+	}
+	return RunAwaitingApproval
+}
+
+// UnmarshalJSON reads a run record, also one written before the statuses
+// took the envelope's words ("awaiting_input").
+func (r *Run) UnmarshalJSON(b []byte) error {
+	type record Run
+	if err := json.Unmarshal(b, (*record)(r)); err != nil {
+		return err
+	}
+	if r.Status == runAwaitingInput {
+		r.Status = r.Awaiting()
+	}
+	return nil
 }
 
 // PendingItem returns the pending item with the id, or nil.

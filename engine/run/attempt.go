@@ -157,12 +157,12 @@ func (e *Engine) apply(cur, r *model.Run, h *host, out sandbox.Outcome) {
 	}
 	switch out.Status {
 	case sandbox.StatusPaused:
-		cur.Status = model.RunAwaitingInput
 		for _, p := range h.pending {
 			if cur.PendingItem(p.ID) == nil {
 				cur.Pending = append(cur.Pending, p)
 			}
 		}
+		cur.Status = cur.Awaiting()
 	case sandbox.StatusCompleted:
 		cur.Status, cur.Result, cur.Error = model.RunCompleted, out.Result, nil
 	case sandbox.StatusCancelled:

@@ -197,7 +197,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Envelope, error) {
 	switch {
 	case r.Status.Done():
 		return e.envelope(ctx, r)
-	case r.Status == model.RunAwaitingInput:
+	case r.Status.Paused():
 		if e.expire(ctx, r) {
 			return e.envelope(ctx, r)
 		}
@@ -281,7 +281,7 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 			}
 			return nil, fmt.Errorf("listing runs: %w", err)
 		}
-		if status == "" || string(r.Status) == status || envelopeStatus(r) == status {
+		if status == "" || string(r.Status) == status {
 			out = append(out, *r)
 		}
 	}
@@ -334,6 +334,9 @@ func (e *Engine) resolveConnections(ctx context.Context, r *model.Run) error {
 				cur.Pending[i].Decision = &model.Decision{Choice: model.ChoiceOnce, Channel: "auth", At: e.now()}
 			}
 		}
+		if cur.Status.Paused() {
+			cur.Status = cur.Awaiting()
+		}
 		*r = *cur
 		return cur, nil
 	})
@@ -357,18 +360,6 @@ func (e *Engine) expire(ctx context.Context, r *model.Run) bool {
 	return false
 }
 
-func envelopeStatus(r *model.Run) string {
-	if r.Status != model.RunAwaitingInput {
-		return string(r.Status)
-	}
-	for _, p := range r.Pending {
-		if p.Decision == nil && p.Kind == model.PendingConnection {
-			return "awaiting_connection"
-		}
-	}
-	return "awaiting_approval"
-}
-
 func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) {
 	journal, err := e.Journal(ctx, r.ID)
 	if err != nil {
@@ -381,7 +372,7 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 	env := &Envelope{
 		RunID:     r.ID,
-		Status:    envelopeStatus(r),
+		Status:    string(r.Status),
 		Result:    r.Result,
 		Error:     r.Error,
 		Logs:      nonNil(r.Logs),
@@ -396,7 +387,7 @@ func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 		}
 		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
 	}
-	if r.Status == model.RunAwaitingInput {
+	if r.Status.Paused() {
 		for _, p := range r.Pending {
 			if p.Decision == nil {
 				env.Pending = append(env.Pending, PendingInfo{ID: p.ID, Kind: p.Kind, Address: p.Address, Connection: p.Connection, Summary: p.Summary, Message: p.Message, Args: p.Args})
@@ -454,7 +445,7 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 		if err != nil {
 			continue
 		}
-		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status == model.RunAwaitingInput) {
+		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status.Paused()) {
 			if err := e.store.Delete(ctx, store.Runs, id); err == nil {
 				n++
 			}

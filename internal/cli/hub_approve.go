@@ -50,7 +50,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			if err != nil {
 				return err
 			}
-			if r.Status != model.RunAwaitingInput {
+			if !r.Status.Paused() {
 				return fmt.Errorf("run %s is %s: it is not waiting for a decision", runID, r.Status)
 			}
 			var open []model.Pending

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -10,16 +12,33 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// runStatuses are the statuses --status accepts: the envelope's words, which
+// run records use too.
+var runStatuses = []string{"running", "awaiting_approval", "awaiting_connection", "completed", "failed", "cancelled", "expired"}
+
 func newRunsCmd(e *env) *cobra.Command {
 	var (
 		status string
 		asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "runs [--status S]",
+		Use:   "runs [--status STATUS]",
 		Short: "List runs, newest first",
-		Long:  "List runs (kept 7 days): id, status, attempts, calls, when. --status filters (running, awaiting_approval, awaiting_input, completed, failed, cancelled, expired).",
-		Args:  exactArgs(0, "no arguments (use `runs show <id>` for one run)"),
+		Long: "List runs (kept 7 days): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
+			"). The statuses are those of execute's envelope: a paused run is awaiting_approval (a call waits for a person's" +
+			" decision: `capabilities hub approve <runId>`) or awaiting_connection (a call waits for a credential: `capabilities hub auth`).",
+		Args: func(c *cobra.Command, args []string) error {
+			if err := exactArgs(0, "no arguments (use `runs show <id>` for one run)")(c, args); err != nil {
+				return err
+			}
+			switch {
+			case status == "" || slices.Contains(runStatuses, status):
+				return nil
+			case status == "awaiting_input":
+				return usagef("--status awaiting_input is now awaiting_approval (a call waits for a decision) or awaiting_connection (for a credential)")
+			}
+			return usagef("--status %q is not a status: use one of %s", status, strings.Join(runStatuses, ", "))
+		},
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
@@ -55,7 +74,7 @@ func newRunsCmd(e *env) *cobra.Command {
 			return tw.Flush()
 		}),
 	}
-	c.Flags().StringVar(&status, "status", "", "only runs with this status")
+	c.Flags().StringVar(&status, "status", "", "only runs with this `STATUS`: "+strings.Join(runStatuses, ", "))
 	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	c.AddCommand(newRunsShowCmd(e))
 	return c
