@@ -178,11 +178,8 @@ func runError(e *sandbox.Error) *model.RunError {
 	if e == nil {
 		return &model.RunError{Code: sandbox.CodeInternal, Message: "the attempt ended without a result or an error"}
 	}
-	msg := e.Message
-	if e.Line > 0 {
-		msg = fmt.Sprintf("%s (line %d, column %d)", msg, e.Line, e.Column)
-	}
-	return &model.RunError{Code: e.Code, Message: msg, Hint: e.Hint}
+	// e.Message already ends with the location (sandbox.attempt.locate).
+	return &model.RunError{Code: e.Code, Message: e.Message, Hint: e.Hint}
 }
 
 // host answers the guest's calls for one attempt: from the journal when the
