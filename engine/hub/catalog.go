@@ -10,6 +10,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -75,6 +76,7 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	for i := range tools {
 		byAddr[tools[i].Address] = &tools[i]
 	}
+	conns := h.connectionNames(ctx, sources)
 	c := &catalog{
 		tools:   tools,
 		byAddr:  byAddr,
@@ -84,11 +86,54 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 		index: index.New(tools, index.Options{
 			Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
 			Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
+			Connections: func(ns string) ([]string, string) {
+				c := conns[ns]
+				return c.names, c.def
+			},
 		}),
 		desc: typegen.NewDescriber(visible),
 	}
 	h.catalog.Store(c)
 	return c, nil
+}
+
+// connectionNames are a source's connection names and its default one.
+type connectionNames struct {
+	names []string
+	def   string
+}
+
+// connectionNames reads, for search's header lines, the connections of
+// every source that has a choice of them (two or more): names and the
+// default, never a secret. A source with one connection or none gets no
+// header; a record that cannot be read is logged and gets none either (a
+// call through it says what is wrong).
+func (h *Hub) connectionNames(ctx context.Context, sources map[string]*model.Source) map[string]connectionNames {
+	ids, err := h.store.List(ctx, store.Connections)
+	if err != nil {
+		h.log.Warn("reading connections for search", "err", err)
+		return nil
+	}
+	out := map[string]connectionNames{}
+	for _, ns := range ids {
+		if sources[ns] == nil {
+			continue
+		}
+		c, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+		if err != nil {
+			h.log.Warn("reading connections for search", "namespace", ns, "err", err)
+			continue
+		}
+		if len(c.Items) < 2 {
+			continue
+		}
+		cn := connectionNames{def: c.Default}
+		for _, it := range c.Items {
+			cn.names = append(cn.names, it.Name)
+		}
+		out[ns] = cn
+	}
+	return out
 }
 
 // SearchQuery is a search request.

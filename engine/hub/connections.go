@@ -199,6 +199,7 @@ func (h *Hub) Auth(ctx context.Context, req AuthRequest) (*model.Connections, er
 		return nil, fmt.Errorf("storing a credential: %w", err)
 	}
 	h.pool.Drop(req.Namespace) // the next call starts with the new credential
+	h.Invalidate()             // search names the connections
 	return out, nil
 }
 

@@ -11,8 +11,9 @@ import (
 )
 
 // Watch invalidates the catalog whenever another process changes sources,
-// manifests or the policy (`hub add` in a terminal while `serve` runs), so
-// search and describe see it without a restart. It returns when ctx is done.
+// manifests, connections or the policy (`hub add` or `hub auth` in a
+// terminal while `serve` runs), so search and describe see it without a
+// restart. It returns when ctx is done.
 func (h *Hub) Watch(ctx context.Context) error {
 	f, ok := h.store.(*store.File)
 	if !ok {
@@ -23,7 +24,7 @@ func (h *Hub) Watch(ctx context.Context) error {
 		return fmt.Errorf("watching the store: %w", err)
 	}
 	defer w.Close()
-	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Policies} {
+	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Connections, store.Policies} {
 		if err := w.Add(filepath.Join(f.Dir(), string(k))); err != nil {
 			return fmt.Errorf("watching the store: %w", err)
 		}
