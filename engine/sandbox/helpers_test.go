@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 // fakeHost answers tool calls in process: gh.echo returns its arguments,
@@ -54,6 +56,10 @@ func (h *fakeHost) CallTool(ctx context.Context, c Call) CallResult {
 	}
 	return CallResult{Error: &ToolError{Code: "unknown", Message: "unknown tool " + c.Address}}
 }
+
+// testWallMs bounds the attempts whose test sets tight compute limits: far
+// beyond what they need, so that only the limit under test can end them.
+var testWallMs = int(testenv.Timeout(30 * time.Second).Milliseconds())
 
 // testMemoryBytes is the test driver's QuickJS heap limit: small, so that
 // memory bombs hit it quickly even though guest code runs slowly (see harden.go).

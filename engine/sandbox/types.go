@@ -8,7 +8,7 @@ import (
 
 // Limits bound one attempt. The zero value of every field means its default.
 type Limits struct {
-	ComputeMs         int // guest compute time, paused while tool calls are in flight (10,000)
+	ComputeMs         int // guest compute time: CPU time of the guest's thread on Linux (wall time elsewhere), so a busy machine does not use it up; not counted while waiting on tool calls or timers (10,000)
 	WallMs            int // wall time of the attempt (90,000)
 	MemoryBytes       int // linear memory cap minus 16 MB, checked after each guest entry; cannot exceed Options.MemoryBytes (64 MB)
 	MaxCalls          int // tool calls per attempt, hub.search/describe included (500)
