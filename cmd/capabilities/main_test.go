@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,7 +35,8 @@ func TestMain(m *testing.M) {
 // $NODE is node, $NM is testdata/npm/node_modules/@modelcontextprotocol,
 // $SCRIPTED is testdata/upstreams/scripted.mjs.
 // Extra commands: `modes DIR` checks dirs are 700 and files 600 under DIR;
-// `freeport NAME` sets $NAME to a free loopback port; `waitport PORT` waits
+// `exits N PROG [ARGS…]` runs a program like exec and checks that it exited
+// with code N; `freeport NAME` sets $NAME to a free loopback port; `waitport PORT` waits
 // until something listens there; `unchanged FILE` / `snapshot FILE` compare a
 // file with an earlier copy.
 func TestScripts(t *testing.T) {
@@ -58,6 +61,7 @@ func TestScripts(t *testing.T) {
 			"lines":    cmdLines,
 			"nosecret": cmdNoSecret,
 			"runid":    cmdRunID,
+			"exits":    cmdExits,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				if err != nil {
@@ -87,6 +91,29 @@ func cmdModes(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("modes: %v", probs)
 	}
 	ts.Logf("checked the modes of %d entries", n)
+}
+
+// cmdExits runs a program and checks its exit code: `exits N PROG [ARGS…]`.
+// Its stdout and stderr are then checked as after exec.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N PROG [ARGS…]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with code %d, want %d", args[1], got, want)
+	}
 }
 
 func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {

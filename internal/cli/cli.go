@@ -79,11 +79,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// isCobraUsage recognizes cobra's own argument errors.
+// isCobraUsage recognizes cobra's own argument errors by how they begin
+// (an error of ours that merely contains such words is not one).
 func isCobraUsage(err error) bool {
 	msg := err.Error()
 	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument"} {
-		if strings.Contains(msg, p) {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}

@@ -126,16 +126,16 @@ a namespace from the server's name and shows what it found before storing it.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&ns, "namespace", "", "the namespace for the source's tools (default: from the server's name)")
+	c.Flags().StringVar(&ns, "namespace", "", "the `NAMESPACE` for the source's tools (default: from the server's name)")
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "add the source and accept the review's proposal without asking")
 	c.Flags().BoolVar(&yes, "accept", false, "same as --yes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	c.Flags().StringArrayVar(&envs, "env", nil, "NAME=value set in a stdio server's environment (repeatable)")
-	c.Flags().StringVar(&cwd, "cwd", "", "working directory of a stdio server")
+	c.Flags().StringArrayVar(&envs, "env", nil, "set the variable `NAME=VALUE` in a stdio server's environment (repeatable)")
+	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server")
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
-	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable a local server reads its credential from (store it with `hub auth`)")
-	c.Flags().StringVar(&sHeader, "secret-header", "", "the header a remote server reads its credential from (default Authorization: Bearer)")
-	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer")
+	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
+	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
+	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
 	return c
 }
 

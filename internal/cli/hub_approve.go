@@ -27,7 +27,8 @@ arguments, why it asks and when it expires — and record your decision:
   always  a rule allows this version of the tool from now on
   deny    the call fails inside the code with ToolError approval_denied
 Then the run resumes from its journal (no call is made twice) and its envelope is printed.`,
-		Args: exactArgs(1, "one run id"),
+		Args:              exactArgs(1, "one run id"),
+		ValidArgsFunction: complete(byPosition(runIDs(awaitingDecision))),
 		RunE: func(c *cobra.Command, args []string) error {
 			runID := args[0]
 			var preset model.Choice
@@ -100,9 +101,11 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			return e.printEnvelope(env, asJSON)
 		},
 	}
-	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: once, run, always or deny")
-	c.Flags().StringVar(&callID, "call", "", "the pending call to decide, when several are pending")
+	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: `CHOICE` is once, run, always or deny")
+	c.Flags().StringVar(&callID, "call", "", "the pending call `ID` to decide (c1, c2, …), when several are pending")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the resumed run's envelope as JSON")
+	_ = c.RegisterFlagCompletionFunc("choice", complete(fixed("once", "run", "always", "deny")))
+	_ = c.RegisterFlagCompletionFunc("call", complete(pendingCalls))
 	return c
 }
 

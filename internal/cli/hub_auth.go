@@ -32,7 +32,8 @@ Authorization: Bearer).`,
 		Example: `  capabilities hub auth github --env GITHUB_PERSONAL_ACCESS_TOKEN
   capabilities hub auth github --connection work
   printf %s "$TOKEN" | capabilities hub auth linear --header X-API-Key`,
-		Args: exactArgs(1, "one namespace"),
+		Args:              exactArgs(1, "one namespace"),
+		ValidArgsFunction: complete(byPosition(namespaces)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if _, err := h.Source(c.Context(), args[0]); err != nil {
 				return err
@@ -56,10 +57,11 @@ Authorization: Bearer).`,
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&conn, "connection", "", `the connection's name (default "default")`)
-	c.Flags().StringVar(&envVar, "env", "", "the environment variable a local server reads the credential from")
-	c.Flags().StringVar(&header, "header", "", "the HTTP header a remote server reads the credential from (default Authorization: Bearer)")
+	c.Flags().StringVar(&conn, "connection", "", "the connection `NAME` to store the credential under (default: default)")
+	c.Flags().StringVar(&envVar, "env", "", "the environment variable `NAME` a local server reads the credential from")
+	c.Flags().StringVar(&header, "header", "", "the HTTP header `NAME` a remote server reads the credential from (default Authorization: Bearer)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
 	return c
 }
 
@@ -89,9 +91,10 @@ func (e *env) readSecret(prompt string) (string, error) {
 func newConnectionsCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "connections <namespace>",
-		Short: "List a source's connections (the default marked *)",
-		Args:  exactArgs(1, "one namespace"),
+		Use:               "connections <namespace>",
+		Short:             "List a source's connections (the default marked *)",
+		Args:              exactArgs(1, "one namespace"),
+		ValidArgsFunction: complete(byPosition(namespaces)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			conns, err := h.Connections(c.Context(), args[0])
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -20,6 +21,7 @@ func newCallCmd(e *env) *cobra.Command {
 		Long:  "Call a tool by its address (namespace.tool) with a JSON object of arguments, validated against the tool's input schema first. Prints the tool's text content; --json prints the whole MCP result.",
 		Example: `  capabilities hub call everything.echo '{"message":"hi"}'
   capabilities hub call memory.readGraph`,
+		ValidArgsFunction: complete(byPosition(addresses)),
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("call expects an address and optionally a JSON object of arguments (got %d arguments)", len(args))
@@ -30,10 +32,12 @@ func newCallCmd(e *env) *cobra.Command {
 			raw := json.RawMessage(`{}`)
 			if len(args) == 2 {
 				raw = json.RawMessage(args[1])
-				if !json.Valid(raw) {
-					var v any
-					err := json.Unmarshal(raw, &v)
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil {
 					return usagef("the arguments are not valid JSON (%v); write a JSON object, e.g. '{\"message\":\"hi\"}'", err)
+				}
+				if _, ok := v.(map[string]any); !ok {
+					return usagef("tool arguments must be a JSON object; got %s (write e.g. '{\"message\":\"hi\"}')", jsonKind(v))
 				}
 			}
 			h, _, err := e.openHub()
@@ -41,6 +45,13 @@ func newCallCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer h.Close()
+			// Arguments that do not fit the tool's schema are a usage
+			// mistake; an unknown address is reported by Call.
+			if _, t, _, err := h.Tool(c.Context(), args[0]); err == nil {
+				if err := hub.ValidateArgs(t, raw); err != nil {
+					return usageError{fmt.Errorf("calling %s: %w", args[0], err)}
+				}
+			}
 			res, err := h.Call(c.Context(), args[0], raw, conn)
 			if err != nil {
 				return err
@@ -59,7 +70,8 @@ func newCallCmd(e *env) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the whole MCP result as JSON")
-	c.Flags().StringVar(&conn, "connection", "", "the connection (credential) to call through; default: the source's default")
+	c.Flags().StringVar(&conn, "connection", "", "the connection `NAME` (credential) to call through; default: the source's default")
+	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
 	return c
 }
 
@@ -89,4 +101,21 @@ func resultText(res *mcp.CallToolResult) string {
 		parts = append(parts, string(b))
 	}
 	return strings.Join(parts, "\n")
+}
+
+// jsonKind names the kind of a decoded JSON value, for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "an object"
 }

@@ -18,6 +18,7 @@ func newDescribeCmd(e *env) *cobra.Command {
 		Long:  "Print the TypeScript declarations the model reads before writing code: targets are tool addresses (memory.createEntities), namespaces (memory) or named types from an earlier declaration (github.Issue), 1 to 10 of them, within a token budget.",
 		Example: `  capabilities hub describe everything.echo
   capabilities hub describe memory --budget 4000`,
+		ValidArgsFunction: complete(withoutGiven(targets)),
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 10 {
 				return usagef("describe expects 1 to 10 targets (got %d)", len(args))
@@ -47,7 +48,7 @@ func newDescribeCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().IntVar(&budget, "budget", 2500, "the most tokens the output may take")
+	c.Flags().IntVar(&budget, "budget", 2500, "the most `TOKENS` the output may take")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the declarations as a JSON string")
 	return c
 }

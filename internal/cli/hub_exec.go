@@ -18,7 +18,7 @@ func newExecCmd(e *env) *cobra.Command {
 		asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "exec '<code>' | exec --file F | exec -",
+		Use:   "exec '<code>' | exec --file FILE | exec -",
 		Short: "Run code in the sandbox, as the model's execute does",
 		Long: `Run the body of an async function in the sandbox, where each source is a global
 object of async functions (await everything.echo({message: "hi"})). Prints the run's
@@ -35,7 +35,7 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 				return nil
 			}
 			if len(args) > 1 || (len(args) == 1 && file != "") || (len(args) == 0 && file == "") {
-				return usagef("exec expects the code as one argument, - to read it from standard input, or --file F")
+				return usagef("exec expects the code as one argument, - to read it from standard input, or --file FILE")
 			}
 			return nil
 		},
@@ -81,9 +81,10 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 			return e.printEnvelope(env, asJSON)
 		},
 	}
-	c.Flags().StringVar(&file, "file", "", "read the code from a file")
-	c.Flags().StringVar(&resume, "resume", "", "continue a run that waited (after `hub approve` or `hub auth`), as execute({resume}) does")
+	c.Flags().StringVar(&file, "file", "", "read the code from `FILE`")
+	c.Flags().StringVar(&resume, "resume", "", "continue the run `RUN_ID` that waited (after capabilities hub approve or hub auth), as execute({resume}) does")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
+	_ = c.RegisterFlagCompletionFunc("resume", complete(runIDs(waitingRun)))
 	return c
 }
 

@@ -82,7 +82,8 @@ func newPolicySetCmd(e *env) *cobra.Command {
 		Short: "Add or replace a rule",
 		Example: `  capabilities hub policy set memory.deleteEntities deny
   capabilities hub policy set github allow --connection work`,
-		Args: exactArgs(2, "a target (address or namespace) and an action (allow, ask or deny)"),
+		Args:              exactArgs(2, "a target (address or namespace) and an action (allow, ask or deny)"),
+		ValidArgsFunction: complete(byPosition(targets, fixed("allow", "ask", "deny"))),
 		RunE: func(c *cobra.Command, args []string) error {
 			action, err := policy.ParseAction(args[1])
 			if err != nil {
@@ -111,7 +112,8 @@ func newPolicySetCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&conn, "connection", "", "narrow the rule to one connection")
+	c.Flags().StringVar(&conn, "connection", "", "narrow the rule to the connection `NAME`")
+	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rule as JSON")
 	return c
 }
@@ -119,9 +121,10 @@ func newPolicySetCmd(e *env) *cobra.Command {
 func newPolicyRemoveCmd(e *env) *cobra.Command {
 	var conn string
 	c := &cobra.Command{
-		Use:   "remove <address|namespace>",
-		Short: "Remove a rule",
-		Args:  exactArgs(1, "a target (address or namespace)"),
+		Use:               "remove <address|namespace>",
+		Short:             "Remove a rule",
+		Args:              exactArgs(1, "a target (address or namespace)"),
+		ValidArgsFunction: complete(byPosition(ruleTargets)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := h.RemoveRule(c.Context(), args[0], conn); err != nil {
 				return err
@@ -130,6 +133,7 @@ func newPolicyRemoveCmd(e *env) *cobra.Command {
 			return nil
 		}),
 	}
-	c.Flags().StringVar(&conn, "connection", "", "the connection the rule is narrowed to")
+	c.Flags().StringVar(&conn, "connection", "", "the connection `NAME` the rule is narrowed to")
+	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
 	return c
 }

@@ -13,9 +13,10 @@ import (
 func newRefreshCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "refresh [namespace]",
-		Short: "Re-read tool lists and show what was added, removed and changed",
-		Long:  "Re-read the tool list of one source, or of every source, store it, and print the tools added, removed and changed (a tool changed when its contract digest differs: name, description, schemas or annotations).",
+		Use:               "refresh [namespace]",
+		Short:             "Re-read tool lists and show what was added, removed and changed",
+		Long:              "Re-read the tool list of one source, or of every source, store it, and print the tools added, removed and changed (a tool changed when its contract digest differs: name, description, schemas or annotations).",
+		ValidArgsFunction: complete(byPosition(namespaces)),
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("refresh expects at most one namespace (got %d)", len(args))

@@ -12,9 +12,10 @@ import (
 func newRemoveCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "remove <namespace>",
-		Short: "Remove a source and its cached tools",
-		Args:  exactArgs(1, "one namespace"),
+		Use:               "remove <namespace>",
+		Short:             "Remove a source and its cached tools",
+		Args:              exactArgs(1, "one namespace"),
+		ValidArgsFunction: complete(byPosition(namespaces)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := h.Remove(c.Context(), args[0]); err != nil {
 				return err

@@ -76,6 +76,7 @@ func newRunsCmd(e *env) *cobra.Command {
 	}
 	c.Flags().StringVar(&status, "status", "", "only runs with this `STATUS`: "+strings.Join(runStatuses, ", "))
 	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	_ = c.RegisterFlagCompletionFunc("status", complete(fixed(runStatuses...)))
 	c.AddCommand(newRunsShowCmd(e))
 	return c
 }
@@ -83,9 +84,10 @@ func newRunsCmd(e *env) *cobra.Command {
 func newRunsShowCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "show <runId>",
-		Short: "Show one run: status, result, error, pending, calls, notices",
-		Args:  exactArgs(1, "one run id"),
+		Use:               "show <runId>",
+		Short:             "Show one run: status, result, error, pending, calls, notices",
+		Args:              exactArgs(1, "one run id"),
+		ValidArgsFunction: complete(byPosition(runIDs(anyRun))),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
@@ -121,9 +123,10 @@ func newRunsShowCmd(e *env) *cobra.Command {
 func newCancelCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "cancel <runId>",
-		Short: "Cancel a run that has not finished",
-		Args:  exactArgs(1, "one run id"),
+		Use:               "cancel <runId>",
+		Short:             "Cancel a run that has not finished",
+		Args:              exactArgs(1, "one run id"),
+		ValidArgsFunction: complete(byPosition(runIDs(unfinishedRun))),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {

@@ -62,8 +62,9 @@ func newSearchCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&ns, "namespace", "", "search only this namespace")
-	c.Flags().IntVar(&limit, "limit", 8, "the most results (1 to 25)")
+	c.Flags().StringVar(&ns, "namespace", "", "search only this `NAMESPACE`")
+	_ = c.RegisterFlagCompletionFunc("namespace", complete(namespaces))
+	c.Flags().IntVar(&limit, "limit", 8, "the most results, `N` from 1 to 25")
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"results":[…],"more":N,"hidden":N}`)
 	return c
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/elicit"
@@ -77,14 +78,19 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 				}
 				return nil
 			}
+			// Bind first: a port in use must leave the token file as it was.
+			addr := net.JoinHostPort(host, strconv.Itoa(port))
+			ln, err := net.Listen("tcp", addr)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another --port)", addr, port)
+			}
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w", addr, err)
+			}
+			defer ln.Close()
 			token, err := httpToken(st)
 			if err != nil {
 				return err
-			}
-			addr := net.JoinHostPort(host, strconv.Itoa(port))
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("listening on %s: %w (is another hub serving? pick another --port)", addr, err)
 			}
 			hs := &http.Server{Handler: srv.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
@@ -102,9 +108,9 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
 	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
-	c.Flags().IntVar(&port, "port", 4790, "the loopback port for --http")
-	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback address for --http (only loopback is accepted)")
-	c.Flags().StringVar(&profile, "profile", "default", "the profile to serve (only default for now)")
+	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
+	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
+	c.Flags().StringVar(&profile, "profile", "default", "the profile `NAME` to serve (only default exists for now)")
 	return c
 }
 
