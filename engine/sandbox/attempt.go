@@ -279,12 +279,9 @@ func (a *attempt) deliverResult(seq int, res CallResult) error {
 // enter runs f inside the guest, counting compute time, stopping the guest
 // when compute time runs out, and turning a trap into an Error.
 func (a *attempt) enter(f func() error) (e *Error) {
-	remaining := time.Duration(a.lim.ComputeMs)*time.Millisecond - a.compute
-	t := time.AfterFunc(remaining, func() { a.v.ks.trip(errComputeTimeout) })
-	start := time.Now()
+	w := startWatchdog(time.Duration(a.lim.ComputeMs)*time.Millisecond-a.compute, func() { a.v.ks.trip(errComputeTimeout) })
 	defer func() {
-		t.Stop()
-		a.compute += time.Since(start)
+		a.compute += w.stop()
 		if r := recover(); r != nil {
 			e = classifyTrap(a.v.ks.Cause(), r, a.v.mem)
 		}
@@ -299,6 +296,49 @@ func (a *attempt) enter(f func() error) (e *Error) {
 		return memoryError()
 	}
 	return nil
+}
+
+// watchdog calls trip once the guest has used budget of CPU time (see
+// guestClock). Its timer runs on wall time, which is never less than the CPU
+// time used meanwhile, so when it fires it re-arms for what is left.
+type watchdog struct {
+	clock  *guestClock
+	budget time.Duration
+	trip   func()
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func startWatchdog(budget time.Duration, trip func()) *watchdog {
+	w := &watchdog{clock: startGuestClock(), budget: budget, trip: trip}
+	w.mu.Lock()
+	w.t = time.AfterFunc(budget, w.fire)
+	w.mu.Unlock()
+	return w
+}
+
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if left := w.budget - w.clock.used(); left > 0 {
+		w.t.Reset(left)
+		return
+	}
+	w.trip()
+}
+
+// stop ends the watch and returns the CPU time the guest used.
+func (w *watchdog) stop() time.Duration {
+	w.mu.Lock()
+	w.stopped = true
+	w.t.Stop()
+	w.mu.Unlock()
+	return w.clock.stop()
 }
 
 // onHost handles __cap_host(op, payload). It returns a Seq for "call", else -1.

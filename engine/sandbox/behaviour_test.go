@@ -94,20 +94,17 @@ func sortBySeq(calls []string) {
 }
 
 func TestParallelCalls(t *testing.T) {
-	start := time.Now()
+	// The host counts the calls in flight at once: 8 proves they ran in
+	// parallel, without timing anything.
 	out, h := run(t, `return await Promise.all(Array.from({ length: 8 }, () => gh.sleep({ ms: 500 })))`)
-	elapsed := time.Since(start)
 	if out.Status != StatusCompleted || out.Calls != 8 {
 		t.Fatalf("got %+v", out)
-	}
-	if elapsed > 1500*time.Millisecond {
-		t.Errorf("8 parallel 500 ms calls took %v, want about 500 ms", elapsed)
 	}
 	if h.peak.Load() != 8 {
 		t.Errorf("peak in flight = %d, want 8", h.peak.Load())
 	}
 
-	start = time.Now()
+	start := time.Now()
 	out, h = run(t, `return await Promise.all(Array.from({ length: 9 }, () => gh.sleep({ ms: 300 })))`)
 	if out.Status != StatusCompleted || h.peak.Load() != 8 || time.Since(start) < 600*time.Millisecond {
 		t.Errorf("9 calls: status %s, peak %d, took %v; want at most 8 in flight, the 9th after the first", out.Status, h.peak.Load(), time.Since(start))
@@ -136,7 +133,8 @@ func TestCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
 		out := driver(t).Run(ctx, Request{JS: js, Host: &fakeHost{}, Namespaces: testNamespaces})
-		if out.Status != StatusCancelled || out.Error.Code != CodeCancelled || out.Wall > 2*time.Second {
+		// Uncancelled, each would end otherwise (timeout_compute, completed).
+		if out.Status != StatusCancelled || out.Error.Code != CodeCancelled {
 			t.Errorf("%s: %+v", js, out)
 		}
 		cancel()
@@ -273,14 +271,16 @@ func TestClosedDriver(t *testing.T) {
 }
 
 func TestReplaySkipsTimerWaits(t *testing.T) {
-	js := `await new Promise(r => setTimeout(r, 400)); const a = await gh.echo({ n: 1 });
+	// The wait before the replayed call is long, so that a replay that waited
+	// cannot take less than it, however fast or slow the machine.
+	js := `await new Promise(r => setTimeout(r, 3000)); const a = await gh.echo({ n: 1 });
 await new Promise(r => setTimeout(r, 300)); return [a.n, Date.now()]`
 	live := driver(t).Run(context.Background(), Request{JS: js, Host: &fakeHost{}, Namespaces: testNamespaces})
 	replay := driver(t).Run(context.Background(), Request{JS: js, Host: &fakeHost{}, Namespaces: testNamespaces, ReplayCalls: 1})
-	if string(live.Result) != string(replay.Result) || string(live.Result) != "[1,700]" {
-		t.Fatalf("live %s, replay %s; want both [1,700]", live.Result, replay.Result)
+	if string(live.Result) != string(replay.Result) || string(live.Result) != "[1,3300]" {
+		t.Fatalf("live %s, replay %s; want both [1,3300]", live.Result, replay.Result)
 	}
-	if live.Wall < 700*time.Millisecond || replay.Wall < 300*time.Millisecond || replay.Wall > 650*time.Millisecond {
-		t.Errorf("live took %v (want ≥ 700 ms), replay %v (want only the 300 ms after the replayed call)", live.Wall, replay.Wall)
+	if live.Wall < 3300*time.Millisecond || replay.Wall < 300*time.Millisecond || replay.Wall >= 3000*time.Millisecond {
+		t.Errorf("live took %v (want ≥ 3.3 s), replay %v (want only the 300 ms after the replayed call, not the 3 s before it)", live.Wall, replay.Wall)
 	}
 }
