@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -36,7 +38,7 @@ func newHub(t *testing.T, limits run.Limits) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{dir: dir, calls: filepath.Join(t.TempDir(), "calls.jsonl")}
-	f.h = hub.New(st, hub.Options{Run: limits})
+	f.h = hub.New(st, hub.Options{Run: limits, Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	t.Cleanup(f.h.Close)
 	ctx := context.Background()
 	add := func(req hub.AddRequest) {
@@ -202,21 +204,33 @@ func TestDivergenceFailsTheRun(t *testing.T) {
 func TestParallelCallsRunInParallel(t *testing.T) {
 	f := newHub(t, run.Limits{})
 	ctx := context.Background()
+	// Start the upstream first: its start is not what is measured.
+	if _, err := f.h.Call(ctx, "up.echo", json.RawMessage(`{"message":"warm"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	sleep := testenv.Timeout(time.Second)
 	start := time.Now()
-	env, err := f.h.Execute(ctx, `return (await Promise.all([1,2,3,4,5,6,7,8].map(() => up.sleep({ms: 500})))).length`)
+	env, err := f.h.Execute(ctx, fmt.Sprintf(`return (await Promise.all([1,2,3,4,5,6,7,8].map(() => up.sleep({ms: %d})))).length`, sleep.Milliseconds()))
 	if err != nil || env.Status != "completed" || string(env.Result) != "8" {
 		t.Fatalf("%v %+v", err, env)
 	}
-	// Eight 500 ms calls one after another would take 4 s; in parallel about
-	// 0.5 s plus the upstream's start.
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Errorf("8 parallel calls of 500 ms took %v: they did not run in parallel", d)
+	// Eight calls one after another would take 8 sleeps; in parallel one
+	// sleep plus a little. The bound sits halfway, far from both.
+	if d := time.Since(start); d >= 4*sleep {
+		t.Errorf("8 parallel calls of %v took %v: they did not run in parallel", sleep, d)
 	}
 }
 
 func TestRunLimits(t *testing.T) {
-	f := newHub(t, run.Limits{MaxCalls: 5, UpstreamTimeout: 300 * time.Millisecond})
+	// The upstream timeout bounds each call, and the upstream is started
+	// before it applies: starting node is slow on a loaded machine, and
+	// what is tested here is the calls.
+	timeout := testenv.Timeout(time.Second)
+	f := newHub(t, run.Limits{MaxCalls: 5, UpstreamTimeout: timeout})
 	ctx := context.Background()
+	if _, err := f.h.Call(ctx, "up.echo", json.RawMessage(`{"message":"warm"}`), ""); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.h.Execute(ctx, strings.Repeat("x", 64<<10+1)); err == nil || !strings.Contains(err.Error(), "limit is 65536") {
 		t.Errorf("65 KB of code: %v", err)
 	}
@@ -227,12 +241,12 @@ func TestRunLimits(t *testing.T) {
 	if env.Status != "failed" || env.Error.Code != "tool_error" || !strings.Contains(env.Error.Message, "limit") {
 		t.Errorf("the 6th call of a 5-call run: %+v %+v", env.Status, env.Error)
 	}
-	env, err = f.h.Execute(ctx, `try { await up.sleep({ms: 3000}); return "no timeout" } catch (e) { return e.code }`)
+	env, err = f.h.Execute(ctx, fmt.Sprintf(`try { await up.sleep({ms: %d}); return "no timeout" } catch (e) { return e.code }`, (10*timeout).Milliseconds()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(env.Result) != `"upstream_timeout"` {
-		t.Errorf("a 3 s call with a 300 ms upstream timeout: %s %+v", env.Result, env.Error)
+		t.Errorf("a call 10 times longer than the upstream timeout (%v): %s %+v", timeout, env.Result, env.Error)
 	}
 }
 
@@ -277,7 +291,7 @@ func TestInvariantI6ResumeNeverRepeatsACall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until some calls settled, then kill the process (and its upstream).
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testenv.Timeout(20 * time.Second))
 	for len(f.upstreamCalls(t)) < 4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -287,7 +301,7 @@ func TestInvariantI6ResumeNeverRepeatsACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(st, hub.Options{})
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	defer h.Close()
 	eng, _ := h.Runs()
 	runs, err := eng.List(ctx, "")
@@ -343,7 +357,7 @@ func child(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(st, hub.Options{})
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	_, _ = h.Execute(context.Background(), `
 let n = 0;
 for (let i = 0; i < 12; i++) {
