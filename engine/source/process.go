@@ -150,8 +150,9 @@ func (p *process) exitText() string {
 	return "exited (" + p.err.Error() + ")"
 }
 
-// stop ends the process group: close stdin and wait briefly, then SIGTERM,
-// then SIGKILL. It always reaps the process.
+// stop ends the process group: close stdin and wait half a second, then
+// SIGTERM and a second, then SIGKILL (1.5 s at most, so a command ends soon
+// after its work). It always reaps the process.
 func (p *process) stop() {
 	_ = p.stdin.Close()
 	pgid := p.cmd.Process.Pid
@@ -165,7 +166,7 @@ func (p *process) stop() {
 	}
 	if !wait(500 * time.Millisecond) {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		if !wait(2 * time.Second) {
+		if !wait(time.Second) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			<-p.done
 		}

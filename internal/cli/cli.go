@@ -52,10 +52,50 @@ type env struct {
 	log    *slog.Logger
 }
 
-// Main runs the command line and returns the process exit code.
+// interrupted is the cause of the command's context when a signal ended it.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string {
+	if i.sig == syscall.SIGINT {
+		return "stopped by SIGINT"
+	}
+	return "stopped by SIGTERM"
+}
+
+// exitCode is the shell's convention for a process ended by the signal.
+func (i interrupted) exitCode() int { return 128 + int(i.sig) }
+
+// windDown is how long a command may take to wind down after SIGINT or
+// SIGTERM before the process exits anyway.
+const windDown = 2 * time.Second
+
+// Main runs the command line and returns the process exit code. SIGINT or
+// SIGTERM cancels the command's context; the command winds down (its
+// upstreams are reaped) and the exit code is 130 or 143. A second signal,
+// or a command still winding down after windDown, ends the process at once.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	returned := make(chan struct{})
+	defer close(returned)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			signal.Stop(sigs) // a second signal ends the process
+			in := interrupted{s.(syscall.Signal)}
+			cancel(in)
+			select {
+			case <-returned:
+			case <-time.After(windDown):
+				fmt.Fprintf(stderr, "capabilities: %s; still winding down after %v, exiting now\n", in, windDown)
+				os.Exit(in.exitCode())
+			}
+		case <-returned:
+		}
+	}()
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, log: newLogger(stderr)}
 	root := newRoot(e)
 	root.SetArgs(args)
@@ -63,6 +103,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		fmt.Fprintf(stderr, "capabilities: %s\n", in) // whatever failed, failed for it
+		return in.exitCode()
+	}
 	if err == nil {
 		return exitOK
 	}
