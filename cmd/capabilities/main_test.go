@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/cli"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
@@ -47,6 +48,9 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("CAPABILITIES_HOME", filepath.Join(env.WorkDir, "home"))
+			// Starting node is slow on a loaded machine: scale how long the
+			// hub waits for an upstream's start (a script may set its own).
+			env.Setenv("CAPABILITIES_CONNECT_TIMEOUT", testenv.Timeout(source.DefaultConnectTimeout).String())
 			env.Setenv("NODE", node)
 			env.Setenv("NM", nm)
 			env.Setenv("SCRIPTED", scripted)
@@ -131,7 +135,8 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 	if _, err := strconv.Atoi(args[0]); err == nil {
 		addr = "127.0.0.1:" + args[0]
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	wait := testenv.Timeout(15 * time.Second)
+	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 			c.Close()
@@ -139,7 +144,7 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	ts.Fatalf("nothing listens on %s after 15 s", addr)
+	ts.Fatalf("nothing listens on %s after %v", addr, wait)
 }
 
 func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {

@@ -227,7 +227,7 @@ func (s *Session) startError(ctx context.Context, err error) error {
 		stderr := s.Stderr(stderrLines)
 		switch {
 		case ctx.Err() != nil && !s.proc.exited() || errors.Is(err, context.DeadlineExceeded):
-			err = fmt.Errorf("the server did not answer the MCP handshake in time (is it an MCP server speaking stdio?)")
+			err = fmt.Errorf("the server did not answer the MCP handshake in time (is it an MCP server speaking stdio? one that starts slowly gets more time with `capabilities hub add --timeout` or CAPABILITIES_CONNECT_TIMEOUT)")
 		default:
 			err = fmt.Errorf("the server %s during start", status)
 		}

@@ -221,6 +221,15 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 		}
 		o.Run.ApprovalTTL = d
 	}
+	if v := os.Getenv("CAPABILITIES_CONNECT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, fmt.Errorf("CAPABILITIES_CONNECT_TIMEOUT=%q: write a positive duration such as 30s or 2m", v)
+		}
+		if o.Source.ConnectTimeout == 0 { // hub add --timeout wins
+			o.Source.ConnectTimeout = d
+		}
+	}
 	o.Logger = e.log
 	if os.Getenv("NO_KEYRING") != "" {
 		o.NoKeychain = true

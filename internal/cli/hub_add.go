@@ -74,7 +74,11 @@ a namespace from the server's name and shows what it found before storing it.`,
 					req.Env[k] = v
 				}
 			}
-			h, _, err := e.openHub(hub.Options{Source: source.Options{ConnectTimeout: timeout}})
+			var opts hub.Options
+			if c.Flags().Changed("timeout") { // else CAPABILITIES_CONNECT_TIMEOUT or the default
+				opts.Source.ConnectTimeout = timeout
+			}
+			h, _, err := e.openHub(opts)
 			if err != nil {
 				return err
 			}
@@ -135,7 +139,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
-	c.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
+	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
 	return c
 }
 

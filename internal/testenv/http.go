@@ -36,7 +36,8 @@ func EverythingHTTP(t testing.TB) string {
 		_ = cmd.Wait()
 	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(15 * time.Second)
+	wait := Timeout(15 * time.Second)
+	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
@@ -45,7 +46,7 @@ func EverythingHTTP(t testing.TB) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("server-everything did not listen on %s within 15 s", addr)
+	t.Fatalf("server-everything did not listen on %s within %v", addr, wait)
 	return ""
 }
 
