@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -204,20 +206,78 @@ func (h *Hub) Accept(ctx context.Context, p *Proposal) error {
 	return nil
 }
 
-// Remove deletes a source and its manifest and stops its upstream.
+// Remove deletes a source with everything that was about it: its manifest,
+// its connections and their credentials, and the policy's rules, reviews
+// and command consent for it (a source added later under the same
+// namespace starts unreviewed, with no rule of the old one), and stops its
+// upstream. The source record goes last, so a failure leaves it to remove
+// again.
 func (h *Hub) Remove(ctx context.Context, ns string) error {
 	if _, err := h.Source(ctx, ns); err != nil {
 		return fmt.Errorf("removing: %w", err)
 	}
 	h.pool.Drop(ns)
-	if err := h.store.Delete(ctx, store.Manifests, ns); err != nil {
+	p, err := h.Policy(ctx)
+	if err != nil {
 		return fmt.Errorf("removing %s: %w", ns, err)
 	}
-	if err := h.store.Delete(ctx, store.Sources, ns); err != nil {
+	if mentions(p, ns) {
+		if err := h.updatePolicy(ctx, func(p *policy.Policy) error {
+			forget(p, ns)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("removing %s: %w", ns, err)
+		}
+	}
+	conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("removing %s: %w", ns, err)
+	}
+	if conns != nil {
+		for _, c := range conns.Items {
+			if err := h.Secrets().Delete(ctx, c.SecretRef); err != nil && !errors.Is(err, secret.ErrNotFound) {
+				return fmt.Errorf("removing %s: deleting the credential of %s/%s: %w", ns, ns, c.Name, err)
+			}
+		}
+	}
+	for _, k := range []store.Kind{store.Connections, store.Manifests, store.Sources} {
+		if err := h.store.Delete(ctx, k, ns); err != nil {
+			return fmt.Errorf("removing %s: %w", ns, err)
+		}
 	}
 	h.Invalidate()
 	return nil
+}
+
+// forget drops the policy's rules, reviews and consent for a namespace.
+func forget(p *policy.Policy, ns string) {
+	p.Rules = slices.DeleteFunc(p.Rules, func(r policy.Rule) bool { return ofNamespace(r.Target, ns) })
+	for addr := range p.Reviewed {
+		if ofNamespace(addr, ns) {
+			delete(p.Reviewed, addr)
+		}
+	}
+	delete(p.Consented, ns)
+}
+
+// mentions reports whether the policy has a rule, review or consent for a
+// namespace.
+func mentions(p *policy.Policy, ns string) bool {
+	if _, ok := p.Consented[ns]; ok {
+		return true
+	}
+	for addr := range p.Reviewed {
+		if ofNamespace(addr, ns) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.Rules, func(r policy.Rule) bool { return ofNamespace(r.Target, ns) })
+}
+
+// ofNamespace reports whether a rule target or tool address is ns or one of
+// its tools.
+func ofNamespace(target, ns string) bool {
+	return target == ns || strings.HasPrefix(target, ns+".")
 }
 
 // Change is what a refresh found for one namespace.

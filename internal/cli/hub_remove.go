@@ -13,7 +13,8 @@ func newRemoveCmd(e *env) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:               "remove <namespace>",
-		Short:             "Remove a source and its cached tools",
+		Short:             "Remove a source: its cached tools, connections, credentials and policy rules",
+		Long:              "Remove a source and everything about it: its cached tools, its connections and their credentials, and the policy's rules, reviews and command consent for it, and stop its upstream. A source added later under the same namespace starts unreviewed.",
 		Args:              exactArgs(1, "one namespace"),
 		ValidArgsFunction: complete(byPosition(namespaces)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
