@@ -16,6 +16,8 @@ import (
 
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/capabilities-sh/capabilities/store/storetest"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 func TestFileConformance(t *testing.T) {
@@ -85,10 +87,11 @@ func TestSpares(t *testing.T) {
 	if err := f.Put(ctx, store.Runs, "r1", map[string]int{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	wait := testenv.Timeout(5 * time.Second)
+	deadline := time.Now().Add(wait)
 	for spares() < 8 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d spares after 5 s; want 8 made in the background", spares())
+			t.Fatalf("%d spares after %v; want 8 made in the background", spares(), wait)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -163,7 +166,7 @@ func TestSpares(t *testing.T) {
 	if err := g.Put(ctx, store.Runs, "r4", map[string]int{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Timeout(5 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(stale); errors.Is(err, os.ErrNotExist) {
 			break
 		}

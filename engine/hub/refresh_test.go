@@ -38,10 +38,11 @@ func events(t *testing.T, path string) map[string]int {
 // failure bound, never what the test asserts.
 func waitFor(t *testing.T, what string, cond func() bool, state func() string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	wait := testenv.Timeout(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after 30 s for %s; now: %s", what, state())
+			t.Fatalf("still waiting after %v for %s; now: %s", wait, what, state())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -131,8 +132,8 @@ func testToolListChangedLoop(t *testing.T, secretValue string) {
 	select {
 	case <-done:
 		closed = true
-	case <-time.After(30 * time.Second):
-		t.Fatalf("Close did not return within 30 s while the upstream announced list changes")
+	case <-time.After(testenv.Timeout(30 * time.Second)):
+		t.Fatalf("Close did not return in time while the upstream announced list changes")
 	}
 
 	n := events(t, evFile)

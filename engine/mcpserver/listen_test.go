@@ -13,6 +13,8 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -76,7 +78,7 @@ func TestHTTPSlowlorisDoesNotStarveARealClient(t *testing.T) {
 		slow = append(slow, c)
 		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
 	defer cancel()
 	code, err := initialize(ctx, addr)
 	if err != nil {
@@ -123,7 +125,7 @@ func TestHTTPSlowBodyIsCut(t *testing.T) {
 		defer close(closed)
 		_, _ = io.Copy(io.Discard, c)
 	}()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(testenv.Timeout(60 * time.Second))
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -46,7 +47,7 @@ func TestStdioKeepsServingAfterMalformedInput(t *testing.T) {
 	var tools []string
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testenv.Timeout(10 * time.Second))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

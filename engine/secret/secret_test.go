@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/zalando/go-keyring"
 )
@@ -246,16 +247,13 @@ func TestFallbackWhenKeychainHangs(t *testing.T) {
 	if err := k.Set(ctx, "github/work", "tok-123456"); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 50*time.Millisecond || d > 2*time.Second {
+	if d := time.Since(start); d < 50*time.Millisecond || d > testenv.Timeout(2*time.Second) {
 		t.Errorf("Set took %v, want the 50ms timeout and then the file", d)
 	}
-	start = time.Now()
 	if v, err := k.Get(ctx, "github/work"); err != nil || v != "tok-123456" {
 		t.Fatalf("Get = %q, %v", v, err)
 	}
-	if d := time.Since(start); d > 40*time.Millisecond {
-		t.Errorf("Get after the fallback took %v: the hung keychain was asked again", d)
-	}
+	// The keychain counts its calls: no timing needed to see it was not asked again.
 	if n := kc.count(); n != 1 {
 		t.Errorf("%d keychain calls, want 1: a hung keychain is not asked again", n)
 	}

@@ -491,7 +491,8 @@ func TestLiveConfiguration(t *testing.T) {
 	}
 	waitFor := func(cond func(string) bool, what string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		wait := testenv.Timeout(10 * time.Second)
+		deadline := time.Now().Add(wait)
 		var last string
 		for time.Now().Before(deadline) {
 			if last = search(); cond(last) {
@@ -499,7 +500,7 @@ func TestLiveConfiguration(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Fatalf("%s within 10 s; last search:\n%s", what, last)
+		t.Fatalf("%s within %v; last search:\n%s", what, wait, last)
 	}
 	if got := search(); strings.Contains(got, "writer.record") {
 		t.Fatalf("writer is found before it was added:\n%s", got)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
@@ -62,7 +63,8 @@ func newHub(t testing.TB) *hubEnv {
 
 // env is the environment of every process run against this hub.
 func (h *hubEnv) env() []string {
-	return append(os.Environ(), "CAPABILITIES_HOME="+h.home, "CAP_BIN="+binPath)
+	return append(os.Environ(), "CAPABILITIES_HOME="+h.home, "CAP_BIN="+binPath,
+		"CAPABILITIES_CONNECT_TIMEOUT="+testenv.Timeout(source.DefaultConnectTimeout).String())
 }
 
 // cli runs the binary and fails the test when it fails.
@@ -167,13 +169,14 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.Timeout(5 * time.Second)):
 			_ = cmd.Process.Kill()
 			<-done
 		}
 	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(10 * time.Second)
+	wait := testenv.Timeout(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
@@ -181,7 +184,7 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("hub serve --http did not listen on %s within 10 s\n%s", addr, stderr.String())
+			h.t.Fatalf("hub serve --http did not listen on %s within %v\n%s", addr, wait, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -235,7 +238,7 @@ func (s *stdioSession) close() {
 	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.Timeout(5 * time.Second)):
 		_ = s.cmd.Process.Kill()
 		<-done
 	}
