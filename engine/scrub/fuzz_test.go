@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +24,9 @@ func independentForms(v string) []string {
 		url.QueryEscape(v), url.PathEscape(v),
 		string(j[1 : len(j)-1]),
 		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
+		base32.StdEncoding.EncodeToString(b), strings.ToLower(base32.StdEncoding.EncodeToString(b)),
+		url.QueryEscape(url.QueryEscape(v)),
+		base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(v))),
 	}
 }
 
@@ -40,36 +44,16 @@ func middle(enc *base64.Encoding, prefix, secret, suffix []byte) string {
 	return e[first:last]
 }
 
-// outsideMarkers reports whether form occurs in out other than inside one of
-// the Markers (a form such as "secret" is part of the Marker itself).
+// outsideMarkers reports whether form occurs in out. (The name is from the
+// time a form inside a Marker was excused; the output must now hold none.)
 func outsideMarkers(out, form string) bool {
-	if form == "" {
-		return false
-	}
-	for i := 0; ; {
-		k := strings.Index(out[i:], form)
-		if k < 0 {
-			return false
-		}
-		k += i
-		inside := false
-		for m := max(0, k+len(form)-len(Marker)); m <= k; m++ {
-			if strings.HasPrefix(out[m:], Marker) {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			return true
-		}
-		i = k + 1
-	}
+	return form != "" && strings.Contains(out, form)
 }
 
 // reference is the obvious quadratic scrubber: mark every byte covered by an
 // occurrence of any form, then replace each run of covered bytes that came
 // from overlapping occurrences by one Marker.
-func reference(forms []string, text string) string {
+func reference(forms []string, marker, text string) string {
 	type span struct{ start, end int }
 	var spans []span
 	for i := range len(text) {
@@ -92,7 +76,7 @@ func reference(forms []string, text string) string {
 	last := 0
 	for _, s := range spans {
 		b.WriteString(text[last:s.start])
-		b.WriteString(Marker)
+		b.WriteString(marker)
 		last = s.end
 	}
 	b.WriteString(text[last:])
@@ -106,6 +90,8 @@ func FuzzScrub(f *testing.F) {
 	f.Add("", "abcd", "")
 	f.Add("ab", "secret", "cd")
 	f.Add("[secr", "et]x", "")
+	f.Add("0", "et]x", "x")
+	f.Add("a", "secret", "redacted")
 	f.Fuzz(func(t *testing.T, prefix, secret, suffix string) {
 		s := New(secret)
 		if len(secret) < MinLen {
@@ -117,7 +103,7 @@ func FuzzScrub(f *testing.F) {
 		}
 		check := func(what, in string) {
 			out := s.String(in)
-			if want := reference(s.forms, in); out != want {
+			if want := reference(s.forms, s.Marker(), in); out != want && !strings.Contains(in, "\n") && !s.Contains(want) {
 				t.Fatalf("%s: String(%q) differs from the reference (-want +got):\n%s", what, in, cmp.Diff(want, out))
 			}
 			if got := string(s.Bytes([]byte(in))); got != out {
@@ -131,6 +117,9 @@ func FuzzScrub(f *testing.F) {
 		}
 		for i, form := range independentForms(secret) {
 			check("form "+string(rune('0'+i)), prefix+form+suffix)
+			if len(form) > 2 {
+				check("form wrapped "+string(rune('0'+i)), prefix+form[:len(form)/2]+"\r\n"+form[len(form)/2:]+suffix)
+			}
 		}
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 			in := enc.EncodeToString([]byte(prefix + secret + suffix))

@@ -26,11 +26,30 @@
 //   - JSON-escaped v (the content of a JSON string, without quotes): Go's
 //     encoding/json with and without HTML escaping, "\/" for "/", and the
 //     ASCII-only form of Python's json.dumps (\uXXXX for non-ASCII);
-//   - hex of v, lower and upper case.
+//   - hex of v, lower and upper case;
+//   - base32 of v (standard alphabet, padded and unpadded, upper and lower
+//     case);
+//   - forms of forms: URL-encoding applied twice, and base64 (standard and
+//     URL-safe, padded and unpadded) of the URL-encoded and JSON-escaped v;
+//   - any form broken by line breaks (MIME or PEM base64 wrapped at 64 or
+//     76 columns, a hex dump wrapped anywhere): text holding '\n' is also
+//     matched with its CR and LF bytes left out, and a match covers the
+//     line breaks inside it.
 //
-// Not covered: other encodings (base32, quoted-printable, MIME base64 with
-// line breaks, gzip, …), forms of forms (base64 of the URL-encoded value),
-// a secret split across two strings scrubbed separately, and case changes.
+// The output never holds a form: when Marker would form one with the text
+// beside it ("0" + "[secret]" + "x" holding the secret "et]x"), the
+// occurrence and the Marker are replaced together, until none is left; a
+// Scrubber for a secret that is a part of "[secret]" uses another marker
+// (see (*Scrubber).Marker). Each round shortens the output, since the span
+// replaced holds a form and more than the marker.
+//
+// Not covered: other encodings (quoted-printable, gzip, base32 embedded in
+// longer base32, …), a secret split across two strings scrubbed separately
+// (the hub scrubs again every value that leaves the sandbox, so code that
+// joins two halves is caught there), case changes other than those above,
+// and arbitrary transformations by code (reversing, XOR, a custom
+// alphabet): code that holds a secret's halves can always re-encode them;
+// the halves themselves are what the hub cannot tell from data.
 //
 // Secrets shorter than MinLen bytes are ignored: such a value carries too
 // little entropy to be a credential, and scrubbing it would replace common
@@ -41,6 +60,7 @@ package scrub
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -69,6 +89,7 @@ const (
 // *Scrubber scrub nothing and cost nothing. A Scrubber is safe for
 // concurrent use.
 type Scrubber struct {
+	marker string // Marker, or another when a form is a part of it
 	filter [1 << filterBits / 64]uint64
 	// buckets maps the first 4 bytes of a form (little endian) to the forms
 	// starting with them, longest first.
@@ -83,7 +104,7 @@ type Scrubber struct {
 // New builds a scrubber for the given secret values. Values shorter than
 // MinLen bytes are ignored; duplicates are harmless.
 func New(secrets ...string) *Scrubber {
-	s := &Scrubber{buckets: map[uint32][]string{}}
+	s := &Scrubber{buckets: map[uint32][]string{}, marker: Marker}
 	seen := map[string]bool{}
 	for _, v := range secrets {
 		if len(v) < MinLen {
@@ -105,7 +126,26 @@ func New(secrets ...string) *Scrubber {
 	for _, b := range s.buckets {
 		slices.SortFunc(b, func(x, y string) int { return len(y) - len(x) })
 	}
+	for _, m := range []string{"[redacted]", shortMarker} {
+		if len(s.forms) == 0 || !contains(s, s.marker) {
+			break
+		}
+		s.marker = m
+	}
 	return s
+}
+
+// shortMarker is shorter than MinLen, so it never holds a form.
+const shortMarker = "[*]"
+
+// Marker is the text that replaces a secret: the package's Marker, unless
+// a form of one of the secrets is a part of it; then "[redacted]", else
+// "[*]", which is too short to hold any.
+func (s *Scrubber) Marker() string {
+	if s == nil || s.marker == "" {
+		return Marker
+	}
+	return s.marker
 }
 
 // Len reports how many distinct forms the scrubber looks for.
@@ -151,6 +191,21 @@ func Forms(v string) []string {
 	h := hex.EncodeToString([]byte(v))
 	add(h)
 	add(strings.ToUpper(h))
+	for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.StdEncoding.WithPadding(base32.NoPadding)} {
+		b32 := enc.EncodeToString([]byte(v))
+		add(b32)
+		add(strings.ToLower(b32))
+	}
+	add(url.QueryEscape(q))
+	add(url.PathEscape(p))
+	for _, inner := range []string{q, p, plain, jsonEscape(v, true)} {
+		if inner == v {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+			add(enc.EncodeToString([]byte(inner)))
+		}
+	}
 	return out
 }
 
@@ -286,26 +341,16 @@ func (s *Scrubber) Contains(text string) bool {
 }
 
 func contains[T string | []byte](s *Scrubber, text T) bool {
+	if hasLineBreak(text) {
+		return len(find(s, text)) > 0
+	}
 	found := false
 	scan(s, text, func(int, int) bool { found = true; return false })
 	return found
 }
 
-// leaks reports whether text holds a form of a secret outside the Markers
-// it already holds (a secret such as "secret" is a part of Marker).
-func leaks(s *Scrubber, text []byte) bool {
-	found := false
-	scan(s, text, func(i, j int) bool {
-		for k := max(0, j-len(Marker)); k <= i; k++ {
-			if bytes.HasPrefix(text[k:], []byte(Marker)) {
-				return true
-			}
-		}
-		found = true
-		return false
-	})
-	return found
-}
+// leaks reports whether text holds a form of a secret.
+func leaks(s *Scrubber, text []byte) bool { return contains(s, text) }
 
 // scan calls match(start, end) for every occurrence of a form, in order of
 // start, with the longest form at each start. It stops when match returns
@@ -329,38 +374,125 @@ func scan[T string | []byte](s *Scrubber, text T, match func(start, end int) boo
 	}
 }
 
-// scrub appends text to dst with every occurrence replaced by Marker;
-// overlapping occurrences become one Marker. It reports whether anything
-// matched; when nothing did, dst is returned unchanged.
+// scrub appends text to dst with every occurrence of a form replaced by
+// the marker; overlapping occurrences become one marker. Text holding a line
+// break is also matched with its CR and LF bytes left out. When a marker and
+// the text beside it form a form, both are replaced again, until no form is
+// left (each round shortens the output: no form is a part of the marker).
+// It reports whether anything matched; when nothing did, dst is returned
+// unchanged.
 func scrub[T string | []byte](s *Scrubber, dst []byte, text T) ([]byte, bool) {
-	start, end, last := -1, -1, 0
-	matched := false
-	scan(s, text, func(i, j int) bool {
-		if !matched {
-			matched = true
-			if dst == nil {
-				dst = make([]byte, 0, len(text))
-			}
-		}
-		if i >= end {
-			if end >= 0 {
-				dst = append(dst, text[last:start]...)
-				dst = append(dst, Marker...)
-				last = end
-			}
-			start, end = i, j
-		} else if j > end {
-			end = j
-		}
-		return true
-	})
-	if !matched {
+	spans := find(s, text)
+	if len(spans) == 0 {
 		return dst, false
 	}
-	dst = append(dst, text[last:start]...)
-	dst = append(dst, Marker...)
-	dst = append(dst, text[end:]...)
-	return dst, true
+	if dst == nil {
+		dst = make([]byte, 0, len(text))
+	}
+	base := len(dst)
+	marker := s.Marker()
+	var markers []span // positions of the markers in dst[base:]
+	last := 0
+	for _, sp := range spans {
+		dst = append(dst, text[last:sp.start]...)
+		markers = append(markers, span{len(dst) - base, len(dst) - base + len(marker)})
+		dst = append(dst, marker...)
+		last = sp.end
+	}
+	dst = append(dst, text[last:]...)
+	for {
+		out := dst[base:]
+		again := find(s, out)
+		if len(again) == 0 {
+			return dst, true
+		}
+		// Every new occurrence overlaps a marker (the text between markers
+		// was matched already): widen it over the markers it touches.
+		for i := range again {
+			for _, m := range markers {
+				if m.start < again[i].end && again[i].start < m.end {
+					again[i].start = min(again[i].start, m.start)
+					again[i].end = max(again[i].end, m.end)
+				}
+			}
+		}
+		again = merge(again)
+		next := make([]byte, 0, len(out))
+		var nextMarkers []span
+		last, mi := 0, 0
+		for _, sp := range again {
+			for ; mi < len(markers) && markers[mi].end <= sp.start; mi++ {
+				shift := len(next) - last
+				nextMarkers = append(nextMarkers, span{markers[mi].start + shift, markers[mi].end + shift})
+			}
+			next = append(next, out[last:sp.start]...)
+			nextMarkers = append(nextMarkers, span{len(next), len(next) + len(marker)})
+			next = append(next, marker...)
+			last = sp.end
+			for ; mi < len(markers) && markers[mi].start < sp.end; mi++ {
+			}
+		}
+		for ; mi < len(markers); mi++ {
+			shift := len(next) - last
+			nextMarkers = append(nextMarkers, span{markers[mi].start + shift, markers[mi].end + shift})
+		}
+		next = append(next, out[last:]...)
+		dst = append(dst[:base], next...)
+		markers = nextMarkers
+	}
+}
+
+type span struct{ start, end int }
+
+// find returns the spans of text covered by occurrences of forms, merged
+// and in order; text holding '\n' is also matched with CR and LF left out.
+func find[T string | []byte](s *Scrubber, text T) []span {
+	var spans []span
+	scan(s, text, func(i, j int) bool {
+		spans = append(spans, span{i, j})
+		return true
+	})
+	if hasLineBreak(text) {
+		view := make([]byte, 0, len(text))
+		idx := make([]int, 0, len(text))
+		for i := 0; i < len(text); i++ {
+			if c := text[i]; c != '\n' && c != '\r' {
+				view = append(view, c)
+				idx = append(idx, i)
+			}
+		}
+		scan(s, view, func(i, j int) bool {
+			spans = append(spans, span{idx[i], idx[j-1] + 1})
+			return true
+		})
+	}
+	return merge(spans)
+}
+
+func hasLineBreak[T string | []byte](text T) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+// merge sorts spans and joins the overlapping ones.
+func merge(spans []span) []span {
+	if len(spans) < 2 {
+		return spans
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	out := spans[:1]
+	for _, sp := range spans[1:] {
+		if l := &out[len(out)-1]; sp.start < l.end {
+			l.end = max(l.end, sp.end)
+		} else {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 // JSON returns raw with every form of every secret replaced, keeping the
@@ -391,7 +523,7 @@ func (s *Scrubber) JSON(msg json.RawMessage) json.RawMessage {
 		return out
 	}
 	if json.Valid(raw) {
-		return json.RawMessage(`"` + Marker + `"`)
+		return json.RawMessage(`"` + s.Marker() + `"`)
 	}
 	return s.Bytes(raw)
 }
@@ -429,7 +561,7 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
 				enc = jsonQuote(sv)
 			}
 			if leaks(s, enc) {
-				enc = []byte(`"` + Marker + `"`)
+				enc = []byte(`"` + s.Marker() + `"`)
 			}
 			out = append(out, enc...)
 			changed = changed || &enc[0] != &lit[0]
@@ -439,7 +571,7 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
 				j++
 			}
 			if contains(s, raw[i:j]) {
-				out = append(out, `"`+Marker+`"`...)
+				out = append(out, `"`+s.Marker()+`"`...)
 				changed = true
 			} else {
 				out = append(out, raw[i:j]...)

@@ -39,7 +39,18 @@ func TestString(t *testing.T) {
 		{"too short ignored", []string{"abc"}, "abc abc", "abc abc"},
 		{"overlapping secrets merge", []string{"abcdef", "defghi"}, "xxabcdefghixx", "xx[secret]xx"},
 		{"adjacent stay apart", []string{"abcdef"}, "abcdefabcdef", "[secret][secret]"},
-		{"secret that is part of the marker", []string{"secret"}, "my secret", "my [secret]"},
+		{"secret that is part of the marker", []string{"secret"}, "my secret", "my [redacted]"},
+		{"secrets part of both markers", []string{"secret", "redact"}, "a secret, redacted b", "a [*], [*]ed b"},
+		{"marker re-forms the secret", []string{"et]x"}, "0et]xx", "0[secret]"},
+		{"marker re-forms it twice", []string{"t]t]"}, "t]t]t]", "[secret]"},
+		{"base32", []string{"abcd"}, "k=MFRGGZA=", "k=[secret]"},
+		{"base32 lower unpadded", []string{"abcd"}, "k=mfrggza;", "k=[secret];"},
+		{"double URL-encoded", []string{"p@ss w/rd"}, "?r=" + url.QueryEscape("?p="+url.QueryEscape("p@ss w/rd")), "?r=%3Fp%3D[secret]"},
+		{"base64 of the URL form", []string{"p@ss w/rd"}, b64([]byte(url.QueryEscape("p@ss w/rd"))), "[secret]"},
+		{"base64 of the JSON form", []string{tok}, b64([]byte(strings.Trim(mustJSON(tok), `"`))), "[secret]"},
+		{"base64 wrapped at 4 columns", []string{tok}, wrap(b64([]byte(tok)), 4, "\n"), "[secret]"},
+		{"base64 wrapped CRLF", []string{tok}, "-----\r\n" + wrap(b64([]byte(tok)), 8, "\r\n") + "\r\n-----", "-----\r\n[secret]\r\n-----"},
+		{"hex wrapped", []string{"s3cr3t-value"}, wrap(hex.EncodeToString([]byte("s3cr3t-value")), 10, "\n"), "[secret]"},
 		{"empty text", []string{"abcdef"}, "", ""},
 		{"at the very end", []string{"abcdef"}, "xabcdef", "x[secret]"},
 		{"prefix only", []string{"abcdef"}, "xabcde", "xabcde"},
@@ -136,7 +147,7 @@ func TestJSON(t *testing.T) {
 		{"escapes but no secret", []string{"s3cr3t-value"}, `{"t":"line\nbreak"}`, `{"t":"line\nbreak"}`},
 		{"invalid json still scrubbed", []string{"s3cr3t-value"}, `{"t":s3cr3t-value`, `{"t":"[secret]"`},
 		{"invalid string still scrubbed", []string{"s3cr3t-value"}, `["\\q s3cr3t-value"`, `["\\q [secret]"`},
-		{"secret that is part of the marker", []string{"secret"}, `{"a":"secret"}`, `{"a":"[secret]"}`},
+		{"secret that is part of the marker", []string{"secret"}, `{"a":"secret"}`, `{"a":"[redacted]"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +170,7 @@ func TestForms(t *testing.T) {
 		"YWJjZA==", "YWJjZA", // base64, padded and not
 		"YWJjZ", "FiY2", "hYmNk", // stable middles at alignments 0, 1, 2
 		"61626364",
+		"MFRGGZA=", "mfrggza=", "MFRGGZA", "mfrggza", // base32
 	}
 	if diff := cmp.Diff(want, Forms("abcd")); diff != "" {
 		t.Errorf("Forms(abcd) (-want +got):\n%s", diff)
@@ -166,4 +178,22 @@ func TestForms(t *testing.T) {
 	if got := Forms("abc"); got != nil {
 		t.Errorf("Forms(abc) = %q, want nil", got)
 	}
+}
+
+func mustJSON(v string) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// wrap breaks s into lines of n bytes joined by sep.
+func wrap(s string, n int, sep string) string {
+	var lines []string
+	for len(s) > n {
+		lines = append(lines, s[:n])
+		s = s[n:]
+	}
+	return strings.Join(append(lines, s), sep)
 }
