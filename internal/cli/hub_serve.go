@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/elicit"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
@@ -92,18 +90,8 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 			if err != nil {
 				return err
 			}
-			hs := &http.Server{Handler: srv.HTTPHandler(token), ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				<-ctx.Done()
-				sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer scancel()
-				_ = hs.Shutdown(sctx)
-			}()
 			fmt.Fprintf(e.stderr, "capabilities: serving MCP at http://%s/mcp (bearer token in %s)\n", ln.Addr(), filepath.Join(st.Dir(), "http-token"))
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("serving over HTTP: %w", err)
-			}
-			return nil
+			return srv.ServeHTTP(ctx, ln, token, mcpserver.HTTPLimits{})
 		},
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
