@@ -69,12 +69,13 @@ type Pending struct {
 	Seq        int             `json:"seq"`
 	Address    string          `json:"address"`
 	Connection string          `json:"connection,omitempty"`
-	Contract   string          `json:"contract,omitempty"`
-	Summary    string          `json:"summary"`             // the first sentence of the tool's description
-	Args       json.RawMessage `json:"args,omitempty"`      // redacted, capped at 4 KB
-	Reason     string          `json:"reason,omitempty"`    // the policy reason code
-	Message    string          `json:"message"`             // why it waits, in a sentence
-	ExpiresAt  time.Time       `json:"expiresAt,omitempty"` // when an undecided item expires the run
+	Contract   string          `json:"contract,omitempty"`   // the version of the tool a decision allows
+	ArgsDigest string          `json:"argsDigest,omitempty"` // the exact arguments a decision allows
+	Summary    string          `json:"summary"`              // the first sentence of the tool's description
+	Args       json.RawMessage `json:"args,omitempty"`       // redacted, capped at 4 KB
+	Reason     string          `json:"reason,omitempty"`     // the policy reason code
+	Message    string          `json:"message"`              // why it waits, in a sentence
+	ExpiresAt  time.Time       `json:"expiresAt,omitempty"`  // when an undecided item expires the run
 	Decision   *Decision       `json:"decision,omitempty"`
 }
 

@@ -158,8 +158,11 @@ func (e *Engine) apply(cur, r *model.Run, h *host, out sandbox.Outcome) {
 	switch out.Status {
 	case sandbox.StatusPaused:
 		for _, p := range h.pending {
-			if cur.PendingItem(p.ID) == nil {
+			switch old := cur.PendingItem(p.ID); {
+			case old == nil:
 				cur.Pending = append(cur.Pending, p)
+			case old.Contract != p.Contract:
+				*old = p // the tool changed since the decision: ask again
 			}
 		}
 		cur.Status = cur.Awaiting()
@@ -352,8 +355,11 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged {
 		return nil, true
 	}
-	if p := h.run.PendingItem(id); p != nil && p.Kind == model.PendingApproval && p.Decision != nil {
-		if p.Address != call.Address {
+	// A decision names exactly what it allows: this address, these
+	// arguments, this version of the tool. A tool changed since the person
+	// decided asks again.
+	if p := h.run.PendingItem(id); p != nil && p.Kind == model.PendingApproval && p.Decision != nil && (p.Contract == "" || p.Contract == t.Contract) {
+		if p.Address != call.Address || (p.ArgsDigest != "" && p.ArgsDigest != argsDigest) {
 			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
 			return &res, true
 		}
@@ -384,6 +390,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		Address:    t.Address,
 		Connection: call.Connection,
 		Contract:   t.Contract,
+		ArgsDigest: argsDigest,
 		Summary:    typegen.FirstSentence(t.Description),
 		Args:       preview,
 		Reason:     v.Reason,

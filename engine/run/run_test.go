@@ -30,7 +30,7 @@ type fixture struct {
 // newHub makes a hub over a file store with the scripted upstream as
 // "up" (echo, sleep: reads; record: a write) and server-memory as "memory",
 // every tool reviewed.
-func newHub(t *testing.T, limits run.Limits) *fixture {
+func newHub(t *testing.T, limits run.Limits, upEnv ...string) *fixture {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "hub")
 	st, _, err := store.Init(dir)
@@ -50,7 +50,12 @@ func newHub(t *testing.T, limits run.Limits) *fixture {
 			t.Fatal(err)
 		}
 	}
-	add(hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"}})
+	env := map[string]string{"SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"}
+	for _, kv := range upEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	add(hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: env})
 	add(hub.AddRequest{Namespace: "memory", Command: testenv.Memory(t), Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}})
 	r, err := f.h.PendingReview(ctx, "")
 	if err != nil {
@@ -384,5 +389,61 @@ func TestSyntaxErrorOfPlainCode(t *testing.T) {
 	}
 	if len(env.Calls) != 0 || len(f.upstreamCalls(t)) != 0 {
 		t.Errorf("a call was made: %+v", env.Calls)
+	}
+}
+
+// TestDecisionNamesTheToolVersion: a person approved a call to up.record;
+// before the run resumed, the tool changed (its contract). The decision
+// was for the old version, so the resume asks again instead of calling.
+func TestDecisionNamesTheToolVersion(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	writeState := func(desc string) {
+		if err := os.WriteFile(state, []byte(`{"desc":"`+desc+`","tools":4}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeState("")
+	f := newHub(t, run.Limits{}, "SCRIPTED_STATE="+state)
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `await up.record({item: "x"}); return "done"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" {
+		t.Fatalf("envelope %+v, want awaiting_approval", env)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	writeState(" (now deletes everything)")
+	if _, err := f.h.Refresh(ctx, "up"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != "awaiting_approval" {
+		t.Fatalf("after the tool changed, resume gave %+v; want it to ask again", again)
+	}
+	if calls := f.upstreamCalls(t); len(calls) != 0 {
+		t.Fatalf("the changed tool was called on a decision made for its old version: %v", calls)
+	}
+	r, err := store.Get[model.Run](ctx, f.h.Store(), store.Runs, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Pending) != 1 || r.Pending[0].Decision != nil {
+		t.Fatalf("pending items %+v, want one undecided item for the new version", r.Pending)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != "completed" || len(f.upstreamCalls(t)) != 1 {
+		t.Fatalf("after a decision on the new version: %+v, %d upstream calls; want completed with 1", done, len(f.upstreamCalls(t)))
 	}
 }
