@@ -59,7 +59,7 @@ func (h *fakeHost) CallTool(ctx context.Context, c Call) CallResult {
 
 // testWallMs bounds the attempts whose test sets tight compute limits: far
 // beyond what they need, so that only the limit under test can end them.
-var testWallMs = int(testenv.Timeout(30 * time.Second).Milliseconds())
+var testWallMs = int(testenv.Timeout(60 * time.Second).Milliseconds())
 
 // testMemoryBytes is the test driver's QuickJS heap limit: small, so that
 // memory bombs hit it quickly even though guest code runs slowly (see harden.go).
