@@ -3,10 +3,12 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,11 +33,15 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 	}
 	s, err := h.pool.Session(ctx, *src, m.Protocol, cred)
 	if err != nil {
-		return nil, fmt.Errorf("calling %s: %s", address, h.Scrub(err.Error()))
+		return nil, h.scrubErr(fmt.Errorf("calling %s: %w", address, err), ErrUpstreamUnavailable)
 	}
 	res, err := s.CallTool(ctx, t.Name, args)
+	var te *source.TimeoutError
+	if errors.As(err, &te) {
+		return nil, &scrubbedError{msg: fmt.Sprintf("calling %s: %s; a slow tool gets more time with `capabilities hub add --call-timeout` or CAPABILITIES_CALL_TIMEOUT", address, timeoutText(te)), err: te}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s", h.Scrub(err.Error()))
+		return nil, h.scrubErr(err, nil)
 	}
 	return h.scrubResult(res), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -140,8 +141,14 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		return nil, &model.ToolError{Code: "upstream_unavailable", Message: t.h.Scrub(err.Error()), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
 	}
 	res, err := s.CallTool(ctx, tl.Name, args)
+	var te *source.TimeoutError
+	if errors.As(err, &te) {
+		return nil, &model.ToolError{Code: "upstream_timeout", Address: tl.Address, Message: tl.Address + ": " + timeoutText(te), Status: 504, Retryable: true, Hint: "the upstream may be stuck or slow: retry later, or do without this call; a person can check it with `capabilities hub doctor`"}
+	}
 	if err != nil {
-		retry := ctx.Err() != nil
+		// A call cut short by its caller, or whose upstream died (the next
+		// call starts it again), may be retried.
+		retry := ctx.Err() != nil || !s.Alive()
 		code := "upstream_error"
 		if ctx.Err() != nil {
 			code = "upstream_timeout"

@@ -32,6 +32,9 @@ type AddRequest struct {
 	// server that needs a credential to start or to list its tools). It is
 	// never stored in the proposal; the caller stores it with Auth.
 	Secret string
+	// CallTimeout bounds each call to the source's tools (0: the hub's
+	// default, source.Options.CallTimeout).
+	CallTimeout time.Duration
 }
 
 // Proposal is what adding a source would store, for a person to review.
@@ -63,6 +66,10 @@ func countEffects(tools []model.Tool) (read, write, destructive int) {
 // namespace. It stores nothing.
 func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	src := model.Source{Env: req.Env, Cwd: req.Cwd, SecretEnv: req.SecretEnv, SecretHeader: req.SecretHeader}
+	if req.CallTimeout < 0 || (req.CallTimeout > 0 && req.CallTimeout < time.Millisecond) {
+		return nil, fmt.Errorf("adding a source: a call timeout of %v is too short; give at least 1ms, e.g. 90s", req.CallTimeout)
+	}
+	src.CallTimeoutMs = req.CallTimeout.Milliseconds()
 	if req.SecretEnv != "" {
 		if err := validEnvName(req.SecretEnv); err != nil {
 			return nil, fmt.Errorf("adding a source: %w", err)

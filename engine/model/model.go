@@ -30,6 +30,10 @@ type Source struct {
 	// SecretHeader is the HTTP header a remote source reads its credential
 	// from; empty means "Authorization: Bearer <secret>".
 	SecretHeader string `json:"secretHeader,omitempty"`
+	// CallTimeoutMs is how long a call to one of the source's tools may
+	// wait for the upstream's answer, in milliseconds; 0 means the hub's
+	// default (CAPABILITIES_CALL_TIMEOUT, else 60 s).
+	CallTimeoutMs int64 `json:"callTimeoutMs,omitempty"`
 }
 
 // Connection is one named credential for one source (github/work). It holds

@@ -316,8 +316,12 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		return sandbox.CallResult{Pause: true}
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, h.e.limits.UpstreamTimeout)
-	defer cancel()
+	cctx := ctx // every upstream call has its deadline in engine/source
+	if h.e.limits.UpstreamTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, h.e.limits.UpstreamTimeout)
+		defer cancel()
+	}
 	value, terr := h.e.tools.Call(cctx, t, call.Connection, call.Args)
 	if terr != nil && terr.Address == "" {
 		terr.Address = call.Address

@@ -64,7 +64,7 @@ type Sandbox interface {
 type Limits struct {
 	CodeBytes         int           // 64 KB
 	MaxCalls          int           // 500 tool calls per run, across attempts
-	UpstreamTimeout   time.Duration // 30 s per upstream call
+	UpstreamTimeout   time.Duration // an extra bound on each tool call; 0: none beyond the call's own deadline (engine/source, per source, 60 s by default)
 	ApprovalTTL       time.Duration // 24 h before an undecided approval expires the run
 	Retention         time.Duration // 7 days before a finished run is pruned
 	ArgsPreviewBytes  int           // 4 KB of arguments shown in a pending approval
@@ -77,9 +77,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxCalls <= 0 {
 		l.MaxCalls = 500
-	}
-	if l.UpstreamTimeout <= 0 {
-		l.UpstreamTimeout = 30 * time.Second
 	}
 	if l.ApprovalTTL <= 0 {
 		l.ApprovalTTL = 24 * time.Hour

@@ -238,8 +238,12 @@ func (a *attempt) dispatch() {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			ctx, cancel := context.WithTimeout(a.callCtx, time.Duration(a.lim.UpstreamTimeoutMs)*time.Millisecond)
-			defer cancel()
+			ctx := a.callCtx
+			if a.lim.UpstreamTimeoutMs > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(a.lim.UpstreamTimeoutMs)*time.Millisecond)
+				defer cancel()
+			}
 			a.done <- callDone{seq: call.Seq, res: callHost(ctx, a.req.Host, call)}
 		}()
 	}

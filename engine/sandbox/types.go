@@ -14,7 +14,7 @@ type Limits struct {
 	MaxCalls          int // tool calls per attempt, hub.search/describe included (500)
 	MaxConcurrent     int // tool calls in flight at once (8)
 	InlineResultBytes int // result JSON and logs together (24 KB)
-	UpstreamTimeoutMs int // deadline of the ctx given to each Host.CallTool (30,000)
+	UpstreamTimeoutMs int // deadline of the ctx given to each Host.CallTool; 0: none (the host bounds its calls: each upstream call has its own deadline)
 }
 
 func (l Limits) withDefaults() Limits {
@@ -29,7 +29,6 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxCalls, 500)
 	def(&l.MaxConcurrent, 8)
 	def(&l.InlineResultBytes, 24<<10)
-	def(&l.UpstreamTimeoutMs, 30_000)
 	return l
 }
 

@@ -29,7 +29,9 @@ func NewPool(opts Options) *Pool {
 }
 
 // Session returns the live session for src (and the credential, nil for
-// none), starting it if there is none or the previous one died. Each
+// none), starting it if there is none or the previous one died (its
+// process exited or its connection ended: an upstream that closed its
+// stdout is started again). Each
 // connection of a source has its own session. protocol is the version
 // negotiated before, if any.
 func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, cred *Credential) (*Session, error) {
@@ -124,7 +126,7 @@ func (p *Pool) Close() {
 }
 
 func sameSource(a, b *model.Source) bool {
-	if a.Kind != b.Kind || a.Command != b.Command || a.URL != b.URL || a.Cwd != b.Cwd || len(a.Args) != len(b.Args) || len(a.Env) != len(b.Env) {
+	if a.Kind != b.Kind || a.Command != b.Command || a.URL != b.URL || a.Cwd != b.Cwd || a.CallTimeoutMs != b.CallTimeoutMs || len(a.Args) != len(b.Args) || len(a.Env) != len(b.Env) {
 		return false
 	}
 	for i := range a.Args {

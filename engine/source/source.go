@@ -13,9 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -49,7 +52,63 @@ type Options struct {
 	// HTTPClient is used for streamable-HTTP sources (a client with sane
 	// timeouts by default).
 	HTTPClient *http.Client
+	// CallTimeout bounds each request to an upstream once it is connected
+	// (a tool call, a listing of its tools) for a source without its own
+	// CallTimeoutMs (DefaultCallTimeout).
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout bounds each call to an upstream: an upstream that
+// hangs, answers under another request id or prints only garbage fails the
+// call with a *TimeoutError instead of holding it forever.
+const DefaultCallTimeout = 60 * time.Second
+
+// callTimeout is the deadline of src's calls.
+func (o *Options) callTimeout(src *model.Source) time.Duration {
+	switch {
+	case src.CallTimeoutMs > 0:
+		return time.Duration(src.CallTimeoutMs) * time.Millisecond
+	case o.CallTimeout > 0:
+		return o.CallTimeout
+	}
+	return DefaultCallTimeout
+}
+
+// ErrCallTimeout is matched (errors.Is) by a *TimeoutError.
+var ErrCallTimeout = errors.New("the upstream did not answer in time")
+
+// TimeoutError is a request the upstream did not answer before its
+// deadline.
+type TimeoutError struct {
+	Namespace string
+	Method    string // "tools/call" or "tools/list"
+	Tool      string // the upstream tool's name, for tools/call
+	Timeout   time.Duration
+	Strays    int // non-protocol lines the upstream wrote meanwhile
+}
+
+func (e *TimeoutError) Error() string {
+	what := "listing tools of " + e.Namespace
+	if e.Tool != "" {
+		what = fmt.Sprintf("calling %s on %s", e.Tool, e.Namespace)
+	}
+	msg := fmt.Sprintf("%s: the server did not answer within %s", what, Seconds(e.Timeout))
+	if e.Strays > 0 {
+		msg += fmt.Sprintf(" (meanwhile it wrote %d non-protocol lines on stdout)", e.Strays)
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrCallTimeout) true.
+func (e *TimeoutError) Is(target error) bool { return target == ErrCallTimeout }
+
+// Seconds writes d for a person: "60 s", "1.5 s".
+func Seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// errDeadline is the cause of a call's context when its own deadline ends it.
+var errDeadline = errors.New("the call's deadline passed")
 
 // DefaultConnectTimeout bounds starting an upstream and its handshake. It is
 // generous: server-everything answers in 0.5 s on an idle 2-core machine and
@@ -85,6 +144,10 @@ type Session struct {
 	secret string       // the credential's value, to notice a changed secret
 	cs     *mcp.ClientSession
 	proc   *process // nil for HTTP
+
+	callTimeout time.Duration
+	ended       chan struct{} // closed when the MCP connection ended
+	broken      atomic.Bool   // a call found the connection gone
 }
 
 // Connect starts (for stdio) and connects to the source, with no credential.
@@ -207,6 +270,12 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 		return nil, s.startError(ctx, r.err)
 	}
 	s.cs = r.cs
+	s.callTimeout = opts.callTimeout(&src)
+	s.ended = make(chan struct{})
+	go func() {
+		_ = s.cs.Wait()
+		close(s.ended)
+	}()
 	return s, nil
 }
 
@@ -248,8 +317,49 @@ func (s *Session) startError(ctx context.Context, err error) error {
 // Protocol is the negotiated protocol version.
 func (s *Session) Protocol() string { return s.cs.InitializeResult().ProtocolVersion }
 
-// Alive reports whether the session can still be used.
-func (s *Session) Alive() bool { return s.proc == nil || !s.proc.exited() }
+// Alive reports whether the session can still be used: its process runs
+// and its connection is open (an upstream that closed its stdout is as
+// good as gone).
+func (s *Session) Alive() bool {
+	if s.broken.Load() || (s.proc != nil && s.proc.exited()) {
+		return false
+	}
+	select {
+	case <-s.ended:
+		return false
+	default:
+		return true
+	}
+}
+
+// withDeadline bounds one request to the upstream by the source's call
+// timeout.
+func (s *Session) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.callTimeout, errDeadline)
+}
+
+// failed turns a request's error into the session's verdict: a
+// *TimeoutError when the request's own deadline passed (not its caller's),
+// else err explained; a connection that is gone marks the session dead,
+// so the pool starts the upstream again on the next call.
+func (s *Session) failed(ctx, rctx context.Context, err error, method, tool string, strays int) error {
+	if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
+		return &TimeoutError{Namespace: s.src.Namespace, Method: method, Tool: tool, Timeout: s.callTimeout, Strays: s.strays() - strays}
+	}
+	if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
+		s.broken.Store(true)
+	}
+	return s.explain(err)
+}
+
+func (s *Session) strays() int {
+	if s.proc == nil {
+		return 0
+	}
+	s.proc.mu.Lock()
+	defer s.proc.mu.Unlock()
+	return s.proc.strays
+}
 
 // stderrLines is how many lines of an upstream's stderr an error shows.
 const stderrLines = 5
@@ -268,7 +378,8 @@ func (s *Session) Stderr(lines int) string {
 }
 
 // ListTools reads the upstream's whole tool list, following pagination, and
-// returns it as a manifest with addresses and contracts.
+// returns it as a manifest with addresses and contracts. Each page is
+// bounded by the source's call timeout.
 func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 	var upstream []model.UpstreamTool
 	cursor := ""
@@ -277,9 +388,9 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 		if page >= 1000 {
 			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the server's pagination does not end", s.src.Namespace)
 		}
-		res, err := s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		res, err := s.listPage(ctx, cursor)
 		if err != nil {
-			return nil, fmt.Errorf("listing tools of %s: %w", s.src.Namespace, s.explain(err))
+			return nil, err
 		}
 		for _, t := range res.Tools {
 			u, err := upstreamTool(t)
@@ -311,6 +422,22 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 	return m, nil
 }
 
+func (s *Session) listPage(ctx context.Context, cursor string) (*mcp.ListToolsResult, error) {
+	rctx, cancel := s.withDeadline(ctx)
+	defer cancel()
+	strays := s.strays()
+	res, err := s.cs.ListTools(rctx, &mcp.ListToolsParams{Cursor: cursor})
+	if err != nil {
+		err = s.failed(ctx, rctx, err, "tools/list", "", strays)
+		var te *TimeoutError
+		if errors.As(err, &te) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("listing tools of %s: %w", s.src.Namespace, err)
+	}
+	return res, nil
+}
+
 func upstreamTool(t *mcp.Tool) (model.UpstreamTool, error) {
 	u := model.UpstreamTool{Name: t.Name, Title: t.Title, Description: t.Description}
 	var err error
@@ -337,18 +464,31 @@ func upstreamTool(t *mcp.Tool) (model.UpstreamTool, error) {
 	return u, nil
 }
 
-// CallTool calls the upstream tool by its upstream name.
+// CallTool calls the upstream tool by its upstream name. Every call has a
+// deadline, the source's call timeout: an upstream that does not answer by
+// then fails the call with a *TimeoutError.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var arguments any = map[string]any{}
 	if len(args) > 0 {
 		arguments = args
 	}
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	rctx, cancel := s.withDeadline(ctx)
+	defer cancel()
+	strays := s.strays()
+	res, err := s.cs.CallTool(rctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
 	if err != nil {
-		return nil, fmt.Errorf("calling %s on %s: %w", name, s.src.Namespace, s.explain(err))
+		err = s.failed(ctx, rctx, err, "tools/call", name, strays)
+		var te *TimeoutError
+		if errors.As(err, &te) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("calling %s on %s: %w", name, s.src.Namespace, err)
 	}
 	return res, nil
 }
+
+// CallTimeout is the deadline of each of the session's calls.
+func (s *Session) CallTimeout() time.Duration { return s.callTimeout }
 
 // explain adds the upstream's fate to an error from a dead session.
 func (s *Session) explain(err error) error {
@@ -357,7 +497,10 @@ func (s *Session) explain(err error) error {
 		if tail := s.Stderr(stderrLines); tail != "" {
 			msg += "; its stderr ends with:\n" + indent(tail)
 		}
-		return fmt.Errorf("%w (%s)", err, msg)
+		return fmt.Errorf("%w (%s; the next call starts it again)", err, msg)
+	}
+	if s.proc != nil && s.broken.Load() {
+		return fmt.Errorf("%w (the server closed its stdout; the next call starts it again)", err)
 	}
 	return err
 }

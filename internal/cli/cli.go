@@ -230,6 +230,13 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 			o.Source.ConnectTimeout = d
 		}
 	}
+	if v := os.Getenv("CAPABILITIES_CALL_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, fmt.Errorf("CAPABILITIES_CALL_TIMEOUT=%q: write a positive duration such as 60s or 2m", v)
+		}
+		o.Source.CallTimeout = d // a source's own call timeout wins
+	}
 	o.Logger = e.log
 	if os.Getenv("NO_KEYRING") != "" {
 		o.NoKeychain = true

@@ -19,6 +19,7 @@ func newAddCmd(e *env) *cobra.Command {
 		envs    []string
 		cwd     string
 		timeout time.Duration
+		callTO  time.Duration
 		sEnv    string
 		sHeader string
 		auth    bool
@@ -37,6 +38,12 @@ a namespace from the server's name and shows what it found before storing it.`,
 				return usagef("--json needs --yes: the JSON form does not prompt")
 			}
 			req := hub.AddRequest{Namespace: ns, Cwd: cwd, SecretEnv: sEnv, SecretHeader: sHeader}
+			if c.Flags().Changed("call-timeout") {
+				if callTO < time.Millisecond {
+					return usagef("--call-timeout %v: give a positive duration such as 90s", callTO)
+				}
+				req.CallTimeout = callTO
+			}
 			if auth {
 				v, err := e.readSecret("Credential for the new source (input hidden): ")
 				if err != nil {
@@ -140,6 +147,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
 	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
+	c.Flags().DurationVar(&callTO, "call-timeout", 0, "how long each call to the server's tools may wait for its answer, a `DURATION` such as 90s (default: CAPABILITIES_CALL_TIMEOUT, else 60s)")
 	return c
 }
 

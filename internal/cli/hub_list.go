@@ -24,6 +24,7 @@ type listedSource struct {
 	Kind        string       `json:"kind"`
 	Command     string       `json:"command,omitempty"`
 	URL         string       `json:"url,omitempty"`
+	CallTimeout int64        `json:"callTimeoutMs,omitempty"` // the source's own call deadline
 	Protocol    string       `json:"protocol,omitempty"`
 	Health      string       `json:"health"`
 	LastError   string       `json:"lastError,omitempty"`
@@ -46,7 +47,7 @@ func newListCmd(e *env) *cobra.Command {
 			}
 			out := make([]listedSource, 0, len(recs))
 			for _, r := range recs {
-				ls := listedSource{Namespace: r.Source.Namespace, Kind: r.Source.Kind, Command: r.Source.CommandLine(), URL: r.Source.URL, Health: "unknown", Tools: []listedTool{}}
+				ls := listedSource{Namespace: r.Source.Namespace, Kind: r.Source.Kind, Command: r.Source.CommandLine(), URL: r.Source.URL, CallTimeout: r.Source.CallTimeoutMs, Health: "unknown", Tools: []listedTool{}}
 				if m := r.Manifest; m != nil {
 					ls.Protocol, ls.Health, ls.LastError, ls.ToolCount = m.Protocol, m.Health, m.LastError, len(m.Tools)
 					if !m.FetchedAt.IsZero() {

@@ -8,6 +8,11 @@
 //   SCRIPTED_MODE   normal | legacy (ignores server/discover, never answers it)
 //                   | garbage (prints non-protocol lines on stdout) | exit (exits at start)
 //                   | silent (never answers anything)
+//                   | hang-on-call (answers initialize and tools/list, never tools/call)
+//                   | garbage-on-call (answers tools/call with non-protocol lines only)
+//                   | wrong-id (answers tools/call under another request id)
+//                   | close-stdout-on-call (closes its stdout on tools/call and
+//                     keeps running until its stdin closes)
 //                   | listchanged (after initialize, sends notifications/tools/list_changed
 //                     every SCRIPTED_EVERY ms, default 5, until its stdin closes)
 //   SCRIPTED_PAGE   tools/list page size (default: all in one page)
@@ -24,7 +29,10 @@
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
 //                   tools/list, so a test can change the tools between refreshes
 //   SCRIPTED_EVENTS a file to which the server appends one line per event: start,
-//                   tools/list, list_changed (each notification it sent)
+//                   tools/list, list_changed (each notification it sent), call
+//   SCRIPTED_ONCE   a file: the *-on-call and wrong-id modes misbehave only while
+//                   it does not exist, and create it when they do (so a restarted
+//                   server behaves)
 import fs from "node:fs";
 import readline from "node:readline";
 
@@ -103,6 +111,18 @@ if (mode === "garbage") {
   process.stdout.write("{not json at all\n");
 }
 
+const onCallModes = ["hang-on-call", "garbage-on-call", "wrong-id", "close-stdout-on-call"];
+
+// misbehaveOnce reports whether a misbehaving mode acts up on this call:
+// always, or with SCRIPTED_ONCE only the first time across restarts.
+function misbehaveOnce() {
+  const once = process.env.SCRIPTED_ONCE;
+  if (!once) return true;
+  if (fs.existsSync(once)) return false;
+  fs.writeFileSync(once, mode + "\n");
+  return true;
+}
+
 // startAnnouncing sends tools/list_changed in a loop, as a server whose
 // tools never settle would.
 function startAnnouncing() {
@@ -149,6 +169,21 @@ rl.on("line", async (line) => {
     }
     case "tools/call": {
       const { name, arguments: args = {} } = msg.params || {};
+      event("call");
+      if (onCallModes.includes(mode) && misbehaveOnce()) {
+        switch (mode) {
+          case "hang-on-call":
+            return;
+          case "garbage-on-call":
+            process.stdout.write("working on it...\n{half a json\n");
+            return;
+          case "wrong-id":
+            return send({ jsonrpc: "2.0", id: typeof msg.id === "number" ? msg.id + 1000 : `${msg.id}-other`, result: { content: [{ type: "text", text: "for someone else" }] } });
+          case "close-stdout-on-call":
+            fs.closeSync(1);
+            return;
+        }
+      }
       if (callsFile) fs.appendFileSync(callsFile, JSON.stringify({ name, args }) + "\n");
       if (name === "echo") return reply({ content: [{ type: "text", text: `Echo: ${args.message}` }] });
       if (name === "sleep") {
