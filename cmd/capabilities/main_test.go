@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/url"
@@ -215,7 +217,9 @@ func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
 // cmdNoSecret checks that a secret appears, in none of its encodings, in the
 // last command's stdout/stderr or in files under a path: `nosecret VALUE
 // stdout|stderr|PATH…`. The encodings are computed here with the standard
-// library, independently of the scrubber.
+// library, independently of the scrubber; text is also checked with its
+// line breaks (real, or JSON's \n and \r) taken out, so a wrapped base64
+// counts.
 func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: nosecret VALUE stdout|stderr|PATH…")
@@ -233,10 +237,20 @@ func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 		"hex":           hex.EncodeToString([]byte(v)),
 		"HEX":           strings.ToUpper(hex.EncodeToString([]byte(v))),
 		"json-escaped":  strings.Trim(string(jsonEsc), `"`),
+		"base32":        base32.StdEncoding.EncodeToString([]byte(v)),
+		"base32-lower":  strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v))),
+		"query-twice":   url.QueryEscape(url.QueryEscape(v)),
 	}
+	var esc strings.Builder
+	for _, r := range v {
+		fmt.Fprintf(&esc, `\u%04x`, r)
+	}
+	forms["json-all-escaped"] = esc.String()
+	unwrap := strings.NewReplacer("\r", "", "\n", "", `\r`, "", `\n`, "")
 	check := func(where, text string) {
+		unwrapped := unwrap.Replace(text)
 		for name, f := range forms {
-			if strings.Contains(text, f) {
+			if strings.Contains(text, f) || strings.Contains(unwrapped, f) {
 				ts.Fatalf("the secret (%s form) appears in %s", name, where)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -46,25 +47,50 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 	return h.scrubResult(res), nil
 }
 
-// scrubResult removes secrets from a tool result, through its JSON.
+// scrubResult removes secrets from a tool result, through its JSON. A text
+// that is itself a JSON document reaches the code parsed (resultValue), its
+// escapes decoded there, so it is scrubbed as JSON too. A result that
+// cannot be re-read after scrubbing is withheld.
 func (h *Hub) scrubResult(res *mcp.CallToolResult) *mcp.CallToolResult {
 	sc := h.scrubber()
-	if sc == nil {
+	if sc.Len() == 0 {
 		return res
 	}
+	withheld := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: sc.Marker()}}}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return res
+		return withheld
 	}
-	clean := sc.JSON(b)
-	if string(clean) == string(b) {
-		return res
+	out := res
+	if clean := sc.JSON(b); string(clean) != string(b) {
+		out = &mcp.CallToolResult{}
+		if err := json.Unmarshal(clean, out); err != nil {
+			return withheld
+		}
 	}
-	var out mcp.CallToolResult
-	if err := json.Unmarshal(clean, &out); err != nil {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "[secret]"}}}
+	for i, c := range out.Content {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok {
+			continue
+		}
+		t := strings.TrimSpace(tc.Text)
+		if !strings.Contains(t, `\`) || (!strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[")) || !json.Valid([]byte(t)) {
+			continue
+		}
+		clean := sc.JSON(json.RawMessage(t))
+		if string(clean) == t {
+			continue
+		}
+		if out == res {
+			cp := *res
+			cp.Content = slices.Clone(res.Content)
+			out = &cp
+		}
+		ntc := *tc
+		ntc.Text = string(clean)
+		out.Content[i] = &ntc
 	}
-	return &out
+	return out
 }
 
 // ValidateArgs checks args (a JSON object) against the tool's input schema.

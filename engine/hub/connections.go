@@ -28,6 +28,8 @@ type secrets struct {
 	mu     sync.Mutex
 	values []string
 	scrub  *scrub.Scrubber
+	refs   map[string]bool // secret references whose value is in values
+	named  map[string]bool // namespace/connection RunScrubber resolved
 }
 
 // Secrets is the hub's secret store: the one in Options, or the OS keychain
@@ -67,10 +69,17 @@ func (h *Hub) SecretStatus() string {
 	return "in memory (tests)"
 }
 
-// remember adds a resolved secret to the values scrubbed from output.
-func (h *Hub) remember(v string) {
+// remember adds a resolved secret (of the secret reference ref, "" for
+// none yet) to the values scrubbed from output.
+func (h *Hub) remember(ref, v string) {
 	h.secrets.mu.Lock()
 	defer h.secrets.mu.Unlock()
+	if ref != "" {
+		if h.secrets.refs == nil {
+			h.secrets.refs = map[string]bool{}
+		}
+		h.secrets.refs[ref] = true
+	}
 	for _, x := range h.secrets.values {
 		if x == v {
 			return
@@ -93,6 +102,79 @@ func (h *Hub) scrubber() *scrub.Scrubber {
 	h.secrets.mu.Lock()
 	defer h.secrets.mu.Unlock()
 	return h.secrets.scrub
+}
+
+// Scrubber replaces every secret this process resolved, in any of its
+// encodings; JSON through its JSON method. A nil Scrubber scrubs nothing.
+func (h *Hub) Scrubber() *scrub.Scrubber { return h.scrubber() }
+
+// upstreamCodes are the codes of the ToolErrors that tools.Call makes of
+// what an upstream answered or failed with: their messages come from it.
+var upstreamCodes = map[string]bool{"tool_error": true, "upstream_error": true, "upstream_timeout": true, "upstream_unavailable": true}
+
+// RunScrubber is the scrubber of what enters and leaves a run: every secret
+// this process resolved, after resolving those of the connections through
+// which the journal's calls reached an upstream. A run resumed here may have
+// made its calls in another process: code can join parts of a secret that
+// entered it clean (two halves), and what leaves must be scrubbed of the
+// whole. Calls that never reached an upstream (denied, awaiting a person,
+// refused by the hub, search and describe) read no credential, so neither
+// does this. A call through the default connection ("") resolves every
+// connection of its namespace: the default may have changed since.
+func (h *Hub) RunScrubber(ctx context.Context, journal []model.JournalEntry) *scrub.Scrubber {
+	for _, je := range journal { // an intent line is neither OK nor an error
+		if je.Address == "hub.search" || je.Address == "hub.describe" {
+			continue
+		}
+		if je.OK || (je.Error != nil && upstreamCodes[je.Error.Code]) {
+			ns, _, _ := model.SplitAddress(je.Address)
+			h.resolveForScrub(ctx, ns, je.Connection)
+		}
+	}
+	return h.scrubber()
+}
+
+// resolveForScrub remembers the secrets of a namespace's connection (every
+// connection for ""), once per process. A secret that cannot be read (it
+// was removed) is logged and left out: its value is no longer known here.
+func (h *Hub) resolveForScrub(ctx context.Context, ns, conn string) {
+	key := ns + "/" + conn
+	h.secrets.mu.Lock()
+	done := h.secrets.named[key]
+	if h.secrets.named == nil {
+		h.secrets.named = map[string]bool{}
+	}
+	h.secrets.named[key] = true
+	h.secrets.mu.Unlock()
+	if done {
+		return
+	}
+	conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			h.log.Warn("reading connections to scrub a run's output", "namespace", ns, "err", err)
+		}
+		return
+	}
+	for _, c := range conns.Items {
+		if conn != "" && c.Name != conn {
+			continue
+		}
+		h.secrets.mu.Lock()
+		known := h.secrets.refs[c.SecretRef]
+		h.secrets.mu.Unlock()
+		if known {
+			continue
+		}
+		v, err := h.Secrets().Get(ctx, c.SecretRef)
+		if err != nil {
+			if !errors.Is(err, secret.ErrNotFound) {
+				h.log.Warn("reading a credential to scrub a run's output", "connection", c.SecretRef, "err", err)
+			}
+			continue
+		}
+		h.remember(c.SecretRef, v)
+	}
 }
 
 // Connections returns a source's connections (an empty set when none).
@@ -254,7 +336,7 @@ func (h *Hub) credential(ctx context.Context, src *model.Source, conn string) (*
 	if err != nil {
 		return nil, fmt.Errorf("reading the credential of %s/%s: %w", src.Namespace, c.Name, err)
 	}
-	h.remember(v)
+	h.remember(c.SecretRef, v)
 	return &source.Credential{Connection: c.Name, Value: v}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -160,6 +161,10 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		terr.Message = t.h.Scrub(terr.Message)
 	}
 	return v, terr
+}
+
+func (t tools) Scrubber(ctx context.Context, journal []model.JournalEntry) *scrub.Scrubber {
+	return t.h.RunScrubber(ctx, journal)
 }
 
 func (t tools) ConnectionReady(ctx context.Context, address, conn string) bool {

@@ -66,7 +66,10 @@ type fixture struct {
 
 // newFixture is a hub over a file store with one stdio source (the scripted
 // upstream) that needs a credential in SCRIPTED_TOKEN and echoes it back.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureEnv(t, nil) }
+
+// newFixtureEnv is newFixture with more environment for the upstream.
+func newFixtureEnv(t *testing.T, extra map[string]string) *fixture {
 	t.Helper()
 	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
@@ -77,12 +80,16 @@ func newFixture(t *testing.T) *fixture {
 	f.h = hub.New(st, hub.Options{Logger: log, Secrets: f.spy})
 	t.Cleanup(f.h.Close)
 	argv := testenv.Scripted(t)
+	env := map[string]string{"SCRIPTED_LEAK": "SCRIPTED_TOKEN", "SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"}
+	for k, v := range extra {
+		env[k] = v
+	}
 	ctx := context.Background()
 	p, err := f.h.Propose(ctx, hub.AddRequest{
 		Command:   argv,
 		Namespace: "leaky",
 		SecretEnv: "SCRIPTED_TOKEN",
-		Env:       map[string]string{"SCRIPTED_LEAK": "SCRIPTED_TOKEN", "SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"},
+		Env:       env,
 	})
 	if err != nil {
 		t.Fatal(err)

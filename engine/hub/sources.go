@@ -118,7 +118,7 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			return nil, fmt.Errorf("adding a source: say which environment variable the server reads the credential from, with --secret-env VAR")
 		}
 		cred = &source.Credential{Connection: DefaultConnection, Value: req.Secret}
-		h.remember(req.Secret)
+		h.remember("", req.Secret)
 	}
 	s, err := source.ConnectWith(ctx, src, cred, h.sourceOptions())
 	if err != nil {

@@ -39,8 +39,9 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		}
 		env, err = s.resume(ctx, req, st.Run)
 		if err != nil {
-			return toolError("execute: %v", err), nil
+			return toolError("execute: %s", s.hub.Scrub(err.Error())), nil
 		}
+		env = env.Scrubbed(s.hub.Scrubber())
 		// One form per tools/call: a run still waiting after the answers
 		// (the person cancelled the form, or the run reached another call
 		// that asks) returns the pending envelope. Asking again here would
@@ -63,8 +64,11 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		env, err = s.resume(ctx, req, *in.Resume)
 	}
 	if err != nil {
-		return toolError("execute: %v", err), nil
+		return toolError("execute: %s", s.hub.Scrub(err.Error())), nil
 	}
+	// The run scrubbed its envelope; this is the last exit, scrubbed again
+	// of every secret this process resolved.
+	env = env.Scrubbed(s.hub.Scrubber())
 	if env.Status == "awaiting_approval" && s.canElicit(req) {
 		return s.askClient(env), nil
 	}

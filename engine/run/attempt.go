@@ -16,6 +16,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -82,6 +83,10 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	for _, je := range journal {
 		h.journal[je.Seq] = je
 	}
+	// The secrets of the connections the journal's calls went through,
+	// which this process may not have resolved: what leaves the run is
+	// scrubbed of them (host.scrubber).
+	e.tools.Scrubber(ctx, journal)
 	out := e.sandbox.Run(actx, sandbox.Request{
 		JS:          prepared.JS,
 		Seed:        r.Seed,
@@ -116,6 +121,15 @@ func failure(err error) sandbox.Outcome {
 // written once; otherwise the record is updated under its lock, keeping a
 // cancellation another process recorded meanwhile.
 func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.Outcome, firstWrite bool) (*Envelope, error) {
+	// What leaves the sandbox is scrubbed again: code can rebuild a secret
+	// from parts that entered it clean.
+	sc := e.tools.Scrubber(ctx, nil)
+	out = scrubOutcome(sc, out)
+	if h != nil {
+		for i := range h.pending {
+			h.pending[i] = scrubPending(sc, h.pending[i])
+		}
+	}
 	var err error
 	final := r
 	if firstWrite {
@@ -135,7 +149,7 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 		return nil, fmt.Errorf("recording the end of attempt %d of %s: %w", r.Attempts, r.ID, err)
 	}
 	if h != nil {
-		return e.render(final, h.entries()), nil
+		return e.render(final, h.entries()).Scrubbed(sc), nil
 	}
 	return e.envelope(ctx, final)
 }
@@ -376,9 +390,9 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	if slices.Contains(h.run.AllowedTools, t.Address) {
 		return nil, true
 	}
-	preview := call.Args
+	preview := h.scrubber().JSON(call.Args) // before the cut, which could split a secret
 	var compact bytes.Buffer
-	if json.Compact(&compact, call.Args) == nil {
+	if json.Compact(&compact, preview) == nil {
 		preview = compact.Bytes()
 	}
 	if len(preview) > h.e.limits.ArgsPreviewBytes {
@@ -405,8 +419,19 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	return nil, false
 }
 
-// settle journals a call's outcome, then answers the guest.
+// scrubber removes every secret the run may have seen (Tools.Scrubber).
+func (h *host) scrubber() *scrub.Scrubber { return h.e.tools.Scrubber(h.ctx, nil) }
+
+// settle journals a call's outcome, then answers the guest. The outcome is
+// scrubbed before either: nothing unscrubbed enters the sandbox or the
+// journal.
 func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, value json.RawMessage, terr *model.ToolError) sandbox.CallResult {
+	if sc := h.scrubber(); sc.Len() > 0 {
+		if len(value) > 0 {
+			value = sc.JSON(value)
+		}
+		terr = scrubToolError(sc, terr)
+	}
 	je := model.JournalEntry{
 		Seq:        call.Seq,
 		Address:    call.Address,

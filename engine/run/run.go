@@ -29,6 +29,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/store"
 )
 
@@ -48,6 +49,11 @@ type Tools interface {
 	// ConnectionReady reports whether a person has since stored the
 	// credential a paused call lacked.
 	ConnectionReady(ctx context.Context, address, conn string) bool
+	// Scrubber removes secrets from what enters and leaves a run: every
+	// secret this process resolved, after it resolves those of the
+	// connections through which the journal's calls reached an upstream
+	// (the run may have made them in another process).
+	Scrubber(ctx context.Context, journal []model.JournalEntry) *scrub.Scrubber
 }
 
 // CodeConnectionRequired is the ToolError code Tools.Call returns when the
@@ -362,7 +368,7 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 	if err != nil {
 		return nil, err
 	}
-	return e.render(r, journal), nil
+	return e.render(r, journal).Scrubbed(e.tools.Scrubber(ctx, journal)), nil
 }
 
 // render builds the envelope of a run from its record and journal.

@@ -56,12 +56,15 @@ func newCallCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				if err := e.printJSON(res); err != nil {
-					return err
+			err = e.scrubbedOut(h.Scrubber(), asJSON, func() error {
+				if asJSON {
+					return e.printJSON(res)
 				}
-			} else {
-				fmt.Fprintln(e.stdout, resultText(res))
+				_, err := fmt.Fprintln(e.stdout, resultText(res))
+				return err
+			})
+			if err != nil {
+				return err
 			}
 			if res.IsError {
 				return fmt.Errorf("calling %s: the tool reported an error", args[0])

@@ -50,7 +50,7 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 				if err != nil {
 					return err
 				}
-				return e.printEnvelope(env, asJSON)
+				return e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(env, asJSON) })
 			}
 			var src string
 			switch {
@@ -78,7 +78,7 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 			if err != nil {
 				return err
 			}
-			return e.printEnvelope(env, asJSON)
+			return e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(env, asJSON) })
 		},
 	}
 	c.Flags().StringVar(&file, "file", "", "read the code from `FILE`")

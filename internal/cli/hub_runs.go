@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
@@ -101,19 +102,26 @@ func newRunsShowCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			journal, err := eng.Journal(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			// The run may have been made in another process: scrub the
+			// secrets of the connections its calls went through.
+			sc := h.RunScrubber(c.Context(), journal)
 			if asJSON {
-				journal, err := eng.Journal(c.Context(), args[0])
-				if err != nil {
-					return err
+				return e.scrubbedOut(sc, true, func() error {
+					return e.printJSON(map[string]any{"run": run.ScrubRun(sc, r), "envelope": env.Scrubbed(sc), "journal": run.ScrubJournal(sc, journal)})
+				})
+			}
+			return e.scrubbedOut(sc, false, func() error {
+				fmt.Fprintf(e.stdout, "created %s, %d attempt(s)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Attempts)
+				err := e.printEnvelope(env.Scrubbed(sc), false)
+				if _, silent := err.(errSilent); silent {
+					return nil // showing a failed run is not a failure
 				}
-				return e.printJSON(map[string]any{"run": r, "envelope": env, "journal": journal})
-			}
-			fmt.Fprintf(e.stdout, "created %s, %d attempt(s)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Attempts)
-			err = e.printEnvelope(env, false)
-			if _, silent := err.(errSilent); silent {
-				return nil // showing a failed run is not a failure
-			}
-			return err
+				return err
+			})
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run record, envelope and journal as JSON")

@@ -19,11 +19,23 @@
 //   SCRIPTED_TOOLS  how many tools to list (default 3: echo, sleep, change-tools;
 //                   4 adds record, a write; more adds generated tool_N)
 //   SCRIPTED_DESC   description suffix (changes every tool's contract)
-//   SCRIPTED_CALLS  a file to which every tools/call appends one line
+//   SCRIPTED_CALLS  a file to which every tools/call appends one line, the
+//                   moment the server acts (before it answers)
+//   SCRIPTED_HOLD   a file: while it exists, record acts (its line is in
+//                   SCRIPTED_CALLS) and then holds its answer, so a test can kill
+//                   the hub after the write happened and before the hub heard of it
 //   SCRIPTED_NAME   serverInfo.name (default "scripted-mcp-server")
 //   SCRIPTED_LEAK   the name of an environment variable holding a credential:
 //                   adds the tools leak and leak-error, which echo it back raw,
 //                   base64, URL-encoded, inside JSON, as hex and in an error
+//   SCRIPTED_CORPUS  with SCRIPTED_LEAK, set to 1: adds the adversarial corpus
+//                   leak-part ({part: 1|2}: one half of the credential),
+//                   leak-escaped (a JSON text whose every string character is
+//                   a \uXXXX escape, sent with every character escaped on the
+//                   wire too), leak-forms (base32, base64 wrapped at 8 columns,
+//                   a MIME-wrapped base64 document holding it, double
+//                   URL-encoding) and leak-big (a >64 KB result, the credential
+//                   straddling byte 65536 of the line on the wire)
 //   SCRIPTED_REQUIRE the name of an environment variable the server needs to
 //                   start (it exits at once without it)
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
@@ -97,8 +109,89 @@ function tools() {
       { name: "leak", description: "Echo the credential back in many encodings.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
       { name: "leak-error", description: "Fail with the credential in the message.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
     );
+    if (process.env.SCRIPTED_CORPUS) {
+      out.push(
+        {
+          name: "leak-part",
+          description: "Return one half of the credential.",
+          inputSchema: { type: "object", properties: { part: { type: "integer", enum: [1, 2] } }, required: ["part"] },
+          annotations: { readOnlyHint: true },
+        },
+        { name: "leak-escaped", description: "Return the credential in JSON written with \\u escapes.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+        { name: "leak-forms", description: "Return the credential in base32, wrapped base64 and double URL-encoding.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+        { name: "leak-big", description: "Return a result over 64 KB with the credential across byte 65536.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      );
+    }
   }
   return out;
+}
+
+// uescape writes every UTF-16 unit of s as a \uXXXX escape.
+function uescape(s) {
+  let out = "";
+  for (let i = 0; i < s.length; i++) out += "\\u" + s.charCodeAt(i).toString(16).padStart(4, "0");
+  return out;
+}
+
+// base32 is RFC 4648 base32 with padding.
+function base32(buf) {
+  const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, acc = 0, out = "";
+  for (const b of buf) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += abc[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += abc[(acc << (5 - bits)) & 31];
+  while (out.length % 8) out += "=";
+  return out;
+}
+
+const wrap = (s, n) => s.match(new RegExp(`.{1,${n}}`, "g")).join("\n");
+
+// corpus answers the adversarial leak tools; it returns false for others.
+function corpus(name, args, id) {
+  const v = process.env[process.env.SCRIPTED_LEAK] || "";
+  const text = (t) => send({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: t }] } });
+  switch (name) {
+    case "leak-part": {
+      const mid = Math.floor(v.length / 2);
+      text(JSON.stringify({ half: args.part === 1 ? v.slice(0, mid) : v.slice(mid) }));
+      return true;
+    }
+    case "leak-escaped": {
+      // The text is a JSON document whose strings are all escapes; the
+      // line on the wire escapes every character of that text again.
+      const doc = `{"${uescape("token")}":"${uescape(v)}","${uescape("header")}":"${uescape("Bearer " + v)}"}`;
+      const line = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"${uescape(doc)}"}]}}`;
+      process.stdout.write(line + "\n");
+      return true;
+    }
+    case "leak-forms": {
+      const doc = `GET /user HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: scripted\r\nAuthorization: Bearer ${v}\r\nAccept: */*\r\n\r\n`;
+      text(JSON.stringify({
+        base32: base32(Buffer.from(v)),
+        base32lower: base32(Buffer.from(v)).toLowerCase().replace(/=+$/, ""),
+        wrapped: wrap(Buffer.from(v).toString("base64"), 8),
+        mime: wrap(Buffer.from(doc).toString("base64"), 76),
+        doubleURL: encodeURIComponent(encodeURIComponent(v)),
+      }));
+      return true;
+    }
+    case "leak-big": {
+      // Place the credential (as JSON writes it) across byte 65536 of the line.
+      const enc = JSON.stringify(v).slice(1, -1);
+      const head = JSON.stringify({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "@" }] } });
+      const at = head.indexOf("@");
+      const fill = 65536 - at - Math.floor(enc.length / 2);
+      text("x".repeat(fill) + v + "y".repeat(4096));
+      return true;
+    }
+  }
+  return false;
 }
 
 function send(msg) {
@@ -202,7 +295,12 @@ rl.on("line", async (line) => {
           structuredContent: { token: v, basic: Buffer.from(`user:${v}`).toString("base64") },
         });
       }
-      if (name === "record") return reply({ content: [{ type: "text", text: `recorded ${args.item}` }] });
+      if (process.env.SCRIPTED_LEAK && process.env.SCRIPTED_CORPUS && corpus(name, args, msg.id)) return;
+      if (name === "record") {
+        const hold = process.env.SCRIPTED_HOLD;
+        while (hold && fs.existsSync(hold)) await new Promise((r) => setTimeout(r, 5));
+        return reply({ content: [{ type: "text", text: `recorded ${args.item}` }] });
+      }
       if (name === "change-tools") {
         suffix += " (changed)";
         reply({ content: [{ type: "text", text: "changed" }] });

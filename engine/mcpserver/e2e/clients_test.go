@@ -32,6 +32,7 @@ type toolResult struct {
 	Text       string    `json:"text"`
 	Structured *envelope `json:"structured"`
 	IsError    bool      `json:"isError"`
+	raw        []byte    // the client's whole line (repl only)
 }
 
 type elicitation struct {

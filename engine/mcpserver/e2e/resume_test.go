@@ -52,6 +52,7 @@ func (h *hubEnv) repl(t *testing.T, extraEnv ...string) *repl {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%v: %s", err, sc.Text())
 		}
+		r.raw = append([]byte(nil), sc.Bytes()...)
 		return r
 	}
 	next() // ready

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/scrub"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+)
+
+const mcpSecret = `s3cr3t/T0k+n="q"&x%y`
+
+// leaks names the forms of mcpSecret in text (the scrubber's list and
+// encodings computed here), also with line breaks (real or \n) taken out.
+func leaks(text string) []string {
+	v := mcpSecret
+	forms := map[string]string{
+		"raw":         v,
+		"base64":      base64.StdEncoding.EncodeToString([]byte(v)),
+		"base64url":   base64.RawURLEncoding.EncodeToString([]byte(v)),
+		"hex":         hex.EncodeToString([]byte(v)),
+		"query":       url.QueryEscape(v),
+		"query-twice": url.QueryEscape(url.QueryEscape(v)),
+		"base32":      base32.StdEncoding.EncodeToString([]byte(v)),
+	}
+	for i, f := range scrub.Forms(v) {
+		forms[fmt.Sprintf("scrub.Forms[%d]", i)] = f
+	}
+	unwrapped := strings.NewReplacer("\r", "", "\n", "", `\r`, "", `\n`, "").Replace(text)
+	var found []string
+	for name, f := range forms {
+		if strings.Contains(text, f) || strings.Contains(unwrapped, f) {
+			found = append(found, name)
+		}
+	}
+	return found
+}
+
+// TestInvariantI1OverMCP: through a real MCP client (SDK 1.x over stdio),
+// code that joins the two halves an upstream gave of its credential, logs
+// it, returns it raw, as btoa() and hex, passes it to a write that pauses,
+// throws it, and decodes the forms the upstream hid it in: no execute result
+// holds a form of it, including a resume served by a process that never
+// called the upstream itself.
+func TestInvariantI1OverMCP(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	h.cli(append([]string{"hub", "add", "--yes", "--namespace", "leaky", "--secret-env", "SCRIPTED_TOKEN",
+		"--env", "SCRIPTED_LEAK=SCRIPTED_TOKEN", "--env", "SCRIPTED_CORPUS=1", "--env", "SCRIPTED_TOOLS=4", "--"}, testenv.Scripted(t)...)...)
+	noKeyring := "NO_KEYRING=1"
+	auth := exec.Command(binPath, "hub", "auth", "leaky")
+	auth.Env = append(h.env(), noKeyring)
+	auth.Stdin = strings.NewReader(mcpSecret + "\n")
+	if out, err := auth.CombinedOutput(); err != nil {
+		t.Fatalf("hub auth: %v\n%s", err, out)
+	}
+	clean := func(what string, r toolResult) {
+		t.Helper()
+		if len(r.raw) == 0 {
+			t.Fatalf("%s: no result line", what)
+		}
+		if found := leaks(string(r.raw)); len(found) > 0 {
+			t.Errorf("the secret reached the MCP client (%s) as %v: %s", what, found, r.raw)
+		}
+		if !strings.Contains(string(r.raw), "[secret]") {
+			t.Errorf("%s: no [secret] where the secret was: %s", what, r.raw)
+		}
+	}
+
+	c := h.repl(t, noKeyring)
+	joined := c.call("execute", map[string]any{"code": `
+const s = (await leaky.leakPart({part: 1})).half + (await leaky.leakPart({part: 2})).half;
+console.log("joined:", s, btoa(s));
+const hex = Array.from(s, (ch) => ch.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+let wrote;
+try { wrote = await leaky.record({item: s}); } catch (e) { wrote = e.code + " " + s; }
+return { s, b64: btoa(s), hex, wrote };`})
+	if e := joined.Structured; e == nil || e.Status != "awaiting_approval" {
+		t.Fatalf("the write did not pause: %s", joined.raw)
+	}
+	clean("the pending envelope", joined)
+	runID := joined.Structured.RunID
+
+	// The person denies in a terminal; a fresh serve process (another
+	// agent session) answers the resume from the store.
+	approve := exec.Command(binPath, "hub", "approve", runID, "--choice", "deny")
+	approve.Env = append(h.env(), noKeyring)
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("hub approve: %v\n%s", err, out)
+	}
+	c2 := h.repl(t, noKeyring)
+	resumed := c2.call("execute", map[string]any{"resume": runID})
+	if e := resumed.Structured; e == nil || e.Status != "completed" {
+		t.Fatalf("resume: %s", resumed.raw)
+	}
+	clean("the resumed envelope, from another process", resumed)
+
+	thrown := c.call("execute", map[string]any{"code": `
+const s = (await leaky.leakPart({part: 1})).half + (await leaky.leakPart({part: 2})).half;
+throw new Error("no to " + s + " " + btoa(s));`})
+	if e := thrown.Structured; e == nil || e.Status != "failed" {
+		t.Fatalf("thrown: %s", thrown.raw)
+	}
+	clean("a failed run", thrown)
+
+	corpus := c.call("execute", map[string]any{"code": `
+const tryAtob = (s) => { try { return atob(s.replace(/\n/g, "")); } catch (e) { return "not base64: " + s; } };
+const esc = await leaky.leakEscaped({});
+const forms = await leaky.leakForms({});
+const big = await leaky.leakBig({});
+const at = big.search(/[^x]/);
+const dec = {
+  token: esc.token, header: esc.header, base32: forms.base32,
+  wrapped: tryAtob(forms.wrapped), mime: tryAtob(forms.mime),
+  doubleURL: decodeURIComponent(decodeURIComponent(forms.doubleURL)),
+  around: big.slice(at - 10, at + 40),
+};
+console.log(JSON.stringify(dec));
+return dec;`})
+	if e := corpus.Structured; e == nil || e.Status != "completed" {
+		t.Fatalf("corpus: %s", corpus.raw)
+	}
+	clean("the corpus run", corpus)
+}
