@@ -83,6 +83,9 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 		if err != nil {
 			return nil, err
 		}
+		if p.Kind == model.PendingInFlight && req.Choice != model.ChoiceOnce && req.Choice != model.ChoiceDeny {
+			return nil, fmt.Errorf("call %s of run %s was in flight when the hub stopped and may have happened: choose once (retry: make it again) or deny (skip: the code gets ToolError skipped_in_flight), not %s", p.ID, r.ID, req.Choice)
+		}
 		if !p.ExpiresAt.IsZero() && now.After(p.ExpiresAt) {
 			r.Status = model.RunExpired
 			r.Error = &model.RunError{Code: "expired", Message: fmt.Sprintf("the approval of %s expired at %s before a person decided", p.Address, p.ExpiresAt.Format(time.RFC3339))}
@@ -119,12 +122,12 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 	return out, nil
 }
 
-// pick finds the pending approval to decide.
+// pick finds the pending approval (or in-flight call) to decide.
 func pick(r *model.Run, id string) (*model.Pending, error) {
 	var open []string
 	for i := range r.Pending {
 		p := &r.Pending[i]
-		if p.Kind != model.PendingApproval || p.Decision != nil {
+		if !p.AwaitsDecision() {
 			continue
 		}
 		if id == "" || p.ID == id {

@@ -141,6 +141,10 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	if err != nil {
 		return nil, &model.ToolError{Code: "upstream_unavailable", Message: t.h.Scrub(err.Error()), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
 	}
+	// A write's intent is journaled now, right before the request goes out.
+	if err := run.BeforeSend(ctx); err != nil {
+		return nil, &model.ToolError{Code: "journal_failed", Message: "the hub could not record the call before making it: " + err.Error(), Status: 500}
+	}
 	res, err := s.CallTool(ctx, tl.Name, args)
 	var te *source.TimeoutError
 	if errors.As(err, &te) {

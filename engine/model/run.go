@@ -38,6 +38,11 @@ func (s RunStatus) Paused() bool {
 const (
 	PendingApproval   = "approval"
 	PendingConnection = "connection"
+	// PendingInFlight is a call that was in flight when the hub stopped: its
+	// intent is in the journal, its outcome is not, so it may have happened.
+	// A person decides: once retries it, deny skips it (the code gets a
+	// ToolError skipped_in_flight).
+	PendingInFlight = "in_flight"
 )
 
 // Choice is a person's decision on a pending call.
@@ -77,6 +82,14 @@ type Pending struct {
 	Message    string          `json:"message"`              // why it waits, in a sentence
 	ExpiresAt  time.Time       `json:"expiresAt,omitempty"`  // when an undecided item expires the run
 	Decision   *Decision       `json:"decision,omitempty"`
+}
+
+// AwaitsDecision reports whether the item waits for a person's decision: an
+// undecided approval, or an undecided call that was in flight when the hub
+// stopped (retry is recorded as once, skip as deny). A connection waits for
+// a credential instead.
+func (p *Pending) AwaitsDecision() bool {
+	return p.Decision == nil && (p.Kind == PendingApproval || p.Kind == PendingInFlight)
 }
 
 // RunError is why a run failed.
@@ -152,7 +165,11 @@ func (r *Run) PendingItem(id string) *Pending {
 }
 
 // JournalEntry is one line of runs/<id>.journal.jsonl: a tool call as it
-// settled. Replay answers a call with the same sequence number from here.
+// settled (an outcome), or, with Intent, a call that is not read-only about
+// to go out. Replay answers a call with the same sequence number from its
+// outcome; an intent with no outcome after it is a call that may have
+// happened. A line without the intent flag is an outcome, as in journals
+// written before intents.
 type JournalEntry struct {
 	Seq        int             `json:"seq"`
 	Address    string          `json:"address"`
@@ -163,6 +180,10 @@ type JournalEntry struct {
 	Error      *ToolError      `json:"error,omitempty"`
 	Millis     int64           `json:"ms"`
 	At         time.Time       `json:"at"`
+	// Intent marks the line written and synced right before the request of
+	// a call that is not read-only goes out; OK, Value, Error and Millis are
+	// unset.
+	Intent bool `json:"intent,omitempty"`
 }
 
 // ToolError is what a failed call gives the code: a ToolError in the guest.

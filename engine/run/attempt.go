@@ -79,14 +79,12 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		e.mu.Unlock()
 	}()
 
-	h := &host{e: e, run: r, journal: map[int]model.JournalEntry{}, settled: len(journal), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
-	for _, je := range journal {
-		h.journal[je.Seq] = je
-	}
+	js := readJournal(journal)
 	// The secrets of the connections the journal's calls went through,
 	// which this process may not have resolved: what leaves the run is
 	// scrubbed of them (host.scrubber).
 	e.tools.Scrubber(ctx, journal)
+	h := &host{e: e, run: r, journal: js.settled, inFlight: js.inFlight, settled: len(js.settled), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
 	out := e.sandbox.Run(actx, sandbox.Request{
 		JS:          prepared.JS,
 		Seed:        r.Seed,
@@ -94,7 +92,7 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		Namespaces:  nss,
 		Limits:      e.opts.Sandbox,
 		Host:        h,
-		ReplayCalls: len(journal),
+		ReplayCalls: len(js.settled),
 	})
 	if prepared.Plain && out.Status == sandbox.StatusFailed && out.Error != nil && out.Error.Code == sandbox.CodeSyntax {
 		// QuickJS refused code that skipped esbuild; esbuild says it better.
@@ -207,8 +205,9 @@ type host struct {
 	run *model.Run
 
 	mu       sync.Mutex
-	journal  map[int]model.JournalEntry
-	settled  int // calls in the journal, across attempts
+	journal  map[int]model.JournalEntry // settled calls, by sequence number
+	inFlight map[int]inFlight           // calls with an intent and no outcome (a process died)
+	settled  int                        // calls in the journal, across attempts
 	pending  []model.Pending
 	paused   bool
 	diverged *model.RunError
@@ -285,9 +284,15 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		h.mu.Unlock()
 		return h.settle(ctx, call, argsDigest, time.Now(), nil, &model.ToolError{Code: "too_many_calls", Message: fmt.Sprintf("the run made %d tool calls, its limit", h.e.limits.MaxCalls), Hint: "do the work in fewer calls, or across runs"})
 	}
+	f, wasInFlight := h.inFlight[call.Seq]
 	h.mu.Unlock()
 
 	start := time.Now()
+	if wasInFlight {
+		if res, goOn := h.wasInFlight(ctx, call, argsDigest, start, f); !goOn {
+			return res
+		}
+	}
 	switch call.Address {
 	case sandbox.AddressSearch, sandbox.AddressDescribe:
 		var arg struct {
@@ -330,6 +335,13 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		return sandbox.CallResult{Pause: true}
 	}
 
+	// A call that may change something is announced in the journal, synced,
+	// right before its request goes out (BeforeSend): a process killed
+	// before the outcome is journaled leaves the intent, and resume asks a
+	// person instead of calling again.
+	if t.Effect() != model.EffectRead {
+		ctx = h.withIntent(ctx, call, argsDigest)
+	}
 	cctx := ctx // every upstream call has its deadline in engine/source
 	if h.e.limits.UpstreamTimeout > 0 {
 		var cancel context.CancelFunc
@@ -342,7 +354,8 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	}
 	if ctx.Err() != nil {
 		// The attempt was stopped while the call was in flight; whether it
-		// happened upstream is unknown, so nothing is journaled.
+		// happened upstream is unknown, so no outcome is journaled (a
+		// write's intent stays: a resume asks a person).
 		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "cancelled", Message: "the run was stopped"}}
 	}
 	if terr != nil && terr.Code == CodeConnectionRequired {
@@ -390,15 +403,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	if slices.Contains(h.run.AllowedTools, t.Address) {
 		return nil, true
 	}
-	preview := h.scrubber().JSON(call.Args) // before the cut, which could split a secret
-	var compact bytes.Buffer
-	if json.Compact(&compact, preview) == nil {
-		preview = compact.Bytes()
-	}
-	if len(preview) > h.e.limits.ArgsPreviewBytes {
-		s, _ := json.Marshal(string(preview[:h.e.limits.ArgsPreviewBytes]) + "…")
-		preview = s
-	}
+	preview := h.preview(call.Args)
 	h.mu.Lock()
 	h.paused = true
 	h.pending = append(h.pending, model.Pending{
@@ -417,6 +422,21 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	})
 	h.mu.Unlock()
 	return nil, false
+}
+
+// preview is the arguments a person reads in a pending item: compact JSON,
+// cut to the limit.
+func (h *host) preview(args json.RawMessage) json.RawMessage {
+	preview := h.scrubber().JSON(args) // before the cut, which could split a secret
+	var compact bytes.Buffer
+	if json.Compact(&compact, preview) == nil {
+		preview = compact.Bytes()
+	}
+	if len(preview) > h.e.limits.ArgsPreviewBytes {
+		s, _ := json.Marshal(string(preview[:h.e.limits.ArgsPreviewBytes]) + "…")
+		preview = s
+	}
+	return preview
 }
 
 // scrubber removes every secret the run may have seen (Tools.Scrubber).

@@ -292,7 +292,8 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 	return out, nil
 }
 
-// Journal reads a run's journal.
+// Journal reads a run's journal: each call's outcome and, before a call
+// that is not read-only, its intent (JournalEntry.Intent).
 func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, error) {
 	lines, err := e.store.ReadLog(ctx, store.Runs, id)
 	if err != nil {
@@ -368,10 +369,10 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 	if err != nil {
 		return nil, err
 	}
-	return e.render(r, journal).Scrubbed(e.tools.Scrubber(ctx, journal)), nil
+	return e.render(r, settledOnly(journal)).Scrubbed(e.tools.Scrubber(ctx, journal)), nil
 }
 
-// render builds the envelope of a run from its record and journal.
+// render builds the envelope of a run from its record and settled calls.
 func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 	env := &Envelope{
 		RunID:     r.ID,

@@ -210,7 +210,7 @@ func awaitingDecision(r *model.Run) bool {
 		return false
 	}
 	for _, p := range r.Pending {
-		if p.Kind == model.PendingApproval && p.Decision == nil {
+		if p.AwaitsDecision() {
 			return true
 		}
 	}
@@ -229,7 +229,7 @@ func pendingCalls(ctx context.Context, h *hub.Hub, args []string) []cobra.Comple
 	}
 	var out []cobra.Completion
 	for _, p := range r.Pending {
-		if p.Kind == model.PendingApproval && p.Decision == nil {
+		if p.AwaitsDecision() {
 			out = append(out, cobra.CompletionWithDesc(p.ID, p.Address))
 		}
 	}

@@ -18,7 +18,7 @@ func newApproveCmd(e *env) *cobra.Command {
 		asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "approve <runId> [--choice once|run|always|deny] [--call ID]",
+		Use:   "approve <runId> [--choice once|run|always|deny|retry|skip] [--call ID]",
 		Short: "Decide on a run's pending calls, then resume it",
 		Long: `Show each call the run waits on — address, connection, what the tool does, the
 arguments, why it asks and when it expires — and record your decision:
@@ -26,6 +26,11 @@ arguments, why it asks and when it expires — and record your decision:
   run     this tool runs for the rest of the run
   always  a rule allows this version of the tool from now on
   deny    the call fails inside the code with ToolError approval_denied
+A call that was in flight when the hub stopped (killed, crashed) may or may not have
+happened upstream; it is not made again unless you say so:
+  retry   make the call again (recorded as once)
+  skip    the call fails inside the code with ToolError skipped_in_flight (recorded as deny)
+A run whose process stopped while it ran is resumed first, to find such a call.
 Then the run resumes from its journal (no call is made twice) and its envelope is printed.`,
 		Args:              exactArgs(1, "one run id"),
 		ValidArgsFunction: complete(byPosition(runIDs(awaitingDecision))),
@@ -34,7 +39,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			var preset model.Choice
 			if choice != "" {
 				var err error
-				if preset, err = approval.ParseChoice(choice); err != nil {
+				if preset, err = parseChoice(choice); err != nil {
 					return usageError{err}
 				}
 			}
@@ -51,12 +56,28 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			if err != nil {
 				return err
 			}
+			if r.Status == model.RunRunning {
+				// Its process may have stopped (killed, crashed) with the run
+				// unfinished: resume it from its journal, which says whether a
+				// call was in flight and asks here (a run still running in
+				// another process is refused).
+				env, err := h.Resume(c.Context(), runID)
+				if err != nil {
+					return err
+				}
+				if r, err = eng.Get(c.Context(), runID); err != nil {
+					return err
+				}
+				if !r.Status.Paused() {
+					return e.printEnvelope(env, asJSON)
+				}
+			}
 			if !r.Status.Paused() {
 				return fmt.Errorf("run %s is %s: it is not waiting for a decision", runID, r.Status)
 			}
 			var open []model.Pending
 			for _, p := range r.Pending {
-				if p.Kind == model.PendingApproval && p.Decision == nil && (callID == "" || p.ID == callID) {
+				if p.AwaitsDecision() && (callID == "" || p.ID == callID) {
 					open = append(open, p)
 				}
 			}
@@ -77,13 +98,22 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 				return usagef("run %s has %d pending calls (%s): say which with --call", runID, len(open), strings.Join(ids, ", "))
 			}
 			for _, p := range open {
+				if p.Kind == model.PendingInFlight && preset != "" && preset != model.ChoiceOnce && preset != model.ChoiceDeny {
+					return usagef("call %s was in flight when the hub stopped and may have happened: choose retry or skip, not %s", p.ID, preset)
+				}
+			}
+			for _, p := range open {
 				if !asJSON {
 					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
 					printPending(e, &p)
 				}
 				ch := preset
 				if ch == "" {
-					if ch, err = askChoice(e); err != nil {
+					ask := askChoice
+					if p.Kind == model.PendingInFlight {
+						ask = askRetry
+					}
+					if ch, err = ask(e); err != nil {
 						return err
 					}
 				}
@@ -91,7 +121,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					return err
 				}
 				if !asJSON {
-					fmt.Fprintf(e.stdout, "Decided %s: %s.\n\n", p.ID, ch)
+					fmt.Fprintf(e.stdout, "Decided %s: %s.\n\n", p.ID, choiceWord(p.Kind, ch))
 				}
 			}
 			env, err := h.Resume(c.Context(), runID)
@@ -101,10 +131,10 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			return e.printEnvelope(env, asJSON)
 		},
 	}
-	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: `CHOICE` is once, run, always or deny")
+	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: `CHOICE` is once, run, always or deny (retry or skip for a call that was in flight)")
 	c.Flags().StringVar(&callID, "call", "", "the pending call `ID` to decide (c1, c2, …), when several are pending")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the resumed run's envelope as JSON")
-	_ = c.RegisterFlagCompletionFunc("choice", complete(fixed("once", "run", "always", "deny")))
+	_ = c.RegisterFlagCompletionFunc("choice", complete(fixed("once", "run", "always", "deny", "retry", "skip")))
 	_ = c.RegisterFlagCompletionFunc("call", complete(pendingCalls))
 	return c
 }
@@ -122,6 +152,54 @@ func printPending(e *env, p *model.Pending) {
 	fmt.Fprintf(w, "    why: %s\n", p.Message)
 	if !p.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "    expires: %s (in %s)\n", p.ExpiresAt.Local().Format("2006-01-02 15:04"), time.Until(p.ExpiresAt).Round(time.Minute))
+	}
+}
+
+// parseChoice reads a choice; retry and skip, the words for a call that was
+// in flight, are recorded as once and deny.
+func parseChoice(s string) (model.Choice, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "retry":
+		return model.ChoiceOnce, nil
+	case "skip":
+		return model.ChoiceDeny, nil
+	}
+	c, err := approval.ParseChoice(s)
+	if err != nil {
+		return "", fmt.Errorf("%w (retry or skip for a call that was in flight)", err)
+	}
+	return c, nil
+}
+
+// choiceWord names a recorded choice as the person chose it.
+func choiceWord(kind string, c model.Choice) string {
+	if kind == model.PendingInFlight {
+		switch c {
+		case model.ChoiceOnce:
+			return "retry"
+		case model.ChoiceDeny:
+			return "skip"
+		}
+	}
+	return string(c)
+}
+
+// askRetry asks about a call that was in flight when the hub stopped.
+func askRetry(e *env) (model.Choice, error) {
+	for {
+		fmt.Fprint(e.stdout, "    it may have happened: [r]etry  [s]kip: ")
+		line, err := e.readLine()
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "r", "retry", "once":
+			return model.ChoiceOnce, nil
+		case "s", "skip", "deny":
+			return model.ChoiceDeny, nil
+		}
+		if err != nil {
+			fmt.Fprintln(e.stdout)
+			return "", fmt.Errorf("no answer on standard input; nothing decided (pass --choice retry|skip)")
+		}
+		fmt.Fprintln(e.stdout, "    answer retry or skip")
 	}
 }
 

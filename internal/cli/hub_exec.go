@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/spf13/cobra"
 )
 
@@ -138,7 +139,7 @@ func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
 			approvals := 0
 			for _, p := range env.Pending {
 				fmt.Fprintf(w, "  %s  %s  %s\n      %s\n", p.ID, p.Address, p.Summary, p.Message)
-				if p.Kind == "approval" {
+				if p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight {
 					approvals++
 				}
 			}

@@ -1,0 +1,171 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+)
+
+// CodeSkippedInFlight is the ToolError code the code gets for a call that
+// was in flight when the hub stopped and that a person chose to skip.
+const CodeSkippedInFlight = "skipped_in_flight"
+
+// Write-ahead intents. A call that is not read-only is journaled twice: an
+// intent line, synced right before its request goes out (Tools.Call calls
+// BeforeSend once the credential and the upstream's session are ready), and
+// its outcome once it settles. A process killed in between leaves an intent without an
+// outcome: the call may have happened upstream. Resume does not make it
+// again on its own: a read goes ahead (reads may be repeated), a write
+// waits for a person to retry or skip it.
+
+// journalState is what a journal says, call by call.
+type journalState struct {
+	settled  map[int]model.JournalEntry // the outcome of each settled call
+	inFlight map[int]inFlight           // calls whose last intent has no outcome
+}
+
+// inFlight is a call whose intent was journaled and whose outcome was not.
+type inFlight struct {
+	intent model.JournalEntry
+	n      int // the call's intents so far: 1 the first time, 2 after a retry…
+}
+
+// readJournal replays a journal's lines in order. A line without the intent
+// flag is an outcome (journals written before intents have only those).
+func readJournal(journal []model.JournalEntry) journalState {
+	js := journalState{settled: map[int]model.JournalEntry{}, inFlight: map[int]inFlight{}}
+	intents := map[int]int{}
+	for _, je := range journal {
+		switch {
+		case !je.Intent:
+			js.settled[je.Seq] = je
+			delete(js.inFlight, je.Seq)
+		default:
+			intents[je.Seq]++
+			if _, ok := js.settled[je.Seq]; !ok {
+				js.inFlight[je.Seq] = inFlight{intent: je, n: intents[je.Seq]}
+			}
+		}
+	}
+	return js
+}
+
+// settledOnly drops the intent lines of a journal.
+func settledOnly(journal []model.JournalEntry) []model.JournalEntry {
+	out := journal[:0:0]
+	for _, je := range journal {
+		if !je.Intent {
+			out = append(out, je)
+		}
+	}
+	return out
+}
+
+// inFlightID is the id of the pending item for the n-th intent of call seq:
+// a retry that was cut short again asks again, under a new id.
+func inFlightID(seq, n int) string {
+	id := "c" + strconv.Itoa(seq) + "-in-flight"
+	if n > 1 {
+		id += "-" + strconv.Itoa(n)
+	}
+	return id
+}
+
+// sendKey is the context key of what must happen right before a call's
+// request goes out.
+type sendKey struct{}
+
+// withIntent returns the context of a call that is not read-only: its
+// intent is journaled when Tools.Call calls BeforeSend.
+func (h *host) withIntent(ctx context.Context, call sandbox.Call, argsDigest string) context.Context {
+	return context.WithValue(ctx, sendKey{}, func() error { return h.intend(call, argsDigest) })
+}
+
+// BeforeSend is what Tools.Call calls right before the request goes out to
+// the upstream, after the credential and the session are ready: for a call
+// that is not read-only, the run journals its intent, synced. An error means
+// the request must not go out.
+func BeforeSend(ctx context.Context) error {
+	if f, ok := ctx.Value(sendKey{}).(func() error); ok {
+		return f()
+	}
+	return nil
+}
+
+// intend journals, synced, that a call that is not read-only is about to
+// go out.
+func (h *host) intend(call sandbox.Call, argsDigest string) error {
+	line, err := json.Marshal(model.JournalEntry{
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		Intent:     true,
+		At:         h.e.now(),
+	})
+	if err == nil {
+		err = h.waitStored()
+	}
+	if err == nil {
+		err = h.log.Append(line)
+	}
+	if err != nil {
+		return fmt.Errorf("journaling the intent of call %d: %w", call.Seq, err)
+	}
+	return nil
+}
+
+// wasInFlight decides a call whose intent is in the journal without an
+// outcome: it may have happened. A read goes ahead again; a write goes
+// ahead only on a person's retry (once), settles with skipped_in_flight on
+// their skip (deny), and otherwise pauses the run on a pending item of kind
+// in_flight. It returns true when the call may go ahead.
+func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, f inFlight) (sandbox.CallResult, bool) {
+	if f.intent.Address != call.Address || f.intent.ArgsDigest != argsDigest || f.intent.Connection != call.Connection {
+		return h.diverge(call, f.intent), false
+	}
+	t, err := h.e.tools.Tool(ctx, call.Address)
+	if err == nil && t.Effect() == model.EffectRead {
+		return sandbox.CallResult{}, true
+	}
+	id := inFlightID(call.Seq, f.n)
+	if p := h.run.PendingItem(id); p != nil && p.Decision != nil {
+		if p.Decision.Choice == model.ChoiceDeny {
+			return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{
+				Code:    CodeSkippedInFlight,
+				Message: fmt.Sprintf("call %d to %s was in flight when the hub stopped, and a person chose to skip it: it may or may not have happened", call.Seq, call.Address),
+				Address: call.Address,
+				Status:  409,
+				Hint:    "check with the person whether it happened before doing it again",
+			}), false
+		}
+		return sandbox.CallResult{}, true
+	}
+	summary := ""
+	if t != nil {
+		summary = typegen.FirstSentence(t.Description)
+	}
+	h.mu.Lock()
+	h.paused = true
+	h.pending = append(h.pending, model.Pending{
+		ID:         id,
+		Kind:       model.PendingInFlight,
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		Summary:    summary,
+		Args:       h.preview(call.Args),
+		Reason:     model.PendingInFlight,
+		Message:    "this call was in flight when the hub stopped; it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
+		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+	})
+	h.mu.Unlock()
+	return sandbox.CallResult{Pause: true}, false
+}
