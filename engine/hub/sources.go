@@ -122,7 +122,7 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	}
 	s, err := source.ConnectWith(ctx, src, cred, h.sourceOptions())
 	if err != nil {
-		return nil, fmt.Errorf("adding a source: %s", h.Scrub(err.Error()))
+		return nil, h.scrubErr(fmt.Errorf("adding a source: %w", err), ErrUpstreamUnavailable)
 	}
 	defer s.Close()
 	m, err := s.ListTools(ctx)

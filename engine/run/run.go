@@ -170,11 +170,14 @@ type PendingInfo struct {
 // ErrUnknownRun is returned for a run id with no run.
 var ErrUnknownRun = errors.New("unknown run")
 
+// ErrCodeTooLarge is wrapped by Execute's error for code over the size limit.
+var ErrCodeTooLarge = errors.New("the code is too large")
+
 // Execute starts a new run of src (the body of an async function).
 func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
 	e.maybePrune(ctx)
 	if len(src) > e.limits.CodeBytes {
-		return nil, fmt.Errorf("the code is %d bytes; the limit is %d: send less code, or split the work across runs", len(src), e.limits.CodeBytes)
+		return nil, fmt.Errorf("%w: %d bytes; the limit is %d: send less code, or split the work across runs", ErrCodeTooLarge, len(src), e.limits.CodeBytes)
 	}
 	now := e.now()
 	r := &model.Run{

@@ -96,16 +96,23 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case <-returned:
 		}
 	}()
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, log: newLogger(stderr)}
+	out := &countingWriter{w: stdout}
+	e := &env{stdin: stdin, stdout: out, stderr: stderr, log: newLogger(stderr)}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	// A failed --json command prints a JSON error object on stdout (unless
+	// it already printed its JSON), and says it on stderr as always.
+	asJSON := err != nil && out.n == 0 && wantsJSON(cmd, args)
 	var in interrupted
 	if errors.As(context.Cause(ctx), &in) {
 		fmt.Fprintf(stderr, "capabilities: %s\n", in) // whatever failed, failed for it
+		if asJSON {
+			e.printError(&codedError{code: codeInterrupted, err: in})
+		}
 		return in.exitCode()
 	}
 	if err == nil {
@@ -115,8 +122,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &silent) {
 		return exitError // already explained on stdout
 	}
-	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	c := classify(err, cmd)
+	if asJSON {
+		e.printError(c)
+	}
+	if c.code == codeUsage {
 		fmt.Fprintf(stderr, "capabilities: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return exitUsage
 	}
