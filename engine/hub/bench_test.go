@@ -11,6 +11,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -89,6 +90,12 @@ func BenchmarkStartToListed(b *testing.B) {
 // benchHub is a hub with the scripted upstream as "up", reviewed, warm.
 func benchHub(b *testing.B) *hub.Hub {
 	b.Helper()
+	return benchHubEnv(b, nil)
+}
+
+// benchHubEnv is benchHub with the upstream's environment.
+func benchHubEnv(b *testing.B, env map[string]string) *hub.Hub {
+	b.Helper()
 	st, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
 	if err != nil {
 		b.Fatal(err)
@@ -96,7 +103,7 @@ func benchHub(b *testing.B) *hub.Hub {
 	h := hub.New(st, hub.Options{})
 	b.Cleanup(h.Close)
 	ctx := context.Background()
-	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(b)})
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(b), Env: env})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,6 +142,24 @@ func BenchmarkExecuteOneCall(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		env, err := h.Execute(ctx, `return await up.echo({message: "hi"})`)
+		if err != nil || env.Status != "completed" {
+			b.Fatalf("%v %+v", err, env)
+		}
+	}
+}
+
+// BenchmarkExecuteOneWrite is BenchmarkExecuteOneCall with a call that is
+// not read-only (allowed by a rule, so nobody is asked): its intent is
+// journaled and synced before it goes out, its outcome after.
+func BenchmarkExecuteOneWrite(b *testing.B) {
+	h := benchHubEnv(b, map[string]string{"SCRIPTED_TOOLS": "4"})
+	ctx := context.Background()
+	if _, err := h.SetRule(ctx, "up.record", policy.Allow, "", "bench"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := h.Execute(ctx, `return await up.record({item: "hi"})`)
 		if err != nil || env.Status != "completed" {
 			b.Fatalf("%v %+v", err, env)
 		}
