@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -125,23 +126,18 @@ func TestGapNoBusyWaitOnPromises(t *testing.T) {
 // timeout_compute.
 func TestComputeTimeIsTheGuestsCPUTime(t *testing.T) {
 	d := driver(t)
-	stop := make(chan struct{})
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range 2 * runtime.GOMAXPROCS(0) {
 		wg.Add(1)
-		go func() {
+		go func() { // busy: spins until stopped
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stop.Load() {
 			}
 		}()
 	}
 	defer func() {
-		close(stop)
+		stop.Store(true)
 		wg.Wait()
 	}()
 	lim := Limits{ComputeMs: 2000, WallMs: testWallMs, MemoryBytes: testMemoryBytes}
