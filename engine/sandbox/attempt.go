@@ -60,12 +60,25 @@ type callDone struct {
 
 // Run runs one attempt. It never panics and always returns an Outcome.
 func (d *Driver) Run(ctx context.Context, req Request) Outcome {
-	d.active.Add(1)
-	defer d.active.Add(-1)
 	start := time.Now()
 	lim := req.Limits.withDefaults()
+	queued, e := d.turn(ctx, lim)
+	if e != nil {
+		out := failed(e)
+		if e.Code == CodeCancelled {
+			out.Status = StatusCancelled
+		}
+		out.Queued, out.Wall = queued, time.Since(start)
+		return out
+	}
+	defer func() { <-d.running }()
+	n := d.active.Add(1)
+	defer d.active.Add(-1)
+	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
+	}
 	a := &attempt{req: req, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
 	out := a.run(ctx, d)
+	out.Queued = queued
 	out.Wall = time.Since(start)
 	out.Compute = a.compute
 	out.Calls = a.nextSeq

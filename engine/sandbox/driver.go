@@ -48,6 +48,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -67,11 +68,17 @@ type Options struct {
 	// MemoryBytes is the QuickJS heap limit runtimes are built with (default
 	// 64 MB); linear memory is capped 16 MB above it.
 	MemoryBytes int
+	// MaxRunning is how many attempts run at once (default 8 per CPU, at
+	// least 16): each holds a runtime, so this bounds the sandbox's memory.
+	// The rest wait their turn in arrival order, for at most Limits.QueueMs.
+	MaxRunning int
 }
 
 // Driver runs attempts. It is safe for concurrent use.
 type Driver struct {
-	active   atomic.Int32 // attempts running now
+	active   atomic.Int32  // attempts running now
+	peak     atomic.Int32  // the most attempts that ran at once
+	running  chan struct{} // a turn to run: Options.MaxRunning of them
 	dir      string
 	memBytes int
 	prelude  []byte // guest.Prelude compiled to QuickJS bytecode once
@@ -93,11 +100,14 @@ func New(opts Options) (*Driver, error) {
 	if opts.MemoryBytes <= 0 {
 		opts.MemoryBytes = Limits{}.withDefaults().MemoryBytes
 	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = max(16, 8*runtime.NumCPU())
+	}
 	dir, err := emptyDir()
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), stop: make(chan struct{})}
+	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), stop: make(chan struct{})}
 	if err := checkInterrupt(dir, opts.MemoryBytes); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -119,6 +129,30 @@ func New(opts Options) (*Driver, error) {
 		go d.warm()
 	}
 	return d, nil
+}
+
+// Peak reports the most attempts that ran at once since the Driver was made.
+func (d *Driver) Peak() int { return int(d.peak.Load()) }
+
+// turn waits for a turn to run, for at most lim.QueueMs. It reports how
+// long it waited, and an Error when no turn came or ctx ended first.
+func (d *Driver) turn(ctx context.Context, lim Limits) (time.Duration, *Error) {
+	select {
+	case d.running <- struct{}{}:
+		return 0, nil
+	default:
+	}
+	start := time.Now()
+	t := time.NewTimer(time.Duration(lim.QueueMs) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case d.running <- struct{}{}:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		return time.Since(start), cancelledError()
+	case <-t.C:
+		return time.Since(start), &Error{Code: CodeBusy, Message: fmt.Sprintf("the hub is running its maximum of %d executes at once; this one waited %s for a turn and did not start", cap(d.running), time.Since(start).Round(time.Second)), Hint: "try again in a moment"}
+	}
 }
 
 // Close stops warming, frees the ready runtimes and removes the guest's

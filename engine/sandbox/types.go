@@ -15,6 +15,7 @@ type Limits struct {
 	MaxConcurrent     int // tool calls in flight at once (8)
 	InlineResultBytes int // result JSON and logs together (24 KB)
 	UpstreamTimeoutMs int // deadline of the ctx given to each Host.CallTool; 0: none (the host bounds its calls: each upstream call has its own deadline)
+	QueueMs           int // how long an attempt may wait for a turn when Options.MaxRunning attempts run already (60,000)
 }
 
 func (l Limits) withDefaults() Limits {
@@ -29,6 +30,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxCalls, 500)
 	def(&l.MaxConcurrent, 8)
 	def(&l.InlineResultBytes, 24<<10)
+	def(&l.QueueMs, 60_000)
 	return l
 }
 
@@ -116,6 +118,7 @@ const (
 	CodeTooManyCalls   = "too_many_calls"
 	CodeNeverSettled   = "never_settled"
 	CodeCancelled      = "cancelled"
+	CodeBusy           = "busy" // no turn within Limits.QueueMs
 	CodeInternal       = "internal_error"
 )
 
@@ -146,6 +149,8 @@ type Outcome struct {
 	LogsTruncated bool
 	Calls         int
 	Compute, Wall time.Duration
+	// Queued is how long the attempt waited for a turn (Options.MaxRunning).
+	Queued time.Duration
 }
 
 func computeTimeoutError() *Error {
