@@ -76,20 +76,26 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 				}
 				return nil
 			}
-			// Bind first: a port in use must leave the token file as it was.
-			addr := net.JoinHostPort(host, strconv.Itoa(port))
-			ln, err := net.Listen("tcp", addr)
-			if errors.Is(err, syscall.EADDRINUSE) {
-				return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another --port)", addr, port)
-			}
-			if err != nil {
-				return fmt.Errorf("listening on %s: %w", addr, err)
-			}
-			defer ln.Close()
-			token, err := httpToken(st)
+			// The token exists before the port accepts a connection, so a
+			// client that sees the port open can read it; a port in use
+			// leaves the token file as it was (one made for this serve is
+			// taken back).
+			token, created, err := httpToken(st)
 			if err != nil {
 				return err
 			}
+			addr := net.JoinHostPort(host, strconv.Itoa(port))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				if created {
+					_ = os.Remove(filepath.Join(st.Dir(), "http-token"))
+				}
+				if errors.Is(err, syscall.EADDRINUSE) {
+					return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another --port)", addr, port)
+				}
+				return fmt.Errorf("listening on %s: %w", addr, err)
+			}
+			defer ln.Close()
 			fmt.Fprintf(e.stderr, "capabilities: serving MCP at http://%s/mcp (bearer token in %s)\n", ln.Addr(), filepath.Join(st.Dir(), "http-token"))
 			return srv.ServeHTTP(ctx, ln, token, mcpserver.HTTPLimits{})
 		},
@@ -102,26 +108,28 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 	return c
 }
 
-// httpToken reads the bearer token, creating it (mode 600) on first serve.
-func httpToken(st *store.File) (string, error) {
+// httpToken reads the bearer token, creating it (mode 600) on first serve;
+// created says it did.
+func httpToken(st *store.File) (tok string, created bool, err error) {
 	p := filepath.Join(st.Dir(), "http-token")
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		k := make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
-			return "", fmt.Errorf("creating the HTTP token: %w", err)
+			return "", false, fmt.Errorf("creating the HTTP token: %w", err)
 		}
 		if err := store.WriteFileAtomic(p, []byte(hex.EncodeToString(k)+"\n")); err != nil {
-			return "", fmt.Errorf("creating the HTTP token: %w", err)
+			return "", false, fmt.Errorf("creating the HTTP token: %w", err)
 		}
+		created = true
 		b, err = os.ReadFile(p)
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading the HTTP token: %w", err)
+		return "", created, fmt.Errorf("reading the HTTP token: %w", err)
 	}
-	tok := strings.TrimSpace(string(b))
+	tok = strings.TrimSpace(string(b))
 	if len(tok) < 32 {
-		return "", fmt.Errorf("the HTTP token in %s is too short; remove the file and serve again to make a new one", p)
+		return "", created, fmt.Errorf("the HTTP token in %s is too short; remove the file and serve again to make a new one", p)
 	}
-	return tok, nil
+	return tok, created, nil
 }

@@ -177,20 +177,22 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	wait := testenv.Timeout(10 * time.Second)
 	deadline := time.Now().Add(wait)
+	// Serve binds the port first and writes a missing token next (a port in
+	// use leaves no token behind): wait for both.
+	tokenFile := filepath.Join(h.home, "hub", "http-token")
+	var tok []byte
 	for {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
 			c.Close()
-			break
+			if tok, err = os.ReadFile(tokenFile); err == nil && len(strings.TrimSpace(string(tok))) >= 32 {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("hub serve --http did not listen on %s within %v\n%s", addr, wait, stderr.String())
+			h.t.Fatalf("hub serve --http did not listen on %s with its token in %s within %v\n%s", addr, tokenFile, wait, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	tok, err := os.ReadFile(filepath.Join(h.home, "hub", "http-token"))
-	if err != nil {
-		h.t.Fatal(err)
 	}
 	return "http://" + addr + "/mcp", strings.TrimSpace(string(tok))
 }
