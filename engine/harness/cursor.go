@@ -1,0 +1,14 @@
+package harness
+
+// Cursor: ~/.cursor/mcp.json and <repo>/.cursor/mcp.json, mcpServers.
+func init() {
+	register(Harness{
+		Name: "cursor", Title: "Cursor", Connect: true,
+		files: func(e Env) []File {
+			return []File{
+				{Path: e.home(".cursor", "mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true},
+				{Path: e.project(".cursor", "mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Project: true},
+			}
+		},
+	})
+}

@@ -1,0 +1,338 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestAllHasEveryHarnessOnce(t *testing.T) {
+	if diff := cmp.Diff(order, Names()); diff != "" {
+		t.Errorf("All() (-want +got):\n%s", diff)
+	}
+	for _, h := range All() {
+		if len(h.Files(Env{Home: "/h", Cwd: "/p"})) == 0 {
+			t.Errorf("%s has no files", h.Name)
+		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	vars := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		harness string
+		env     Env
+		want    []string // paths, in order
+	}{
+		{"claude-code", Env{Home: "/h", Cwd: "/p", GOOS: "linux"}, []string{"/h/.claude.json", "/h/.claude.json", "/p/.mcp.json"}},
+		{"claude-code", Env{Home: "/h", GOOS: "linux", Getenv: vars("CLAUDE_CONFIG_DIR", "/cfg")}, []string{"/cfg/.claude.json"}},
+		{"codex", Env{Home: "/h", GOOS: "linux", Getenv: vars("CODEX_HOME", "/ch")}, []string{"/ch/config.toml"}},
+		{"codex", Env{Home: "/h", Cwd: "/p", GOOS: "darwin"}, []string{"/h/.codex/config.toml", "/p/.codex/config.toml"}},
+		{"claude-desktop", Env{Home: "/h", GOOS: "linux"}, []string{"/h/.config/Claude/claude_desktop_config.json"}},
+		{"claude-desktop", Env{Home: "/h", GOOS: "linux", Getenv: vars("XDG_CONFIG_HOME", "/x")}, []string{"/x/Claude/claude_desktop_config.json"}},
+		{"claude-desktop", Env{Home: "/Users/ana", GOOS: "darwin"}, []string{"/Users/ana/Library/Application Support/Claude/claude_desktop_config.json"}},
+		{"claude-desktop", Env{Home: `C:\Users\ana`, GOOS: "windows", Getenv: vars("APPDATA", `D:\Roaming`)}, []string{`D:\Roaming\Claude\claude_desktop_config.json`}},
+		{"claude-desktop", Env{Home: `C:\Users\ana`, GOOS: "windows"}, []string{`C:\Users\ana\AppData\Roaming\Claude\claude_desktop_config.json`}},
+		{"vscode", Env{Home: "/h", Cwd: "/p", GOOS: "linux"}, []string{"/h/.config/Code/User/mcp.json", "/p/.vscode/mcp.json"}},
+		{"vscode", Env{Home: `C:\Users\ana`, Cwd: `C:\src\app`, GOOS: "windows"}, []string{`C:\Users\ana\AppData\Roaming\Code\User\mcp.json`, `C:\src\app\.vscode\mcp.json`}},
+		{"zed", Env{Home: "/Users/ana", GOOS: "darwin"}, []string{"/Users/ana/.config/zed/settings.json"}},
+		{"zed", Env{Home: `C:\Users\ana`, GOOS: "windows"}, []string{`C:\Users\ana\AppData\Roaming\Zed\settings.json`}},
+		{"windsurf", Env{Home: `C:\Users\ana`, GOOS: "windows"}, []string{`C:\Users\ana\.codeium\windsurf\mcp_config.json`}},
+		{"hermes", Env{Home: "/h", Getenv: vars("HERMES_HOME", "/hh")}, []string{"/hh/config.yaml"}},
+		{"pi", Env{Home: "/h", Cwd: "/p", GOOS: "linux"}, []string{"/h/.pi/agent/mcp.json", "/h/.config/mcp/mcp.json", "/p/.pi/mcp.json"}},
+		{"antigravity", Env{Home: "/h", GOOS: "linux"}, []string{"/h/.gemini/antigravity/mcp_config.json"}},
+	}
+	for _, tt := range tests {
+		h, ok := Lookup(tt.harness)
+		if !ok {
+			t.Fatalf("no harness %s", tt.harness)
+		}
+		var got []string
+		for _, f := range h.Files(tt.env) {
+			got = append(got, f.Path)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s %s files (-want +got):\n%s", tt.harness, tt.env.GOOS, diff)
+		}
+	}
+}
+
+func TestWritable(t *testing.T) {
+	env := Env{Home: "/h", Cwd: "/p", GOOS: "linux"}
+	got := map[string][]bool{}
+	for _, h := range All() {
+		for _, f := range h.Files(env) {
+			got[h.Name] = append(got[h.Name], f.Writable)
+		}
+	}
+	want := map[string][]bool{
+		"claude-code": {true, false, false}, "codex": {true, false}, "cursor": {true, false},
+		"claude-desktop": {true}, "vscode": {true, false}, "gemini": {true, false}, "windsurf": {true},
+		"zed": {true, false}, "antigravity": {false}, "hermes": {false}, "pi": {false, false, false},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("writable (-want +got):\n%s", diff)
+	}
+}
+
+// sampleEnv lays the hand-written samples of testdata/harness out in a
+// throwaway home and project directory.
+func sampleEnv(t *testing.T) Env {
+	t.Helper()
+	root := filepath.Join(testenv.Root(t), "testdata", "harness")
+	tmp := t.TempDir()
+	env := Env{Home: filepath.Join(tmp, "home"), Cwd: filepath.Join(tmp, "project"), GOOS: "linux"}
+	dirs, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		for part, dst := range map[string]string{"home": env.Home, "project": env.Cwd} {
+			src := filepath.Join(root, d.Name(), part)
+			err := filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
+				if err != nil || de.IsDir() {
+					return err
+				}
+				rel, _ := filepath.Rel(src, p)
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				q, _ := json.Marshal(env.Cwd)
+				b = bytes.ReplaceAll(b, []byte(`"PROJECT_DIR"`), q)
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o700); err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+			})
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	return env
+}
+
+// TestImportGolden reads every harness's sample and compares the import
+// proposals (the dry-run JSON) with testdata/import.golden.json.
+func TestImportGolden(t *testing.T) {
+	env := sampleEnv(t)
+	sc := ScanFiles(env, All())
+	existing := []model.Source{{Namespace: "everything", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything", "stdio"}}}
+	r := NewReport(Propose(sc, existing), sc)
+	got, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = bytes.ReplaceAll(got, []byte(env.Home), []byte("$HOME"))
+	got = bytes.ReplaceAll(got, []byte(env.Cwd), []byte("$PROJECT"))
+	got = append(got, '\n')
+	golden := filepath.Join("testdata", "import.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("import proposals (-golden +got):\n%s", diff)
+	}
+	for _, v := range []string{"ghp_TESTONLY", "lin_api_TESTONLY", "sk-test-TESTONLY", "xoxb-TESTONLY", "sbp_TESTONLY", "eyJhbGciOiJIUzI1NiJ9"} {
+		if bytes.Contains(got, []byte(v)) {
+			t.Errorf("the report holds a secret value %s…", v)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		format    Format
+		in        string
+		line, col int
+	}{
+		{JSON, "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" ]\n}", 3, 27},
+		{JSONC, "\xef\xbb\xbf{\r\n  // c\r\n  \"a\": tru\r\n}", 3, 8},
+		{JSONC, `[1, 2]`, 1, 1},
+		{TOML, "[mcp_servers.a]\ncommand = \"x\"\nargs = [\"a\",\n", 3, 13},
+		{TOML, "a = 1\na = 2\n", 2, 1},
+		{YAML, "mcp_servers:\n  a:\n    command: [x\n", 2, 0},
+		{YAML, "- a\n- b\n", 1, 0},
+	}
+	for _, tt := range tests {
+		_, err := Decode(tt.format, []byte(tt.in))
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("Decode(%s, %q) = %v, want a *SyntaxError", tt.format, tt.in, err)
+			continue
+		}
+		if se.Line != tt.line || se.Col != tt.col {
+			t.Errorf("Decode(%s, %q) at line %d col %d (%v), want line %d col %d", tt.format, tt.in, se.Line, se.Col, se, tt.line, tt.col)
+		}
+	}
+}
+
+func TestDecodeBOMAndCRLF(t *testing.T) {
+	for _, tt := range []struct {
+		format Format
+		in     string
+	}{
+		{JSON, "\xef\xbb\xbf{\r\n\"mcpServers\": {\"a\": {\"command\": \"x\"}}\r\n}\r\n"},
+		{TOML, "\xef\xbb\xbf[mcp_servers.a]\r\ncommand = \"x\"\r\n"},
+		{YAML, "\xef\xbb\xbfmcp_servers:\r\n  a:\r\n    command: x\r\n"},
+	} {
+		key := "mcpServers"
+		if tt.format != JSON {
+			key = "mcp_servers"
+		}
+		got, probs, err := Parse(File{Format: tt.format, ServersKey: []string{key}}, []byte(tt.in))
+		if err != nil || len(probs) > 0 {
+			t.Fatalf("Parse(%s): %v %v", tt.format, err, probs)
+		}
+		if diff := cmp.Diff([]Server{{Name: "a", Kind: KindStdio, Command: "x"}}, got); diff != "" {
+			t.Errorf("Parse(%s) (-want +got):\n%s", tt.format, diff)
+		}
+	}
+}
+
+func TestEntryProblems(t *testing.T) {
+	in := `{"mcpServers": {"ok": {"command": "x"}, "num": {"command": 3}, "none": {"type": "stdio"}, "both": {"command": "x", "url": "http://h"}, "list": "x"}}`
+	got, probs, err := Parse(File{Format: JSON, ServersKey: []string{"mcpServers"}}, []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "ok" {
+		t.Errorf("servers = %+v, want only ok", got)
+	}
+	var msgs []string
+	for _, p := range probs {
+		msgs = append(msgs, p.Server+": "+p.Err.Error())
+	}
+	want := []string{
+		"both: the entry has both a command and a URL",
+		"list: the entry is a string, not an object",
+		"none: the entry has neither a command nor a URL",
+		"num: command is a number, not a string",
+	}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if _, _, err := Parse(File{Format: JSON, ServersKey: []string{"mcpServers"}}, []byte(`{"mcpServers": []}`)); err == nil || !strings.Contains(err.Error(), "mcpServers is a list") {
+		t.Errorf("a list of servers: %v", err)
+	}
+}
+
+func TestIsSecret(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        bool
+	}{
+		{"GITHUB_PERSONAL_ACCESS_TOKEN", "anything", true},
+		{"OPENAI_API_KEY", "x", true},
+		{"DB_PASSWORD", "hunter2", true},
+		{"client_secret", "abc", true},
+		{"Authorization", "Basic dXNlcjpwYXNz", true},
+		{"GH", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", true},
+		{"GH", "github_pat_11AAAAAAA0TESTONLYaaaaaaaaaaaa", true},
+		{"OPENAI", "sk-proj-TESTONLYaaaaaaaaaaaaaaaa", true},
+		{"SLACK", "xoxb-123-456-TESTONLYabc", true},
+		{"SLACK", "xoxp-123-456-TESTONLYabc", true},
+		{"JWT", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig", true},
+		{"X-Auth", "Bearer abc.def", true},
+		{"GITHUB_TOKEN", "${GITHUB_TOKEN}", false},
+		{"GITHUB_TOKEN", "${input:github-token}", false},
+		{"Authorization", "Bearer ${CAPABILITIES_TOKEN}", false},
+		{"API_KEY", "${env:API_KEY}", false},
+		{"API_KEY", "", false},
+		{"MEMORY_FILE_PATH", "/tmp/memory.jsonl", false},
+		{"SLACK_TEAM_ID", "T01234567", false},
+		{"MODE", "sk-short", false},
+	}
+	for _, tt := range tests {
+		if got := IsSecret(tt.name, tt.value); got != tt.want {
+			t.Errorf("IsSecret(%q, %q) = %v, want %v", tt.name, tt.value, got, tt.want)
+		}
+	}
+}
+
+func TestProposeMergesTheSameServer(t *testing.T) {
+	mem := Server{Name: "memory", Kind: KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}}
+	memOff := mem
+	memOff.Disabled = true
+	other := mem
+	other.Name, other.Env = "memory", map[string]string{"MEMORY_FILE_PATH": "/tmp/m.jsonl"}
+	sc := &Scan{Found: []Found{
+		{File: File{Harness: "a", Path: "/a"}, Servers: []Server{memOff}},
+		{File: File{Harness: "b", Path: "/b"}, Servers: []Server{mem, {Name: "hub", Kind: KindHTTP, URL: "https://x.example.com/mcp"}}},
+		{File: File{Harness: "c", Path: "/c"}, Servers: []Server{other, {Name: "remote", Kind: KindHTTP, URL: "https://x.example.com/mcp"}}},
+	}}
+	props := Propose(sc, []model.Source{{Namespace: "memory", Kind: model.KindHTTP, URL: "https://elsewhere/mcp"}})
+	type row struct {
+		NS       string
+		Disabled bool
+		Origins  []Origin
+	}
+	var got []row
+	for _, p := range props {
+		got = append(got, row{p.Namespace, p.Server.Disabled, p.Origins})
+	}
+	want := []row{
+		{"memory2", false, []Origin{{"a", "/a"}, {"b", "/b"}}}, // enabled in b: enabled
+		{"x", false, []Origin{{"b", "/b"}, {"c", "/c"}}},       // "hub" is reserved: from the host
+		{"memory3", false, []Origin{{"c", "/c"}}},              // another env: another server
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("proposals (-want +got):\n%s", diff)
+	}
+}
+
+func TestRequestMovesTheCredential(t *testing.T) {
+	p := Proposal{Namespace: "github", Secrets: []string{"GITHUB_PERSONAL_ACCESS_TOKEN"}, Server: Server{Kind: KindStdio, Command: "npx", Args: []string{"-y", "gh"},
+		Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x", "GITHUB_HOST": "github.com"}}}
+	req, _, err := p.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.SecretEnv != "GITHUB_PERSONAL_ACCESS_TOKEN" || req.Secret != "ghp_x" || req.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "" || req.Env["GITHUB_HOST"] != "github.com" {
+		t.Errorf("stdio request = %+v", req)
+	}
+	if p.Server.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "ghp_x" {
+		t.Errorf("the proposal's env was changed")
+	}
+	h := Proposal{Namespace: "linear", Secrets: []string{"Authorization"}, Server: Server{Kind: KindHTTP, URL: "https://l/mcp", Headers: map[string]string{"Authorization": "Bearer tok", "X-Region": "eu"}}}
+	req, notes, err := h.Request()
+	if err != nil || req.Secret != "tok" || req.SecretHeader != "" || len(notes) != 1 || !strings.Contains(notes[0], "X-Region is left out") {
+		t.Errorf("http request = %+v %q %v", req, notes, err)
+	}
+	k := Proposal{Namespace: "s", Secrets: []string{"X-Api-Key"}, Server: Server{Kind: KindHTTP, URL: "https://s/mcp", Headers: map[string]string{"X-Api-Key": "k"}}}
+	if req, _, _ := k.Request(); req.SecretHeader != "X-Api-Key" || req.Secret != "k" {
+		t.Errorf("api key request = %+v", req)
+	}
+	two := Proposal{Namespace: "two", Secrets: []string{"A_TOKEN", "B_KEY"}, Server: Server{Kind: KindStdio, Command: "x"}}
+	if _, _, err := two.Request(); err == nil || !strings.Contains(err.Error(), "2 credentials") {
+		t.Errorf("two secrets: %v", err)
+	}
+}

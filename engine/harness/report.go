@@ -1,0 +1,51 @@
+package harness
+
+// Report is what `hub import --dry-run --json` prints. It names the
+// variables and headers that hold credentials, never their values.
+type Report struct {
+	Servers    []ReportServer `json:"servers"`
+	Skills     map[string]int `json:"skills"`
+	Unreadable []Unreadable   `json:"unreadable"`
+}
+
+// ReportServer is one proposal in a Report.
+type ReportServer struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Command   string   `json:"command"`
+	Args      []string `json:"args"`
+	URL       string   `json:"url"`
+	Disabled  bool     `json:"disabled"`
+	Harnesses []Origin `json:"harnesses"`
+	Secrets   []string `json:"secrets"`
+	// Existing is set when the server already is a source of the hub
+	// (under Namespace): it is not added again.
+	Existing bool `json:"existing,omitempty"`
+}
+
+// NewReport gathers the proposals and what else the scan found.
+func NewReport(props []Proposal, sc *Scan) Report {
+	r := Report{Servers: []ReportServer{}, Skills: sc.Skills, Unreadable: sc.Unreadable}
+	if r.Skills == nil {
+		r.Skills = map[string]int{}
+	}
+	if r.Unreadable == nil {
+		r.Unreadable = []Unreadable{}
+	}
+	for _, p := range props {
+		s := p.Server
+		secrets, args := p.Secrets, s.Args
+		if secrets == nil {
+			secrets = []string{}
+		}
+		if args == nil {
+			args = []string{}
+		}
+		r.Servers = append(r.Servers, ReportServer{
+			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, URL: s.URL,
+			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "",
+		})
+	}
+	return r
+}

@@ -1,0 +1,70 @@
+package harness
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+)
+
+// Request is the hub.AddRequest that adds the proposal under its namespace,
+// with notes for the person on what does not carry over. A plain-text
+// credential leaves the environment or headers for req.Secret, which the
+// caller stores with hub.Auth as the source's default connection (the
+// harness file keeps it: a harness cannot read the keychain). A server
+// with more than one is refused: a source has one credential per
+// connection; add it with `hub add` and `hub auth`.
+func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
+	s := p.Server
+	req.Namespace = p.Namespace
+	if len(p.Secrets) > 1 {
+		return req, nil, fmt.Errorf("%s holds %d credentials in plain text (%s); the hub keeps one per source: add it with `capabilities hub add` and `capabilities hub auth`", p.Namespace, len(p.Secrets), strings.Join(p.Secrets, ", "))
+	}
+	secretName := ""
+	if len(p.Secrets) == 1 {
+		secretName = p.Secrets[0]
+	}
+	if s.Kind == KindHTTP {
+		req.URL = s.URL
+		for _, h := range sortedKeys(s.Headers) {
+			v := s.Headers[h]
+			switch {
+			case h == secretName && strings.EqualFold(h, "authorization") && strings.HasPrefix(strings.ToLower(v), "bearer "):
+				req.Secret = strings.TrimSpace(v[len("bearer "):]) // sent as Authorization: Bearer, the default
+			case h == secretName:
+				req.SecretHeader, req.Secret = h, v
+			case IsReference(v):
+				notes = append(notes, fmt.Sprintf("header %s refers to %s, which the harness fills in: store the value with `capabilities hub auth %s --header %s`", h, v, p.Namespace, h))
+			default:
+				notes = append(notes, fmt.Sprintf("header %s is left out: the hub sends no headers but a connection's", h))
+			}
+		}
+		return req, notes, nil
+	}
+	req.Command = append([]string{s.Command}, s.Args...)
+	req.Cwd = s.Cwd
+	if len(s.Env) > 0 {
+		req.Env = maps.Clone(s.Env)
+	}
+	if secretName != "" {
+		req.SecretEnv, req.Secret = secretName, s.Env[secretName]
+		delete(req.Env, secretName)
+	}
+	for _, k := range sortedKeys(req.Env) {
+		if IsReference(req.Env[k]) {
+			notes = append(notes, fmt.Sprintf("env %s=%s is a reference the harness fills in; the hub passes it as written (store a credential with `capabilities hub auth %s --env %s`)", k, req.Env[k], p.Namespace, k))
+		}
+	}
+	return req, notes, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,16 @@
+package harness
+
+// VS Code: mcp.json in the user profile (~/.config/Code/User, ~/Library/
+// Application Support/Code/User, %APPDATA%\Code\User) and .vscode/mcp.json;
+// servers under "servers", prompted values under "inputs" (${input:…}).
+func init() {
+	register(Harness{
+		Name: "vscode", Title: "VS Code", Connect: true,
+		files: func(e Env) []File {
+			return []File{
+				{Path: e.userConfig("Code", "User", "mcp.json"), Format: JSONC, ServersKey: []string{"servers"}, Writable: true},
+				{Path: e.project(".vscode", "mcp.json"), Format: JSONC, ServersKey: []string{"servers"}, Project: true},
+			}
+		},
+	})
+}

@@ -1,0 +1,12 @@
+package harness
+
+// Windsurf: ~/.codeium/windsurf/mcp_config.json, mcpServers (serverUrl for
+// remote servers, disabled: true).
+func init() {
+	register(Harness{
+		Name: "windsurf", Title: "Windsurf", Connect: true,
+		files: func(e Env) []File {
+			return []File{{Path: e.home(".codeium", "windsurf", "mcp_config.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true}}
+		},
+	})
+}
