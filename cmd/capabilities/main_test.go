@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func TestMain(m *testing.M) {
 // `exits N PROG [ARGS…]` runs a program like exec and checks that it exited
 // with code N; `freeport NAME` sets $NAME to a free loopback port; `waitport PORT` waits
 // until something listens there; `unchanged FILE` / `snapshot FILE` compare a
-// file with an earlier copy.
+// file with an earlier copy; `expand FILE…` puts the script's variables in
+// a file's @NAME@ placeholders.
 func TestScripts(t *testing.T) {
 	node := testenv.Node(t)
 	nm := testenv.NPMPath(t, "@modelcontextprotocol")
@@ -68,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"nosecret": cmdNoSecret,
 			"runid":    cmdRunID,
 			"exits":    cmdExits,
+			"expand":   cmdExpand,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				if err != nil {
@@ -147,6 +150,21 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ts.Fatalf("nothing listens on %s after %v", addr, wait)
+}
+
+// cmdExpand replaces @NAME@ in files with the script's variable NAME:
+// `expand FILE…` (a config file may hold ${VAR} of its own).
+func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: expand FILE…")
+	}
+	at := regexp.MustCompile(`@([A-Z_]+)@`)
+	for _, f := range args {
+		b := at.ReplaceAllStringFunc(ts.ReadFile(f), func(m string) string { return ts.Getenv(m[1 : len(m)-1]) })
+		if err := os.WriteFile(ts.MkAbs(f), []byte(b), 0o600); err != nil {
+			ts.Fatalf("expand: %v", err)
+		}
+	}
 }
 
 func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {

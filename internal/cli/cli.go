@@ -180,6 +180,7 @@ func newRoot(e *env) *cobra.Command {
 	h.AddCommand(
 		newInitCmd(e),
 		newAddCmd(e),
+		newImportCmd(e),
 		newListCmd(e),
 		newRemoveCmd(e),
 		newRefreshCmd(e),

@@ -31,6 +31,7 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 	}{
 		"hub init":        {nil, "file", codeError, 1},
 		"hub add":         {[]string{"--yes", "http://127.0.0.1:1/mcp"}, "hub", codeUpstreamUnavailable, 1},
+		"hub import":      {[]string{"--yes"}, "none", codeNoHub, 1},
 		"hub list":        {nil, "none", codeNoHub, 1},
 		"hub remove":      {[]string{"nope"}, "hub", codeNotFound, 1},
 		"hub refresh":     {[]string{"nope"}, "hub", codeNotFound, 1},

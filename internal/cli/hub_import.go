@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/harness"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/spf13/cobra"
+)
+
+// importFlags are the flags of `hub import`, shared with `hub init --import`.
+type importFlags struct {
+	from   []string
+	dryRun bool
+	yes    bool
+	asJSON bool
+}
+
+func (f *importFlags) register(c *cobra.Command, withDryRun bool) {
+	c.Flags().StringSliceVar(&f.from, "from", nil, "read only the harnesses `NAMES`, comma-separated, e.g. claude-code,codex (default: all: "+strings.Join(harness.Names(), ", ")+")")
+	if withDryRun {
+		c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would be imported and change nothing")
+	}
+	c.Flags().BoolVarP(&f.yes, "yes", "y", false, "add every enabled server and accept its review without asking")
+}
+
+func newImportCmd(e *env) *cobra.Command {
+	var f importFlags
+	c := &cobra.Command{
+		Use:   "import",
+		Short: "Import the MCP servers your agents already have",
+		Long: `Read the MCP servers of every agent harness config that exists (Claude Code,
+Codex, Cursor, Claude Desktop, VS Code, Gemini CLI, Windsurf, Zed, Antigravity,
+Hermes, pi; and the project files of the current directory) and add each one
+as a source, with the same review as hub add. The same server found in several
+harnesses is one source. Disabled entries and servers that already are sources
+are listed, not added. A credential written in plain text in a config is stored
+in the keychain as the source's default connection, never printed; the harness
+files are not changed.`,
+		Example: `  capabilities hub import --dry-run
+  capabilities hub import --from claude-code,codex --yes
+  capabilities hub init --import --yes`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error { return runImport(c.Context(), e, f) },
+	}
+	f.register(c, true)
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print the result as JSON (needs --dry-run or --yes)")
+	return c
+}
+
+func runImport(ctx context.Context, e *env, f importFlags) error {
+	if f.asJSON && !f.dryRun && !f.yes {
+		return usagef("--json needs --dry-run or --yes: the JSON form does not prompt")
+	}
+	hs, err := pickHarnesses(f.from)
+	if err != nil {
+		return err
+	}
+	henv, err := harness.FromOS()
+	if err != nil {
+		return fmt.Errorf("importing: %w", err)
+	}
+	sc := harness.ScanFiles(henv, hs)
+	var sources []model.Source
+	h, _, err := e.openHub()
+	switch {
+	case err == nil:
+		defer h.Close()
+		recs, err := h.Sources(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			sources = append(sources, r.Source)
+		}
+	case f.dryRun && errors.Is(err, store.ErrNoHub): // a dry run needs no hub, and makes none
+	default:
+		return err
+	}
+	props := harness.Propose(sc, sources)
+	report := harness.NewReport(props, sc)
+	if f.dryRun {
+		if f.asJSON {
+			return e.printJSON(report)
+		}
+		printImport(e, report)
+		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
+		return nil
+	}
+	if !f.asJSON {
+		printImport(e, report)
+	}
+	var added []string
+	failed := []map[string]string{}
+	for _, p := range props {
+		if p.Existing != "" || p.Server.Disabled {
+			continue
+		}
+		ns, err := importOne(ctx, e, h, p, f)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			msg := h.Scrub(err.Error())
+			failed = append(failed, map[string]string{"namespace": p.Namespace, "error": msg})
+			if !f.asJSON {
+				fmt.Fprintf(e.stdout, "! %s not added: %s\n", p.Namespace, msg)
+			}
+			continue
+		}
+		if ns != "" {
+			added = append(added, ns)
+		}
+	}
+	if f.asJSON {
+		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "Imported %d server(s)", len(added))
+		if len(added) > 0 {
+			fmt.Fprintf(e.stdout, ": %s", strings.Join(added, ", "))
+		}
+		fmt.Fprintln(e.stdout, ". The harness files were not changed.")
+	}
+	if len(failed) > 0 {
+		err := fmt.Errorf("importing: %d server(s) could not be added", len(failed))
+		if f.asJSON {
+			return errSilent{err}
+		}
+		return err
+	}
+	return nil
+}
+
+// importOne adds one proposal through the same path as `hub add`: start the
+// server and list its tools (Propose), ask (unless --yes), store it, move
+// its plain-text credential into the keychain, then the review. It
+// returns "" when the person declined.
+func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f importFlags) (string, error) {
+	req, notes, err := p.Request()
+	if err != nil {
+		return "", err
+	}
+	if !f.asJSON {
+		fmt.Fprintf(e.stdout, "\n%s: starting it to list its tools…\n", p.Namespace)
+	}
+	prop, err := h.Propose(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if !f.asJSON {
+		printProposal(e, prop)
+		for _, n := range notes {
+			fmt.Fprintf(e.stdout, "  note:  %s\n", n)
+		}
+	}
+	if !f.yes {
+		ok, err := confirm(e, fmt.Sprintf("Add it as %q? [y/N] ", prop.Source.Namespace))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			fmt.Fprintln(e.stdout, "Not added.")
+			return "", nil
+		}
+	}
+	if err := h.Accept(ctx, prop); err != nil {
+		return "", err
+	}
+	ns := prop.Source.Namespace
+	if req.Secret != "" {
+		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
+			return "", fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
+		}
+		if !f.asJSON {
+			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (the harness file still holds it)\n", p.Secrets[0], ns, hub.DefaultConnection)
+		}
+	}
+	if f.asJSON {
+		review, err := h.PendingReview(ctx, ns)
+		if err != nil {
+			return "", err
+		}
+		return ns, h.AcceptReview(ctx, review, nil, "review")
+	}
+	fmt.Fprintf(e.stdout, "Added %s with %d tools.\n", ns, len(prop.Manifest.Tools))
+	return ns, runReview(ctx, e, h, ns, f.yes, false)
+}
+
+// pickHarnesses resolves --from (every harness when empty).
+func pickHarnesses(names []string) ([]harness.Harness, error) {
+	if len(names) == 0 {
+		return harness.All(), nil
+	}
+	var out []harness.Harness
+	for _, n := range names {
+		h, ok := harness.Lookup(strings.TrimSpace(n))
+		if !ok {
+			return nil, usagef("--from %q: unknown harness; known: %s", n, strings.Join(harness.Names(), ", "))
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// printImport shows what import found, with no secret value.
+func printImport(e *env, r harness.Report) {
+	if len(r.Servers) == 0 {
+		fmt.Fprintln(e.stdout, "No MCP servers found in the harness configs.")
+	} else {
+		fmt.Fprintf(e.stdout, "Found %d MCP server(s):\n", len(r.Servers))
+	}
+	for _, s := range r.Servers {
+		what := s.URL
+		if s.Kind == harness.KindStdio {
+			what = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+		}
+		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, what)
+		var from []string
+		for _, o := range s.Harnesses {
+			from = append(from, o.Harness+" "+o.Path)
+		}
+		fmt.Fprintf(e.stdout, "    from:    %s\n", strings.Join(from, "; "))
+		switch {
+		case s.Existing:
+			fmt.Fprintf(e.stdout, "    already a source of the hub (%s): not added again\n", s.Namespace)
+		case s.Disabled:
+			fmt.Fprintln(e.stdout, "    disabled in the harness: not added (add it later with `capabilities hub add`)")
+		}
+		if len(s.Secrets) > 0 {
+			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", strings.Join(s.Secrets, ", "))
+		}
+	}
+	if len(r.Skills) > 0 {
+		var parts []string
+		for h, n := range r.Skills {
+			parts = append(parts, fmt.Sprintf("%d in %s", n, h))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(e.stdout, "Skills: %s; a later release imports them.\n", strings.Join(parts, ", "))
+	}
+	if len(r.Unreadable) > 0 {
+		fmt.Fprintln(e.stdout, "Unreadable (skipped; the other files were read):")
+		for _, u := range r.Unreadable {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", u.Path, u.Error)
+		}
+	}
+}
