@@ -245,6 +245,18 @@ func TestEntryProblems(t *testing.T) {
 	}
 }
 
+func TestScanListsAConfigThatIsADirectory(t *testing.T) {
+	env := Env{Home: t.TempDir(), GOOS: "linux"}
+	if err := os.MkdirAll(filepath.Join(env.Home, ".cursor", "mcp.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := Lookup("cursor")
+	sc := ScanFiles(env, []Harness{h})
+	if len(sc.Unreadable) != 1 || !strings.Contains(sc.Unreadable[0].Error, "is a directory") || len(sc.Found) != 0 {
+		t.Errorf("scan = %+v", sc)
+	}
+}
+
 func TestIsSecret(t *testing.T) {
 	tests := []struct {
 		name, value string
@@ -330,6 +342,11 @@ func TestRequestMovesTheCredential(t *testing.T) {
 	k := Proposal{Namespace: "s", Secrets: []string{"X-Api-Key"}, Server: Server{Kind: KindHTTP, URL: "https://s/mcp", Headers: map[string]string{"X-Api-Key": "k"}}}
 	if req, _, _ := k.Request(); req.SecretHeader != "X-Api-Key" || req.Secret != "k" {
 		t.Errorf("api key request = %+v", req)
+	}
+	ref := Proposal{Namespace: "gh", Server: Server{Kind: KindStdio, Command: "npx", Env: map[string]string{"GITHUB_TOKEN": "${input:gh}", "ROOT": "${workspaceFolder}"}}}
+	req, notes, _ = ref.Request()
+	if req.SecretEnv != "GITHUB_TOKEN" || req.Secret != "" || req.Env["GITHUB_TOKEN"] != "" || req.Env["ROOT"] != "${workspaceFolder}" || len(notes) != 2 {
+		t.Errorf("reference request = %+v %q", req, notes)
 	}
 	two := Proposal{Namespace: "two", Secrets: []string{"A_TOKEN", "B_KEY"}, Server: Server{Kind: KindStdio, Command: "x"}}
 	if _, _, err := two.Request(); err == nil || !strings.Contains(err.Error(), "2 credentials") {

@@ -15,25 +15,27 @@ import (
 // caller stores with hub.Auth as the source's default connection (the
 // harness file keeps it: a harness cannot read the keychain). A server
 // with more than one is refused: a source has one credential per
-// connection; add it with `hub add` and `hub auth`.
+// connection; add it with `hub add` and `hub auth`. An env variable named
+// like a credential whose value is only a reference (${GITHUB_TOKEN})
+// becomes the source's SecretEnv, to be stored with `hub auth`.
 func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	s := p.Server
 	req.Namespace = p.Namespace
 	if len(p.Secrets) > 1 {
 		return req, nil, fmt.Errorf("%s holds %d credentials in plain text (%s); the hub keeps one per source: add it with `capabilities hub add` and `capabilities hub auth`", p.Namespace, len(p.Secrets), strings.Join(p.Secrets, ", "))
 	}
-	secretName := ""
+	credName := ""
 	if len(p.Secrets) == 1 {
-		secretName = p.Secrets[0]
+		credName = p.Secrets[0]
 	}
 	if s.Kind == KindHTTP {
 		req.URL = s.URL
 		for _, h := range sortedKeys(s.Headers) {
 			v := s.Headers[h]
 			switch {
-			case h == secretName && strings.EqualFold(h, "authorization") && strings.HasPrefix(strings.ToLower(v), "bearer "):
+			case h == credName && strings.EqualFold(h, "authorization") && strings.HasPrefix(strings.ToLower(v), "bearer "):
 				req.Secret = strings.TrimSpace(v[len("bearer "):]) // sent as Authorization: Bearer, the default
-			case h == secretName:
+			case h == credName:
 				req.SecretHeader, req.Secret = h, v
 			case IsReference(v):
 				notes = append(notes, fmt.Sprintf("header %s refers to %s, which the harness fills in: store the value with `capabilities hub auth %s --header %s`", h, v, p.Namespace, h))
@@ -48,11 +50,19 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	if len(s.Env) > 0 {
 		req.Env = maps.Clone(s.Env)
 	}
-	if secretName != "" {
-		req.SecretEnv, req.Secret = secretName, s.Env[secretName]
-		delete(req.Env, secretName)
+	if credName != "" {
+		req.SecretEnv, req.Secret = credName, s.Env[credName]
+		delete(req.Env, credName)
 	}
 	for _, k := range sortedKeys(req.Env) {
+		if v := req.Env[k]; req.SecretEnv == "" && secretName.MatchString(k) && refPattern.FindString(v) == v {
+			// A credential the harness fills in from elsewhere: the source
+			// reads it from its connection, which a person stores.
+			req.SecretEnv = k
+			delete(req.Env, k)
+			notes = append(notes, fmt.Sprintf("env %s=%s is a credential the harness fills in: store it with `capabilities hub auth %s`; until then its calls wait for it", k, v, p.Namespace))
+			continue
+		}
 		if IsReference(req.Env[k]) {
 			notes = append(notes, fmt.Sprintf("env %s=%s is a reference the harness fills in; the hub passes it as written (store a credential with `capabilities hub auth %s --env %s`)", k, req.Env[k], p.Namespace, k))
 		}
