@@ -42,7 +42,7 @@ func parseJSON(src []byte) (*jsonDoc, error) {
 	d.root = v
 	d.unit = "  "
 	if obj := v.Value.(*hujson.Object); len(obj.Members) > 0 {
-		if ws := afterLastNewline(obj.Members[0].Name.BeforeExtra); ws != nil && len(ws) > 0 && isBlank(ws) {
+		if ws := afterLastNewline(obj.Members[0].Name.BeforeExtra); len(ws) > 0 && isBlank(ws) {
 			d.unit = string(ws)
 		}
 	}
@@ -284,6 +284,10 @@ func removeMember(obj *hujson.Object, i int) {
 		prev := &obj.Members[i-1].Value
 		obj.AfterExtra = append(bytes.Clone(prev.AfterExtra), obj.AfterExtra...)
 		prev.AfterExtra = nil
+	case i == n-1: // it had one: the new last member keeps it
+		if prev := &obj.Members[i-1].Value; prev.AfterExtra == nil {
+			prev.AfterExtra = []byte{}
+		}
 	}
 }
 

@@ -1,0 +1,410 @@
+package edit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// Change is one config file to edit.
+type Change struct {
+	Harness string
+	Path    string // the config file; a symlink is kept and its target edited
+	// Edit computes the new bytes from the current ones (nil when the
+	// file does not exist yet).
+	Edit func(src []byte) ([]byte, error)
+	// Created is how many keys the edit creates (Missing), kept in the
+	// snapshot for disconnect to take out again.
+	Created func(src []byte) int
+}
+
+// Result is what happened, or would happen, to one file.
+type Result struct {
+	Harness string
+	Path    string
+	Before  []byte
+	After   []byte
+	Existed bool
+	Changed bool  // After differs from Before
+	Err     error // nothing was written to this file
+}
+
+// Snapshot is the record of one set of edits: each file's bytes before.
+type Snapshot struct {
+	Time       string     `json:"time"`
+	Kind       string     `json:"kind"` // connect, disconnect
+	RolledBack bool       `json:"rolledBack,omitempty"`
+	Files      []SnapFile `json:"files"`
+	dir        string
+}
+
+// SnapFile is one file of a snapshot.
+type SnapFile struct {
+	Harness string `json:"harness"`
+	Path    string `json:"path"`
+	Target  string `json:"target"` // the file edited (Path, or its symlink's target)
+	Existed bool   `json:"existed"`
+	Mode    uint32 `json:"mode"`
+	SHA256  string `json:"sha256"`            // of the bytes before
+	Written string `json:"written,omitempty"` // sha256 of the bytes the edit wrote
+	Created int    `json:"created,omitempty"`
+	Orig    string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
+}
+
+// Dir is where the snapshot is kept.
+func (s *Snapshot) Dir() string { return s.dir }
+
+func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+// ErrChanged is a file that changed between reading and writing it.
+var ErrChanged = errors.New("changed while it was being edited")
+
+// target resolves a symlinked config to the file it points to.
+func target(path string) (string, error) {
+	t, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if l, lerr := os.Readlink(path); lerr == nil { // a dangling link: write its target
+			if !filepath.IsAbs(l) {
+				l = filepath.Join(filepath.Dir(path), l)
+			}
+			return l, nil
+		}
+		return path, nil
+	}
+	return t, err
+}
+
+// read reads a config: its bytes, mode, and whether it exists.
+func read(path string) (data []byte, mode fs.FileMode, existed bool, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o600, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if fi.IsDir() {
+		return nil, 0, false, fmt.Errorf("reading %s: it is a directory, not a config file", path)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return data, fi.Mode().Perm(), true, nil
+}
+
+// Plan reads each file and computes its edit; it writes nothing.
+func Plan(changes []Change) []Result {
+	out := make([]Result, len(changes))
+	for i, c := range changes {
+		r := Result{Harness: c.Harness, Path: c.Path}
+		t, err := target(c.Path)
+		if err == nil {
+			var mode fs.FileMode
+			r.Before, mode, r.Existed, err = read(t)
+			if err == nil && r.Existed && mode&0o200 == 0 {
+				err = fmt.Errorf("writing %s: the file is read-only (mode %v); make it writable or leave this harness out with --client", c.Path, mode)
+			}
+		}
+		if err == nil {
+			r.After, err = c.Edit(r.Before)
+			if err != nil {
+				err = fmt.Errorf("editing %s: %w", c.Path, err)
+			}
+		}
+		r.Err = err
+		r.Changed = err == nil && !bytes.Equal(r.Before, r.After)
+		out[i] = r
+	}
+	return out
+}
+
+// Apply edits the files: first a snapshot of every file it will change
+// goes to snapRoot/<time>/ (mode 700, files 600), then each file is
+// written atomically, keeping its mode. A file that changed since it was
+// read is read and edited again once; a second change is an error for that
+// file. The snapshot is nil when nothing changed.
+func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error) {
+	results := Plan(changes)
+	snap := &Snapshot{Time: time.Now().UTC().Format("20060102T150405.000000000Z"), Kind: kind}
+	snap.dir = filepath.Join(snapRoot, snap.Time)
+	var todo []int
+	for i, r := range results {
+		if r.Changed {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil, results, nil
+	}
+	if err := os.MkdirAll(snap.dir, 0o700); err != nil {
+		return nil, results, fmt.Errorf("making the snapshot: %w", err)
+	}
+	if err := os.Chmod(snapRoot, 0o700); err != nil {
+		return nil, results, fmt.Errorf("making the snapshot: %w", err)
+	}
+	for n, i := range todo {
+		f, err := snapFile(snap.dir, n, changes[i], results[i])
+		if err != nil {
+			return nil, results, err
+		}
+		snap.Files = append(snap.Files, f)
+	}
+	if err := snap.save(); err != nil {
+		return nil, results, err
+	}
+	for n, i := range todo {
+		r, f := &results[i], &snap.Files[n]
+		err := writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
+		if errors.Is(err, ErrChanged) { // once more, from what is there now
+			again := Plan([]Change{changes[i]})[0]
+			if again.Err == nil && again.Changed {
+				if nf, serr := snapFile(snap.dir, n, changes[i], again); serr == nil {
+					*f, *r = nf, again
+					if err = snap.save(); err == nil {
+						err = writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
+					}
+				} else {
+					err = serr
+				}
+			} else if again.Err != nil {
+				err = again.Err
+			}
+			if errors.Is(err, ErrChanged) {
+				err = fmt.Errorf("writing %s: it %w twice (is the harness running and rewriting it?); nothing was written to it, run the command again", r.Path, ErrChanged)
+			}
+		}
+		if err != nil {
+			r.Err, r.Changed = err, false
+			continue
+		}
+		f.Written = sum(r.After)
+	}
+	if err := snap.save(); err != nil {
+		return snap, results, err
+	}
+	return snap, results, nil
+}
+
+func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
+	t, err := target(c.Path)
+	if err != nil {
+		return SnapFile{}, err
+	}
+	_, mode, _, err := read(t)
+	if err != nil {
+		return SnapFile{}, err
+	}
+	f := SnapFile{Harness: c.Harness, Path: c.Path, Target: t, Existed: r.Existed, Mode: uint32(mode), SHA256: sum(r.Before)}
+	if c.Created != nil {
+		f.Created = c.Created(r.Before)
+	}
+	if r.Existed {
+		f.Orig = strconv.Itoa(n) + ".orig"
+		if err := store.WriteFileAtomic(filepath.Join(dir, f.Orig), r.Before); err != nil {
+			return SnapFile{}, fmt.Errorf("making the snapshot: %w", err)
+		}
+	}
+	return f, nil
+}
+
+func (s *Snapshot) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := store.WriteFileAtomic(filepath.Join(s.dir, "snapshot.json"), append(b, '\n')); err != nil {
+		return fmt.Errorf("saving the snapshot: %w", err)
+	}
+	return nil
+}
+
+// writeChecked writes data to path atomically with mode: a temporary file
+// in the same directory, synced, renamed over path. Just before the rename
+// path is read again; when it no longer holds before, nothing is written
+// and the error is ErrChanged.
+func writeChecked(path string, before, data []byte, mode fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".capabilities-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	now, _, existed, err := read(path)
+	if err != nil {
+		return err
+	}
+	if (before == nil) == existed || !bytes.Equal(now, before) {
+		err = ErrChanged
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Snapshots lists the snapshots under snapRoot, newest first.
+func Snapshots(snapRoot string) ([]*Snapshot, error) {
+	ents, err := os.ReadDir(snapRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the snapshots: %w", err)
+	}
+	var out []*Snapshot
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(snapRoot, e.Name(), "snapshot.json"))
+		if err != nil {
+			continue // not a snapshot, or one cut short before its record
+		}
+		s := &Snapshot{dir: filepath.Join(snapRoot, e.Name())}
+		if err := json.Unmarshal(b, s); err != nil {
+			return nil, fmt.Errorf("reading the snapshot %s: %w", e.Name(), err)
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Time > out[j].Time })
+	return out, nil
+}
+
+// Restored is what rollback did to one file.
+type Restored struct {
+	Path string
+	Err  error // not restored
+}
+
+// ErrChangedSinceWrite is a file that changed after the edit wrote it.
+var ErrChangedSinceWrite = errors.New("changed since it was written")
+
+// Rollback restores every file of the last snapshot not yet rolled back,
+// byte for byte (a file the edit created is removed). A file that changed
+// since the edit wrote it is refused (ErrChangedSinceWrite) unless force.
+// The snapshot is marked rolled back when every file was restored.
+func Rollback(snapRoot string, force bool) (*Snapshot, []Restored, error) {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	var s *Snapshot
+	for _, c := range all {
+		if !c.RolledBack {
+			s = c
+			break
+		}
+	}
+	if s == nil {
+		return nil, nil, errors.New("rolling back: there is no snapshot to restore (connect and disconnect make one)")
+	}
+	var out []Restored
+	ok := true
+	for _, f := range s.Files {
+		err := restore(s.dir, f, force)
+		if err != nil {
+			ok = false
+		}
+		out = append(out, Restored{Path: f.Path, Err: err})
+	}
+	if ok {
+		s.RolledBack = true
+		if err := s.save(); err != nil {
+			return s, out, err
+		}
+	}
+	return s, out, nil
+}
+
+func restore(dir string, f SnapFile, force bool) error {
+	now, _, existed, err := read(f.Target)
+	if err != nil {
+		return err
+	}
+	if existed && sum(now) == f.SHA256 && f.Existed {
+		return nil // already as it was
+	}
+	if !force && (!existed || sum(now) != f.Written) {
+		return fmt.Errorf("%s %w (rollback --force restores it anyway)", f.Path, ErrChangedSinceWrite)
+	}
+	if !f.Existed {
+		if err := os.Remove(f.Target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", f.Path, err)
+		}
+		return nil
+	}
+	orig, err := os.ReadFile(filepath.Join(dir, f.Orig))
+	if err != nil {
+		return fmt.Errorf("reading the snapshot of %s: %w", f.Path, err)
+	}
+	if sum(orig) != f.SHA256 {
+		return fmt.Errorf("restoring %s: the snapshot's copy does not match its hash", f.Path)
+	}
+	if err := writeChecked(f.Target, nilIfAbsent(now, existed), orig, fs.FileMode(f.Mode)); err != nil {
+		return fmt.Errorf("restoring %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+func nilIfAbsent(b []byte, existed bool) []byte {
+	if !existed {
+		return nil
+	}
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// LastConnect is the newest connect snapshot's record of path, if any.
+func LastConnect(snapRoot, path string) (SnapFile, bool) {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return SnapFile{}, false
+	}
+	for _, s := range all {
+		if s.Kind != "connect" {
+			continue
+		}
+		for _, f := range s.Files {
+			if f.Path == path {
+				return f, true
+			}
+		}
+	}
+	return SnapFile{}, false
+}
