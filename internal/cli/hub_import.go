@@ -28,6 +28,9 @@ func (f *importFlags) register(c *cobra.Command, withDryRun bool) {
 		c.Flags().BoolVar(&f.dryRun, "dry-run", false, "show what would be imported and change nothing")
 	}
 	c.Flags().BoolVarP(&f.yes, "yes", "y", false, "add every enabled server and accept its review without asking")
+	_ = c.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return harness.Names(), cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 func newImportCmd(e *env) *cobra.Command {
