@@ -181,6 +181,9 @@ func newRoot(e *env) *cobra.Command {
 		newInitCmd(e),
 		newAddCmd(e),
 		newImportCmd(e),
+		newConnectCmd(e),
+		newDisconnectCmd(e),
+		newRollbackCmd(e),
 		newListCmd(e),
 		newRemoveCmd(e),
 		newRefreshCmd(e),
@@ -198,7 +201,7 @@ func newRoot(e *env) *cobra.Command {
 		newConnectionsCmd(e),
 		newDoctorCmd(e),
 	)
-	root.AddCommand(h)
+	root.AddCommand(h, newRollbackCmd(e))
 	return root
 }
 

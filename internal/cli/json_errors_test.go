@@ -49,6 +49,10 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"hub auth":        {[]string{"nope"}, "hub", codeNotFound, 1},
 		"hub connections": {[]string{"nope"}, "hub", codeNotFound, 1},
 		"hub doctor":      {[]string{"extra"}, "hub", codeUsage, 2},
+		"hub connect":     {[]string{"--client", "nope"}, "hub", codeUsage, 2},
+		"hub disconnect":  {[]string{"--client", "nope"}, "hub", codeUsage, 2},
+		"hub rollback":    {nil, "hub", codeError, 1},
+		"rollback":        {nil, "hub", codeError, 1},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
