@@ -224,8 +224,9 @@ func hasEntry(format Format, src []byte, keyPath []string) (any, bool) {
 	return lookup(m, append(append([]string(nil), keyPath...), "capabilities"))
 }
 
-// emptyObjectException: an empty servers object written with blanks inside
-// ({ } or {\n}) comes back as {} (the one layout edit does not keep).
+// emptyObjectException: the empty object the entry went into (the servers
+// object, or the root when it had no servers key), written with blanks
+// inside ({ } or {\n}), comes back as {} (the one layout edit does not keep).
 func emptyObjectException(format Format, src []byte, keyPath []string) bool {
 	if format == TOML {
 		return false
@@ -235,7 +236,7 @@ func emptyObjectException(format Format, src []byte, keyPath []string) bool {
 		return false
 	}
 	objs, _, err := d.walk(keyPath)
-	if err != nil || len(objs) < len(keyPath)+1 {
+	if err != nil {
 		return false
 	}
 	last := objs[len(objs)-1]
@@ -244,7 +245,7 @@ func emptyObjectException(format Format, src []byte, keyPath []string) bool {
 
 func FuzzJSONCConnectDisconnect(f *testing.F) {
 	for _, s := range samples {
-		if s.format != TOML {
+		if s.format != TOML && len(s.src) < 2048 { // a huge seed spends the run minimizing
 			f.Add([]byte(s.src))
 		}
 	}
