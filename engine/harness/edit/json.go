@@ -232,9 +232,9 @@ func (d *jsonDoc) insert(obj *hujson.Object, parent *hujson.ObjectMember, name s
 		switch {
 		case ws == nil: // one line: {"a": 1, "b": 2}
 			compact = true
-			before = bytes.Clone(last.Name.BeforeExtra)
-			if !isBlank(before) {
-				before = []byte(" ")
+			before = []byte(" ")
+			if n > 1 && isBlank(last.Name.BeforeExtra) {
+				before = bytes.Clone(last.Name.BeforeExtra)
 			}
 		case isBlank(ws):
 			indent = string(ws)
