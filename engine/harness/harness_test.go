@@ -353,3 +353,14 @@ func TestRequestMovesTheCredential(t *testing.T) {
 		t.Errorf("two secrets: %v", err)
 	}
 }
+
+func TestDecodeLeavesTheBytesAlone(t *testing.T) {
+	src := []byte("{\n  // a comment\n  \"mcpServers\": {\"a\": {\"command\": \"x\",},},\n}\n")
+	was := string(src)
+	if _, err := Decode(JSONC, src); err != nil {
+		t.Fatal(err)
+	}
+	if string(src) != was {
+		t.Errorf("Decode changed its input:\n%s", src)
+	}
+}

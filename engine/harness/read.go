@@ -86,7 +86,9 @@ func Decode(format Format, data []byte) (map[string]any, error) {
 var hujsonPos = regexp.MustCompile(`^hujson: line (\d+), column (\d+): (.*)$`)
 
 func decodeJSON(data []byte) (map[string]any, error) {
-	v, err := hujson.Parse(data)
+	// hujson parses in place and Standardize blanks out comments in the
+	// bytes it was given: work on a copy, the caller's bytes stay as read.
+	v, err := hujson.Parse(bytes.Clone(data))
 	if err != nil {
 		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
