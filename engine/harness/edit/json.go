@@ -18,6 +18,8 @@ type jsonDoc struct {
 	root hujson.Value
 	nl   string
 	unit string // one level of indentation
+	// verbatim: a value set keeps its own layout (see jsonSetText).
+	verbatim bool
 }
 
 func parseJSON(src []byte) (*jsonDoc, error) {
@@ -132,16 +134,23 @@ func jsonMissing(src []byte, keyPath []string) (int, error) {
 	return len(keyPath) + 1 - len(objs), nil
 }
 
-func jsonSet(src []byte, keyPath []string, name string, entry Entry) ([]byte, error) {
+func jsonSet(src []byte, keyPath []string, name string, entry any) ([]byte, error) {
+	want, err := marshal(entry)
+	if err != nil {
+		return nil, fmt.Errorf("setting %s: %w", keyPathString(keyPath, name), err)
+	}
+	return jsonSetText(src, keyPath, name, want, false)
+}
+
+// jsonSetText sets the entry to want, a JSON text; verbatim keeps want's
+// own layout and comments (an entry put back where it was taken from).
+func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbatim bool) ([]byte, error) {
 	d, err := parseJSON(src)
 	if err != nil {
 		return nil, err
 	}
+	d.verbatim = verbatim
 	objs, mems, err := d.walk(keyPath)
-	if err != nil {
-		return nil, fmt.Errorf("setting %s: %w", keyPathString(keyPath, name), err)
-	}
-	want, err := marshal(entry)
 	if err != nil {
 		return nil, fmt.Errorf("setting %s: %w", keyPathString(keyPath, name), err)
 	}
@@ -204,6 +213,9 @@ func (d *jsonDoc) multiline(obj *hujson.Object) bool {
 
 // format parses raw JSON laid out at the indentation of its line.
 func (d *jsonDoc) format(raw []byte, indent string, compact bool) (hujson.Value, error) {
+	if d.verbatim {
+		return hujson.Parse(raw)
+	}
 	var b bytes.Buffer
 	if compact {
 		b.Write(raw)

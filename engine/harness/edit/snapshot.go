@@ -27,6 +27,19 @@ type Change struct {
 	// Created is how many keys the edit creates (Missing), kept in the
 	// snapshot for disconnect to take out again.
 	Created func(src []byte) int
+	// Replaced lists the harness's own entries the edit turns off (connect
+	// --replace), kept in the snapshot for disconnect to turn on again.
+	Replaced func(src []byte) []Replaced
+}
+
+// Replaced is an entry of the harness that connect --replace turned off.
+type Replaced struct {
+	Name string `json:"name"`
+	// Flag is the key set to turn it off ("enabled", "disabled"); "" when
+	// the entry was moved out of the file, and Entry is its text.
+	Flag  string `json:"flag,omitempty"`
+	Prior string `json:"prior,omitempty"` // the flag's JSON value before, "" when it had none
+	Entry string `json:"entry,omitempty"`
 }
 
 // Result is what happened, or would happen, to one file.
@@ -38,6 +51,8 @@ type Result struct {
 	Existed bool
 	Changed bool  // After differs from Before
 	Err     error // nothing was written to this file
+	// Replaced: the harness's entries the edit turns off.
+	Replaced []Replaced
 }
 
 // Snapshot is the record of one set of edits: each file's bytes before.
@@ -60,6 +75,9 @@ type SnapFile struct {
 	Written string `json:"written,omitempty"` // sha256 of the bytes the edit wrote
 	Created int    `json:"created,omitempty"`
 	Orig    string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
+	// Replaced: the harness's entries the edit turned off (mode 600: an
+	// entry may hold a credential, as the original bytes do).
+	Replaced []Replaced `json:"replaced,omitempty"`
 }
 
 // Dir is where the snapshot is kept.
@@ -122,6 +140,9 @@ func Plan(changes []Change) []Result {
 			if err != nil {
 				err = fmt.Errorf("editing %s: %w", c.Path, err)
 			}
+		}
+		if err == nil && c.Replaced != nil {
+			r.Replaced = c.Replaced(r.Before)
 		}
 		r.Err = err
 		r.Changed = err == nil && !bytes.Equal(r.Before, r.After)
@@ -210,6 +231,7 @@ func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
 	if c.Created != nil {
 		f.Created = c.Created(r.Before)
 	}
+	f.Replaced = r.Replaced
 	if r.Existed {
 		f.Orig = strconv.Itoa(n) + ".orig"
 		if err := store.WriteFileAtomic(filepath.Join(dir, f.Orig), r.Before); err != nil {
@@ -407,4 +429,36 @@ func LastConnect(snapRoot, path string) (SnapFile, bool) {
 		}
 	}
 	return SnapFile{}, false
+}
+
+// ReplacedAt lists what connect --replace turned off in path and nothing
+// has turned on again: the records of the connect snapshots of path since
+// its last disconnect (rolled-back snapshots left out), newest first.
+func ReplacedAt(snapRoot, path string) []Replaced {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return nil
+	}
+	var out []Replaced
+	seen := map[string]bool{}
+	for _, s := range all {
+		if s.RolledBack {
+			continue
+		}
+		for _, f := range s.Files {
+			if f.Path != path {
+				continue
+			}
+			if s.Kind != "connect" {
+				return out
+			}
+			for _, r := range f.Replaced {
+				if !seen[r.Name] {
+					seen[r.Name] = true
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -1,0 +1,216 @@
+package edit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/tailscale/hujson"
+)
+
+// SetFlag returns src with key set to value in the entry at entryPath (the
+// servers object's key path and the entry's name): Codex's enabled = false,
+// Windsurf's "disabled": true. The entry must exist; only that key's bytes
+// change.
+func SetFlag(format Format, src []byte, entryPath []string, key string, value bool) ([]byte, error) {
+	if len(entryPath) < 2 {
+		return nil, errors.New("setting a flag: the entry's key path is too short")
+	}
+	switch format {
+	case JSON, JSONC:
+		if err := jsonHasEntry(src, entryPath); err != nil {
+			return nil, err
+		}
+		return jsonSet(src, entryPath, key, value)
+	case TOML:
+		return tomlSetFlag(src, entryPath, key, value)
+	}
+	return nil, fmt.Errorf("setting a flag: unknown format %q", format)
+}
+
+// RemoveFlag returns src without key in the entry at entryPath (src
+// unchanged when the entry or the key is not there).
+func RemoveFlag(format Format, src []byte, entryPath []string, key string) ([]byte, error) {
+	if len(entryPath) < 2 {
+		return nil, errors.New("removing a flag: the entry's key path is too short")
+	}
+	switch format {
+	case JSON, JSONC:
+		return jsonRemove(src, entryPath, key)
+	case TOML:
+		return tomlRemoveFlag(src, entryPath, key)
+	}
+	return nil, fmt.Errorf("removing a flag: unknown format %q", format)
+}
+
+// PutBack returns src with the entry name set to text, what Take gave for
+// it (its layout and comments kept), in a JSON or JSONC file.
+func PutBack(format Format, src []byte, keyPath []string, name string, text string) ([]byte, error) {
+	if format != JSON && format != JSONC {
+		return nil, fmt.Errorf("putting back %s: a JSON entry in a %s file", keyPathString(keyPath, name), format)
+	}
+	if len(keyPath) == 0 {
+		return nil, errors.New("putting back an entry: empty key path")
+	}
+	if _, err := hujson.Parse([]byte(text)); err != nil {
+		return nil, fmt.Errorf("putting back %s: the entry does not parse: %w", keyPathString(keyPath, name), err)
+	}
+	return jsonSetText(src, keyPath, name, []byte(text), true)
+}
+
+// Take is the text of the entry name of the object at keyPath, as written
+// (comments and layout kept), and whether there is one: what PutBack
+// writes again. JSON and JSONC only.
+func Take(format Format, src []byte, keyPath []string, name string) (string, bool, error) {
+	if format != JSON && format != JSONC {
+		return "", false, fmt.Errorf("taking %s: a JSON entry in a %s file", keyPathString(keyPath, name), format)
+	}
+	d, err := parseJSON(src)
+	if err != nil {
+		return "", false, err
+	}
+	objs, _, err := d.walk(keyPath)
+	if err != nil || len(objs) < len(keyPath)+1 {
+		return "", false, err
+	}
+	i, err := member(objs[len(objs)-1], name)
+	if err != nil || i < 0 {
+		return "", false, err
+	}
+	v := objs[len(objs)-1].Members[i].Value
+	v.BeforeExtra, v.AfterExtra = nil, nil
+	return string(v.Pack()), true, nil
+}
+
+func jsonHasEntry(src []byte, entryPath []string) error {
+	d, err := parseJSON(src)
+	if err != nil {
+		return err
+	}
+	objs, _, err := d.walk(entryPath)
+	if err != nil {
+		return fmt.Errorf("setting a flag of %s: %w", strings.Join(entryPath, "."), err)
+	}
+	if len(objs) < len(entryPath)+1 {
+		return fmt.Errorf("setting a flag of %s: there is no such entry", strings.Join(entryPath, "."))
+	}
+	return nil
+}
+
+// flagLine finds, in the entry's own table (not its sub-tables), the line
+// that sets key: its start and end (line break included), or -1.
+func (d *tomlDoc) flagLine(s span, key string) (start, end, header int) {
+	body := d.src[s.start:s.end]
+	header = bytes.IndexByte(body, '\n') + 1
+	if header == 0 {
+		header = len(body)
+	}
+	re := regexp.MustCompile(`^[ \t]*(` + regexp.QuoteMeta(key) + `|"` + regexp.QuoteMeta(key) + `")[ \t]*=`)
+	for off := header; off < len(body); {
+		lineEnd := bytes.IndexByte(body[off:], '\n')
+		next := len(body)
+		if lineEnd >= 0 {
+			next = off + lineEnd + 1
+		}
+		line := body[off:next]
+		if bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte("[")) {
+			break // a sub-table: the entry's own keys are over
+		}
+		if re.Match(line) {
+			return s.start + off, s.start + next, s.start + header
+		}
+		off = next
+	}
+	return -1, -1, s.start + header
+}
+
+func tomlSetFlag(src []byte, entryPath []string, key string, value bool) ([]byte, error) {
+	d, err := parseTOML(src)
+	if err != nil {
+		return nil, err
+	}
+	path := append(append([]string(nil), entryPath...), key)
+	if _, ok := lookup(d.values, entryPath); !ok {
+		return nil, fmt.Errorf("setting %s: there is no such entry", strings.Join(path, "."))
+	}
+	if have, ok := lookup(d.values, path); ok && have == value {
+		return src, nil
+	}
+	s, err := d.locate(entryPath)
+	if err != nil {
+		return nil, err
+	}
+	if !s.found {
+		return nil, fmt.Errorf("%w: %s is not written as a [%s] table", ErrUnsupported, strings.Join(entryPath, "."), strings.Join(entryPath, "."))
+	}
+	line := tomlKey(key) + " = " + fmt.Sprint(value) + d.nl
+	start, end, header := d.flagLine(s, key)
+	if start < 0 { // a new line right under the header
+		start, end = header, header
+		if header == len(d.src) && !bytes.HasSuffix(d.src, []byte("\n")) {
+			line = d.nl + line
+		}
+	}
+	out := append(append(append([]byte(nil), d.src[:start]...), line...), d.src[end:]...)
+	return d.checked(out, path, value, true)
+}
+
+func tomlRemoveFlag(src []byte, entryPath []string, key string) ([]byte, error) {
+	d, err := parseTOML(src)
+	if err != nil {
+		return nil, err
+	}
+	path := append(append([]string(nil), entryPath...), key)
+	if _, ok := lookup(d.values, path); !ok {
+		return src, nil
+	}
+	s, err := d.locate(entryPath)
+	if err != nil {
+		return nil, err
+	}
+	start, end, _ := d.flagLine(s, key)
+	if !s.found || start < 0 {
+		return nil, fmt.Errorf("%w: %s is not written as a line of the [%s] table", ErrUnsupported, strings.Join(path, "."), strings.Join(entryPath, "."))
+	}
+	out := append(append([]byte(nil), d.src[:start]...), d.src[end:]...)
+	return d.checked(out, path, nil, false)
+}
+
+// EntryJSON is the value at keyPath/name as compact JSON, and whether
+// there is one (a flag's value before an edit, an entry's presence).
+func EntryJSON(format Format, src []byte, keyPath []string, name string) (json.RawMessage, bool, error) {
+	var v any
+	switch format {
+	case JSON, JSONC:
+		doc, err := decodeJSON(src)
+		if err != nil {
+			return nil, false, err
+		}
+		v = doc
+	case TOML:
+		d, err := parseTOML(src)
+		if err != nil {
+			return nil, false, err
+		}
+		v = d.values
+	default:
+		return nil, false, fmt.Errorf("reading %q: unknown format", format)
+	}
+	for _, k := range append(append([]string(nil), keyPath...), name) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false, nil
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false, nil
+		}
+	}
+	b, err := marshal(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
