@@ -5,7 +5,7 @@ package harness
 // $CODEX_HOME/skills.
 func init() {
 	register(Harness{
-		Name: "codex", Title: "Codex CLI", Connect: true,
+		Name: "codex", Title: "Codex CLI", Connect: true, Off: Flag{Key: "enabled", Value: false},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.join(codexHome(e), "config.toml"), Format: TOML, ServersKey: []string{"mcp_servers"}, Writable: true},

@@ -145,8 +145,18 @@ type Harness struct {
 	// Connect is true when connect writes the harness's files; false when
 	// it prints the entry to add and where.
 	Connect bool
-	files   func(Env) []File
-	skills  func(Env) string // the skills directory, "" for none
+	// Off is how the harness turns one server off in its entry (Codex:
+	// enabled = false); the zero Off means it has no such key, and
+	// connect --replace moves the entry out of the file instead.
+	Off    Flag
+	files  func(Env) []File
+	skills func(Env) string // the skills directory, "" for none
+}
+
+// Flag is a key of a server entry and the value that turns the server off.
+type Flag struct {
+	Key   string
+	Value bool
 }
 
 // Files lists the harness's config files for env, existing or not: user

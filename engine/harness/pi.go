@@ -5,7 +5,7 @@ package harness
 // entry to add.
 func init() {
 	register(Harness{
-		Name: "pi", Title: "pi",
+		Name: "pi", Title: "pi", Off: Flag{Key: "disabled", Value: true},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.home(".pi", "agent", "mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}},

@@ -77,6 +77,37 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 	return out
 }
 
+// Direct lists the entries of f (its bytes src) that run a server the hub
+// has as a source: what connect --replace turns off, so that the agent
+// reaches those servers only through the hub. The hub's own entry and
+// entries already off are left out.
+func Direct(f File, src []byte, sources []model.Source) ([]string, error) {
+	if len(src) == 0 {
+		return nil, nil
+	}
+	doc, err := Decode(f.Format, src)
+	if err != nil {
+		return nil, err
+	}
+	servers, _, err := Servers(f, doc)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range servers {
+		if IsHub(s) || s.Disabled {
+			continue
+		}
+		for _, src := range sources {
+			if sameSource(s, src) {
+				out = append(out, s.Name)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 // IsHub reports whether the entry is this hub itself (what connect
 // writes): importing it would make the hub its own source.
 func IsHub(s Server) bool {

@@ -4,7 +4,7 @@ package harness
 // remote servers, disabled: true).
 func init() {
 	register(Harness{
-		Name: "windsurf", Title: "Windsurf", Connect: true,
+		Name: "windsurf", Title: "Windsurf", Connect: true, Off: Flag{Key: "disabled", Value: true},
 		files: func(e Env) []File {
 			return []File{{Path: e.home(".codeium", "windsurf", "mcp_config.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true}}
 		},

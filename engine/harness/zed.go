@@ -5,7 +5,7 @@ package harness
 // context_servers (enabled: false turns one off).
 func init() {
 	register(Harness{
-		Name: "zed", Title: "Zed", Connect: true,
+		Name: "zed", Title: "Zed", Connect: true, Off: Flag{Key: "enabled", Value: false},
 		files: func(e Env) []File {
 			user := e.join(e.xdgConfig(), "zed", "settings.json")
 			if e.goos() == "windows" {
