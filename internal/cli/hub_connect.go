@@ -2,15 +2,18 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +22,7 @@ const entryName = "capabilities"
 
 func newConnectCmd(e *env) *cobra.Command {
 	var clients []string
-	var dryRun, asJSON bool
+	var dryRun, asJSON, replace bool
 	c := &cobra.Command{
 		Use:   "connect",
 		Short: "Write one `capabilities` entry into each agent's MCP config",
@@ -27,7 +30,15 @@ func newConnectCmd(e *env) *cobra.Command {
 MCP server entry named capabilities, running this binary's "hub serve --stdio --profile default".
 Only the entry's bytes change: comments, key order, indentation, trailing commas and every
 other key stay byte for byte. Each file is first copied to $CAPABILITIES_HOME/hub/snapshots/<time>/;
-'capabilities rollback' restores them. Running connect twice changes nothing the second time.`,
+'capabilities rollback' restores them. Running connect twice changes nothing the second time.
+
+With --replace, the entries that run a server the hub already has (what hub import brought in)
+are turned off in each harness's own way (Codex and Zed: enabled = false; Windsurf: disabled:
+true; Claude Code, Claude Desktop, Cursor, VS Code and Gemini CLI have no such key: the entry
+moves out of the file into the snapshot), so the agent reaches those servers only through the
+hub. 'capabilities hub disconnect' turns them on again.
+
+Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			files, err := connectTargets(clients, true)
@@ -38,25 +49,171 @@ other key stay byte for byte. Each file is first copied to $CAPABILITIES_HOME/hu
 			if err != nil {
 				return err
 			}
+			var sources []model.Source
+			if replace {
+				if sources, err = e.hubSources(c.Context()); err != nil {
+					return fmt.Errorf("connect --replace: %w", err)
+				}
+			}
 			var changes []edit.Change
 			for _, f := range files {
-				entry := connectEntry(f.Harness, bin)
-				format, key := edit.Format(f.Format), f.ServersKey
-				changes = append(changes, edit.Change{
-					Harness: f.Harness, Path: f.Path,
-					Edit: func(src []byte) ([]byte, error) {
-						return edit.SetEntry(format, src, key, entryName, entry)
-					},
-					Created: func(src []byte) int { n, _ := edit.Missing(format, src, key); return n },
-				})
+				changes = append(changes, connectChange(f, bin, sources))
 			}
-			return e.applyEdits("connect", changes, dryRun, asJSON)
+			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin)); err != nil {
+				return err
+			}
+			return nil
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
+	c.Flags().BoolVar(&replace, "replace", false, "also turn off the agents' own entries for servers the hub has")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// connectChange writes the hub's entry into f and, when sources are given
+// (--replace), turns off f's entries that run one of them.
+func connectChange(f harness.File, bin string, sources []model.Source) edit.Change {
+	entry := connectEntry(f.Harness, bin)
+	format, key := edit.Format(f.Format), f.ServersKey
+	h, _ := harness.Lookup(f.Harness)
+	direct := func(src []byte) []string {
+		if len(sources) == 0 {
+			return nil
+		}
+		names, _ := harness.Direct(f, src, sources)
+		return names
+	}
+	return edit.Change{
+		Harness: f.Harness, Path: f.Path,
+		Edit: func(src []byte) ([]byte, error) {
+			out, err := edit.SetEntry(format, src, key, entryName, entry)
+			for _, name := range direct(src) {
+				if err != nil {
+					break
+				}
+				if h.Off.Key != "" {
+					out, err = edit.SetFlag(format, out, append(slices.Clone(key), name), h.Off.Key, h.Off.Value)
+				} else {
+					out, err = edit.RemoveEntry(format, out, key, name)
+				}
+			}
+			return out, err
+		},
+		Created: func(src []byte) int { n, _ := edit.Missing(format, src, key); return n },
+		Replaced: func(src []byte) []edit.Replaced {
+			var out []edit.Replaced
+			for _, name := range direct(src) {
+				r := edit.Replaced{Name: name, Flag: h.Off.Key}
+				if h.Off.Key != "" {
+					if prior, ok, _ := edit.EntryJSON(format, src, append(slices.Clone(key), name), h.Off.Key); ok {
+						r.Prior = string(prior)
+					}
+				} else {
+					r.Entry, _, _ = edit.Take(format, src, key, name)
+				}
+				out = append(out, r)
+			}
+			return out
+		},
+	}
+}
+
+// hubSources are the sources of the hub.
+func (e *env) hubSources(ctx context.Context) ([]model.Source, error) {
+	h, _, err := e.openHub()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Source
+	for _, r := range recs {
+		out = append(out, r.Source)
+	}
+	return out, nil
+}
+
+// instruction is what to add by hand to a harness connect does not write.
+type instruction struct {
+	Harness string `json:"harness"`
+	Path    string `json:"path"`
+	Key     string `json:"key"`   // where the entry goes
+	Entry   string `json:"entry"` // the text to add, in the file's format
+}
+
+// instructions lists the harnesses connect does not write whose config (or
+// its directory) exists, or that are named in clients, with the entry to
+// add by hand.
+func instructions(clients []string, bin string) []instruction {
+	env, err := harness.FromOS()
+	if err != nil {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, c := range clients {
+		want[c] = true
+	}
+	var out []instruction
+	for _, h := range harness.All() {
+		if h.Connect || (len(want) > 0 && !want[h.Name]) {
+			continue
+		}
+		for _, f := range h.Files(env) {
+			if f.Project {
+				continue
+			}
+			_, ferr := os.Stat(f.Path)
+			_, derr := os.Stat(filepath.Dir(f.Path))
+			if ferr != nil && !want[h.Name] && (derr != nil || filepath.Dir(f.Path) == env.Home) {
+				continue
+			}
+			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin)})
+			break // the first file the harness reads is enough
+		}
+	}
+	return out
+}
+
+// entryText is the hub's entry written as the harness's format wants it.
+func entryText(format harness.Format, bin string) string {
+	args := []string{"hub", "serve", "--stdio", "--profile", "default"}
+	if format == harness.YAML {
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = q(a)
+		}
+		return fmt.Sprintf("capabilities:\n  command: %s\n  args: [%s]\n", q(bin), strings.Join(quoted, ", "))
+	}
+	b, _ := json.MarshalIndent(map[string]any{entryName: map[string]any{"command": bin, "args": args}}, "", "  ")
+	text := strings.TrimSpace(string(b))
+	text = strings.TrimSuffix(strings.TrimPrefix(text, "{"), "}")
+	return strings.TrimSpace(dedent(text)) + "\n"
+}
+
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// dedent takes one level (two blanks) off every line.
+func dedent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "  ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // connectEntry is the hub's entry in the harness's own shape.
@@ -88,12 +245,8 @@ func connectTargets(clients []string, needDir bool) ([]harness.File, error) {
 	}
 	want := map[string]bool{}
 	for _, c := range clients {
-		h, ok := harness.Lookup(c)
-		if !ok {
-			return nil, usagef("--client %q: not a harness (one of %s)", c, strings.Join(writableNames(), ", "))
-		}
-		if !h.Connect {
-			return nil, usagef("--client %q: connect does not write %s's config", c, h.Title)
+		if _, ok := harness.Lookup(c); !ok {
+			return nil, usagef("--client %q: not a harness (one of %s)", c, strings.Join(harness.Names(), ", "))
 		}
 		want[c] = true
 	}
@@ -154,12 +307,14 @@ type editJSON struct {
 	Path    string `json:"path"`
 	Status  string `json:"status"` // changed, unchanged, would-change, error
 	Error   string `json:"error,omitempty"`
+	// Replaced: the harness's own entries turned off (connect --replace).
+	Replaced []string `json:"replaced,omitempty"`
 }
 
 // applyEdits writes (or with dryRun shows) the changes and reports each
 // file. A file that could not be edited is an error at the end; the others
 // are written.
-func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool) error {
+func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction) error {
 	dir, err := hubDir()
 	if err != nil {
 		return err
@@ -178,6 +333,9 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 	failed := 0
 	for _, r := range results {
 		j := editJSON{Harness: r.Harness, Path: r.Path}
+		for _, rep := range r.Replaced {
+			j.Replaced = append(j.Replaced, rep.Name)
+		}
 		switch {
 		case r.Err != nil:
 			j.Status, j.Error = "error", r.Err.Error()
@@ -201,16 +359,34 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		default:
 			fmt.Fprintf(e.stdout, "%s: %s %s\n", r.Harness, r.Path, j.Status)
 		}
+		if len(j.Replaced) > 0 && j.Status != "error" {
+			how := "moved into the snapshot"
+			if h, _ := harness.Lookup(r.Harness); h.Off.Key != "" {
+				how = "turned off"
+			}
+			if dryRun {
+				how = "would be " + how
+			}
+			fmt.Fprintf(e.stdout, "  %s: %s (the agent reaches them through the hub)\n", how, strings.Join(j.Replaced, ", "))
+		}
+	}
+	if !asJSON {
+		for _, m := range manual {
+			fmt.Fprintf(e.stdout, "%s: connect does not write %s; add this under %q:\n%s", m.Harness, m.Path, m.Key, indent(m.Entry, "    "))
+		}
 	}
 	if asJSON {
 		doc := map[string]any{"files": out}
+		if len(manual) > 0 {
+			doc["manual"] = manual
+		}
 		if snap != nil {
 			doc["snapshot"] = snap.Dir()
 		}
 		if err := e.printJSON(doc); err != nil {
 			return err
 		}
-	} else if len(results) == 0 {
+	} else if len(results) == 0 && len(manual) == 0 {
 		fmt.Fprintln(e.stdout, "no harness config found (name one with --client)")
 	} else if snap != nil {
 		fmt.Fprintf(e.stdout, "snapshot: %s (capabilities rollback restores it)\n", snap.Dir())

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
@@ -16,7 +18,7 @@ func newDisconnectCmd(e *env) *cobra.Command {
 		Short: "Remove the `capabilities` entry from each agent's MCP config",
 		Long: `Remove the capabilities entry that connect wrote from each agent harness config,
 changing nothing else (what connect created around it, such as an "mcpServers" key the file
-did not have, goes too). Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
+did not have, goes too), and turn back on the entries connect --replace turned off. Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			files, err := connectTargets(clients, false)
@@ -35,6 +37,7 @@ did not have, goes too). Each file is first copied to a snapshot; 'capabilities 
 				if rec, ok := edit.LastConnect(snaps, f.Path); ok {
 					created = rec.Created
 				}
+				replaced := edit.ReplacedAt(snaps, f.Path)
 				changes = append(changes, edit.Change{
 					Harness: f.Harness, Path: f.Path,
 					Edit: func(src []byte) ([]byte, error) {
@@ -42,18 +45,46 @@ did not have, goes too). Each file is first copied to a snapshot; 'capabilities 
 							return nil, nil // no file: nothing to take out
 						}
 						out, err := edit.RemoveEntry(format, src, key, entryName)
-						if err != nil || string(out) == string(src) {
+						if err != nil {
+							return nil, err
+						}
+						if out, err = turnBackOn(format, out, key, replaced); err != nil || string(out) == string(src) {
 							return out, err
 						}
 						return edit.Prune(format, out, key, created)
 					},
 				})
 			}
-			return e.applyEdits("disconnect", changes, dryRun, asJSON)
+			return e.applyEdits("disconnect", changes, dryRun, asJSON, nil)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// turnBackOn undoes what connect --replace did to the harness's own
+// entries: a flag goes back to what it was, a moved entry is put back. An
+// entry the person removed or wrote again since is left as it is.
+func turnBackOn(format edit.Format, src []byte, key []string, replaced []edit.Replaced) ([]byte, error) {
+	out := src
+	for _, r := range replaced {
+		var err error
+		entryPath := append(slices.Clone(key), r.Name)
+		if _, there, _ := edit.EntryJSON(format, out, key, r.Name); r.Flag != "" && there {
+			switch r.Prior {
+			case "":
+				out, err = edit.RemoveFlag(format, out, entryPath, r.Flag)
+			case "true", "false":
+				out, err = edit.SetFlag(format, out, entryPath, r.Flag, r.Prior == "true")
+			}
+		} else if r.Flag == "" && !there && r.Entry != "" {
+			out, err = edit.PutBack(format, out, key, r.Name, r.Entry)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("turning %s back on: %w", r.Name, err)
+		}
+	}
+	return out, nil
 }
