@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -336,7 +337,7 @@ func TestRequestMovesTheCredential(t *testing.T) {
 	}
 	h := Proposal{Namespace: "linear", Secrets: []string{"Authorization"}, Server: Server{Kind: KindHTTP, URL: "https://l/mcp", Headers: map[string]string{"Authorization": "Bearer tok", "X-Region": "eu"}}}
 	req, notes, err := h.Request()
-	if err != nil || req.Secret != "tok" || req.SecretHeader != "" || len(notes) != 1 || !strings.Contains(notes[0], "X-Region is left out") {
+	if err != nil || req.Secret != "tok" || req.SecretHeader != "" || len(notes) != 0 || !reflect.DeepEqual(req.Headers, map[string]string{"X-Region": "eu"}) {
 		t.Errorf("http request = %+v %q %v", req, notes, err)
 	}
 	k := Proposal{Namespace: "s", Secrets: []string{"X-Api-Key"}, Server: Server{Kind: KindHTTP, URL: "https://s/mcp", Headers: map[string]string{"X-Api-Key": "k"}}}

@@ -39,8 +39,13 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 				req.SecretHeader, req.Secret = h, v
 			case IsReference(v):
 				notes = append(notes, fmt.Sprintf("header %s refers to %s, which the harness fills in: store the value with `capabilities hub auth %s --header %s`", h, v, p.Namespace, h))
+			case strings.EqualFold(h, "authorization"):
+				notes = append(notes, fmt.Sprintf("header %s is left out: a credential goes in with `capabilities hub auth %s`", h, p.Namespace))
 			default:
-				notes = append(notes, fmt.Sprintf("header %s is left out: the hub sends no headers but a connection's", h))
+				if req.Headers == nil {
+					req.Headers = map[string]string{}
+				}
+				req.Headers[h] = v
 			}
 		}
 		return req, notes, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 // AddRequest names a new source: a URL or a command.
 type AddRequest struct {
 	URL       string
+	Headers   map[string]string // sent with every request to an HTTP source; no credential
 	Command   []string
 	Env       map[string]string
 	Cwd       string
@@ -89,7 +91,24 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			return nil, fmt.Errorf("adding a source: %q is not an http(s) URL; for a local server write `capabilities hub add -- <command> [args…]`", req.URL)
 		}
 		src.Kind, src.URL = model.KindHTTP, u.String()
+		for k, v := range req.Headers {
+			if err := validHeaderName(k); err != nil {
+				return nil, fmt.Errorf("adding a source: %w", err)
+			}
+			if strings.EqualFold(k, "Authorization") || (req.SecretHeader != "" && strings.EqualFold(k, req.SecretHeader)) {
+				return nil, fmt.Errorf("adding a source: header %s carries the credential: store it with `capabilities hub auth` (or --auth), not as a plain header", k)
+			}
+			if strings.ContainsAny(v, "\r\n") {
+				return nil, fmt.Errorf("adding a source: the value of header %s holds a line break", k)
+			}
+		}
+		if len(req.Headers) > 0 {
+			src.Headers = maps.Clone(req.Headers)
+		}
 	case len(req.Command) > 0:
+		if len(req.Headers) > 0 {
+			return nil, fmt.Errorf("adding a source: headers are for a remote (http) server; a local one takes --env")
+		}
 		src.Kind, src.Command, src.Args = model.KindStdio, req.Command[0], req.Command[1:]
 		if src.Cwd != "" {
 			abs, err := filepath.Abs(src.Cwd)

@@ -23,7 +23,10 @@ type Source struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Cwd       string            `json:"cwd,omitempty"`
 	URL       string            `json:"url,omitempty"`
-	AddedAt   time.Time         `json:"addedAt"`
+	// Headers are sent with every request to an HTTP source (X-Region: eu);
+	// never a credential, which is a connection's (SecretHeader).
+	Headers map[string]string `json:"headers,omitempty"`
+	AddedAt time.Time         `json:"addedAt"`
 	// SecretEnv is the environment variable a stdio source reads its
 	// credential from (GITHUB_PERSONAL_ACCESS_TOKEN).
 	SecretEnv string `json:"secretEnv,omitempty"`

@@ -24,15 +24,16 @@ type guardedTransport struct {
 	origin string // scheme://host:port
 	header string
 	value  string
+	extra  map[string]string // the source's own headers
 	base   http.RoundTripper
 }
 
-func newGuardedClient(rawURL string, header, value string) (*http.Client, error) {
+func newGuardedClient(rawURL string, header, value string, extra map[string]string) (*http.Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the source URL: %w", err)
 	}
-	t := &guardedTransport{origin: origin(u), header: header, value: value, base: http.DefaultTransport}
+	t := &guardedTransport{origin: origin(u), header: header, value: value, extra: extra, base: http.DefaultTransport}
 	return &http.Client{
 		Transport: t,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -64,8 +65,13 @@ func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if o := origin(req.URL); o != t.origin {
 		return nil, fmt.Errorf("refusing a request to %s: the source may reach only %s, the origin fixed when it was reviewed", o, t.origin)
 	}
-	if t.value != "" {
+	if t.value != "" || len(t.extra) > 0 {
 		req = req.Clone(req.Context())
+		for k, v := range t.extra {
+			req.Header.Set(k, v)
+		}
+	}
+	if t.value != "" {
 		if t.header == "" || strings.EqualFold(t.header, "Authorization") {
 			req.Header.Set("Authorization", "Bearer "+t.value)
 		} else {

@@ -180,7 +180,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		if cred != nil {
 			value = cred.Value
 		}
-		hc, err := newGuardedClient(src.URL, src.SecretHeader, value)
+		hc, err := newGuardedClient(src.URL, src.SecretHeader, value, src.Headers)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
 		}

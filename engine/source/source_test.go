@@ -3,9 +3,14 @@ package source_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -345,5 +350,44 @@ func TestPoolReusesSessionWithCredential(t *testing.T) {
 	}
 	if s2 != s || s2.Pid() != s.Pid() {
 		t.Errorf("second Session started upstream %d, want the live session of %d", s2.Pid(), s.Pid())
+	}
+}
+
+// A remote source's own headers (imported from an agent's config, or hub
+// add --header) go with every request, beside the credential; a recording
+// proxy in front of the real server-everything sees them.
+func TestHTTPSourceSendsItsHeaders(t *testing.T) {
+	up, err := url.Parse(testenv.EverythingHTTP(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []http.Header
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: up.Scheme, Host: up.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Clone())
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	src := model.Source{Namespace: "everything", Kind: model.KindHTTP, URL: srv.URL + up.Path, Headers: map[string]string{"X-Region": "eu"}, SecretHeader: "X-Api-Key"}
+	s, err := source.ConnectWith(context.Background(), src, &source.Credential{Connection: "default", Value: "k-123"}, source.Options{})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"message":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 2 {
+		t.Fatalf("the proxy saw %d requests, want the handshake and the call", len(seen))
+	}
+	for i, h := range seen {
+		if h.Get("X-Region") != "eu" || h.Get("X-Api-Key") != "k-123" {
+			t.Errorf("request %d: X-Region %q, X-Api-Key %q; want eu and the credential", i, h.Get("X-Region"), h.Get("X-Api-Key"))
+		}
 	}
 }

@@ -17,6 +17,7 @@ func newAddCmd(e *env) *cobra.Command {
 		yes     bool
 		asJSON  bool
 		envs    []string
+		headers []string
 		cwd     string
 		timeout time.Duration
 		callTO  time.Duration
@@ -81,6 +82,16 @@ a namespace from the server's name and shows what it found before storing it.`,
 					req.Env[k] = v
 				}
 			}
+			for _, kv := range headers {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return usagef("--header %q: write NAME: value", kv)
+				}
+				if req.Headers == nil {
+					req.Headers = map[string]string{}
+				}
+				req.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
 			var opts hub.Options
 			if c.Flags().Changed("timeout") { // else CAPABILITIES_CONNECT_TIMEOUT or the default
 				opts.Source.ConnectTimeout = timeout
@@ -142,6 +153,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().BoolVar(&yes, "accept", false, "same as --yes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "set the variable `NAME=VALUE` in a stdio server's environment (repeatable)")
+	c.Flags().StringArrayVar(&headers, "header", nil, "send the header `NAME:VALUE` with every request to a remote server (repeatable; a credential goes in with --auth)")
 	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server")
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
