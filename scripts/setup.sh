@@ -77,6 +77,19 @@ if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
   cp "$lock" "$stamp"
 fi
 
+# The real agent CLIs (Claude Code, Codex, Gemini CLI) the harness tests
+# drive, pinned by their own lockfile (about 860 MB: each ships its native
+# binary in a registry package). Only the tests use them.
+if [ "$tests" = 1 ]; then
+  lock=testdata/harnesses/package-lock.json
+  stamp=testdata/harnesses/node_modules/.lock-stamp
+  if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
+    log "installing the real agent CLIs from $lock"
+    (cd testdata/harnesses && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$lock" "$stamp"
+  fi
+fi
+
 log "building bin/capabilities"
 CGO_ENABLED=0 go build -o bin/capabilities ./cmd/capabilities
 log "done: $(pwd)/bin/capabilities"
