@@ -127,6 +127,9 @@ func (d *tomlDoc) flagLine(s span, key string) (start, end, header int) {
 	return -1, -1, s.start + header
 }
 
+// boolValue is a key = true|false line; group 1 is the value.
+var boolValue = regexp.MustCompile(`^[^=]*=[ \t]*(true|false)\b`)
+
 func tomlSetFlag(src []byte, entryPath []string, key string, value bool) ([]byte, error) {
 	d, err := parseTOML(src)
 	if err != nil {
@@ -148,10 +151,20 @@ func tomlSetFlag(src []byte, entryPath []string, key string, value bool) ([]byte
 	}
 	line := tomlKey(key) + " = " + fmt.Sprint(value) + d.nl
 	start, end, header := d.flagLine(s, key)
-	if start < 0 { // a new line right under the header
+	switch {
+	case start < 0: // a new line right under the header
 		start, end = header, header
 		if header == len(d.src) && !bytes.HasSuffix(d.src, []byte("\n")) {
-			line = d.nl + line
+			line = d.nl + strings.TrimSuffix(line, d.nl) // the file still ends without a line break
+		}
+	case boolValue.Match(d.src[start:end]):
+		// Only the value changes: spacing, a comment and the line break stay.
+		m := boolValue.FindSubmatchIndex(d.src[start:end])
+		start, end = start+m[2], start+m[3]
+		line = fmt.Sprint(value)
+	default: // another kind of value: the line is written anew
+		if !bytes.HasSuffix(d.src[start:end], []byte("\n")) {
+			line = strings.TrimSuffix(line, d.nl)
 		}
 	}
 	out := append(append(append([]byte(nil), d.src[:start]...), line...), d.src[end:]...)
@@ -174,6 +187,13 @@ func tomlRemoveFlag(src []byte, entryPath []string, key string) ([]byte, error) 
 	start, end, _ := d.flagLine(s, key)
 	if !s.found || start < 0 {
 		return nil, fmt.Errorf("%w: %s is not written as a line of the [%s] table", ErrUnsupported, strings.Join(path, "."), strings.Join(entryPath, "."))
+	}
+	if end == len(d.src) && !bytes.HasSuffix(d.src, []byte("\n")) {
+		// The last line, without a line break: the one before it goes.
+		start -= len(d.nl)
+		if start < 0 || !bytes.HasPrefix(d.src[start:], []byte(d.nl)) {
+			start += len(d.nl)
+		}
 	}
 	out := append(append([]byte(nil), d.src[:start]...), d.src[end:]...)
 	return d.checked(out, path, nil, false)

@@ -1,6 +1,8 @@
 package edit
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,7 +80,7 @@ func TestFlagReplacesAnExistingValue(t *testing.T) {
 
 func TestFlagAfterAHeaderThatEndsTheFile(t *testing.T) {
 	got, err := SetFlag(TOML, []byte("a = 1\r\n[mcp_servers.m]"), []string{"mcp_servers", "m"}, "enabled", false)
-	if want := "a = 1\r\n[mcp_servers.m]\r\nenabled = false\r\n"; err != nil || string(got) != want {
+	if want := "a = 1\r\n[mcp_servers.m]\r\nenabled = false"; err != nil || string(got) != want {
 		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }
@@ -115,4 +117,81 @@ func TestSetRawPutsAnEntryBack(t *testing.T) {
 	if diff := cmp.Diff(src, string(back)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// fuzzFlag: for a file that parses, turning each entry off (SetFlag) and
+// back (RemoveFlag, or SetFlag with the value it had) gives back the same
+// bytes, or is refused.
+func fuzzFlag(t *testing.T, format Format, keyPath []string, key string, off bool, src []byte) {
+	var names []string
+	switch format {
+	case TOML:
+		d, err := parseTOML(src)
+		if err != nil {
+			return
+		}
+		if m, ok := lookup(d.values, keyPath); ok {
+			if m, ok := m.(map[string]any); ok {
+				for n := range m {
+					names = append(names, n)
+				}
+			}
+		}
+	default:
+		v, err := decodeJSON(src)
+		if err != nil {
+			return
+		}
+		m, _ := v.(map[string]any)
+		if s, ok := lookup(m, keyPath); ok {
+			if s, ok := s.(map[string]any); ok {
+				for n := range s {
+					names = append(names, n)
+				}
+			}
+		}
+	}
+	for _, n := range names {
+		path := append(append([]string(nil), keyPath...), n)
+		prior, had, err := EntryJSON(format, src, path, key)
+		if err != nil {
+			t.Fatalf("EntryJSON: %v", err)
+		}
+		set, err := SetFlag(format, src, path, key, off)
+		if err != nil {
+			continue // refused: not an object, not a table, a key twice…
+		}
+		v, ok, err := EntryJSON(format, set, path, key)
+		if err != nil || !ok || string(v) != fmt.Sprint(off) {
+			t.Fatalf("after SetFlag %s = %s, %v, %v\n%q", n, v, ok, err, set)
+		}
+		var back []byte
+		switch {
+		case !had:
+			back, err = RemoveFlag(format, set, path, key)
+		case string(prior) == "true" || string(prior) == "false":
+			back, err = SetFlag(format, set, path, key, string(prior) == "true")
+		default:
+			continue // a flag that was not a bool: SetFlag replaced it
+		}
+		if err != nil {
+			t.Fatalf("undoing SetFlag of %s: %v\n%q", n, err, set)
+		}
+		if !bytes.Equal(back, src) && !(had && format != TOML) {
+			t.Fatalf("set then undo changed the file:\nsrc  %q\nset  %q\nback %q", src, set, back)
+		}
+	}
+}
+
+func FuzzTOMLFlag(f *testing.F) {
+	f.Add([]byte("[mcp_servers.m]\ncommand = \"x\"\n"))
+	f.Add([]byte("[mcp_servers.m]\nenabled = true\n[mcp_servers.m.env]\nA = \"1\"\n"))
+	f.Add([]byte("[mcp_servers]\nm = { command = \"x\" }\n"))
+	f.Fuzz(func(t *testing.T, src []byte) { fuzzFlag(t, TOML, []string{"mcp_servers"}, "enabled", false, src) })
+}
+
+func FuzzJSONCFlag(f *testing.F) {
+	f.Add([]byte("{\"mcpServers\": {\"m\": {\"command\": \"x\"}}}"))
+	f.Add([]byte("{\n  \"mcpServers\": {\n    \"m\": { // c\n      \"disabled\": false,\n    },\n  },\n}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) { fuzzFlag(t, JSONC, []string{"mcpServers"}, "disabled", true, src) })
 }
