@@ -102,7 +102,7 @@ func ValidateArgs(t *model.Tool, args json.RawMessage) error {
 		return fmt.Errorf("the arguments are not valid JSON: %w", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", jsonKind(v))
+		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", model.JSONKind(v))
 	}
 	return validate(t, v, resolveSchema(t))
 }
@@ -131,7 +131,7 @@ func (c *catalog) validateArgs(t *model.Tool, args json.RawMessage) error {
 		return fmt.Errorf("the arguments are not valid JSON: %w", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", jsonKind(v))
+		return fmt.Errorf("the arguments must be a JSON object like {\"name\": value}, not %s", model.JSONKind(v))
 	}
 	return validate(t, v, c.schema(t))
 }
@@ -179,20 +179,4 @@ func cleanValidation(err error) string {
 		return reason
 	}
 	return "field " + b.String() + ": " + reason
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "a value"
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -37,7 +38,7 @@ func newCallCmd(e *env) *cobra.Command {
 					return usagef("the arguments are not valid JSON (%v); write a JSON object, e.g. '{\"message\":\"hi\"}'", err)
 				}
 				if _, ok := v.(map[string]any); !ok {
-					return usagef("tool arguments must be a JSON object; got %s (write e.g. '{\"message\":\"hi\"}')", jsonKind(v))
+					return usagef("tool arguments must be a JSON object; got %s (write e.g. '{\"message\":\"hi\"}')", model.JSONKind(v))
 				}
 			}
 			h, _, err := e.openHub()
@@ -104,21 +105,4 @@ func resultText(res *mcp.CallToolResult) string {
 		parts = append(parts, string(b))
 	}
 	return strings.Join(parts, "\n")
-}
-
-// jsonKind names the kind of a decoded JSON value, for messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "an object"
 }
