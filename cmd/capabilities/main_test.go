@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
@@ -37,13 +38,20 @@ func TestMain(m *testing.M) {
 //
 // Variables: $HOME and $CAPABILITIES_HOME point into the script's work dir,
 // $NODE is node, $NM is testdata/npm/node_modules/@modelcontextprotocol,
-// $SCRIPTED is testdata/upstreams/scripted.mjs.
+// $SCRIPTED is testdata/upstreams/scripted.mjs, $HARNESSES is
+// testdata/harnesses/node_modules/.bin (the real claude, codex and gemini
+// CLIs; set only when they are installed), and the environment those CLIs
+// need to run here without network, login or prompt (testenv.HarnessEnv).
+// Condition: `[harnesses]` is true when the real CLIs are installed; when
+// they are missing it is false outside CI and an error in CI (CI=true), with
+// a message saying to run scripts/setup.sh --tests.
 // Extra commands: `modes DIR` checks dirs are 700 and files 600 under DIR;
 // `exits N PROG [ARGS…]` runs a program like exec and checks that it exited
 // with code N; `freeport NAME` sets $NAME to a free loopback port; `waitport PORT` waits
 // until something listens there; `unchanged FILE` / `snapshot FILE` compare a
 // file with an earlier copy; `expand FILE…` puts the script's variables in
-// a file's @NAME@ placeholders.
+// a file's @NAME@ placeholders; `sha256 FILE…` prints each file's SHA-256 as
+// sha256sum does.
 func TestScripts(t *testing.T) {
 	node := testenv.Node(t)
 	nm := testenv.NPMPath(t, "@modelcontextprotocol")
@@ -59,7 +67,26 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NM", nm)
 			env.Setenv("SCRIPTED", scripted)
 			env.Setenv("PATH", filepath.Dir(node)+string(os.PathListSeparator)+env.Getenv("PATH"))
+			if bin, err := testenv.Harnesses(); err == nil {
+				env.Setenv("HARNESSES", bin)
+			}
+			for _, kv := range testenv.HarnessEnv(testenv.Timeout(source.DefaultConnectTimeout)) {
+				k, v, _ := strings.Cut(kv, "=")
+				env.Setenv(k, v)
+			}
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "harnesses" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			if _, err := testenv.Harnesses(); err != nil {
+				if os.Getenv("CI") == "true" {
+					return false, err
+				}
+				return false, nil
+			}
+			return true, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"modes":    cmdModes,
@@ -71,6 +98,7 @@ func TestScripts(t *testing.T) {
 			"runid":    cmdRunID,
 			"exits":    cmdExits,
 			"expand":   cmdExpand,
+			"sha256":   cmdSHA256,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				if err != nil {
@@ -164,6 +192,21 @@ func cmdExpand(ts *testscript.TestScript, neg bool, args []string) {
 		if err := os.WriteFile(ts.MkAbs(f), []byte(b), 0o600); err != nil {
 			ts.Fatalf("expand: %v", err)
 		}
+	}
+}
+
+// cmdSHA256 prints each file's SHA-256 and name, as sha256sum does:
+// `sha256 FILE…`.
+func cmdSHA256(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: sha256 FILE…")
+	}
+	for _, f := range args {
+		data, err := os.ReadFile(ts.MkAbs(f))
+		if err != nil {
+			ts.Fatalf("sha256: %v", err)
+		}
+		fmt.Fprintf(ts.Stdout(), "%x  %s\n", sha256.Sum256(data), f)
 	}
 }
 

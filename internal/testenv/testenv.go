@@ -4,12 +4,15 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 const setupHint = "run scripts/setup.sh from the repository root (it installs Node.js packages with `npm ci` in testdata/npm and the Debian packages the tests need)"
@@ -97,4 +100,55 @@ func Tool(t testing.TB, rel string) string {
 		t.Fatalf("the test tool %s is missing: it is part of the repository; restore it with git checkout", p)
 	}
 	return p
+}
+
+// HarnessesHint says how to install the real agent CLIs.
+const HarnessesHint = "the real agent CLIs (claude, codex, gemini) are missing from testdata/harnesses/node_modules/.bin: run scripts/setup.sh --tests"
+
+// Harnesses returns testdata/harnesses/node_modules/.bin, where the real
+// agent CLIs pinned by testdata/harnesses/package-lock.json are (claude,
+// codex, gemini), or an error saying how to install them. They are a test-only
+// install (scripts/setup.sh --tests), so a test that needs them skips outside
+// CI (RequireHarnesses); in CI (CI=true) it fails.
+func Harnesses() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "harnesses", "node_modules", ".bin")
+	for _, name := range []string{"claude", "codex", "gemini"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			return "", errors.New(HarnessesHint)
+		}
+	}
+	return filepath.Clean(bin), nil
+}
+
+// RequireHarnesses returns the directory of the real agent CLIs (see
+// Harnesses). When they are missing it fails the test in CI (CI=true) and
+// skips it elsewhere, with a message saying to run scripts/setup.sh --tests.
+func RequireHarnesses(t testing.TB) string {
+	t.Helper()
+	bin, err := Harnesses()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return bin
+}
+
+// HarnessEnv is the environment the real agent CLIs need to run here
+// without reaching the network, a login or a prompt: Claude Code sends no
+// telemetry, error reports or update checks (without these it looks up
+// its telemetry hosts); Gemini CLI trusts the working directory (else it
+// lists every server as disabled and starts none). MCP_TIMEOUT gives Claude
+// Code's health check as long as the hub gives an upstream to start.
+func HarnessEnv(connectTimeout time.Duration) []string {
+	return []string{
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"MCP_TIMEOUT=" + strconv.FormatInt(connectTimeout.Milliseconds(), 10),
+		"GEMINI_CLI_TRUST_WORKSPACE=true",
+	}
 }
