@@ -153,7 +153,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().BoolVar(&yes, "accept", false, "same as --yes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "set the variable `NAME=VALUE` in a stdio server's environment (repeatable)")
-	c.Flags().StringArrayVar(&headers, "header", nil, "send the header `NAME:VALUE` with every request to a remote server (repeatable; a credential goes in with --auth)")
+	c.Flags().StringArrayVar(&headers, "header", nil, "send `HEADER`, written \"Name: value\", with every request to a remote server (repeatable; a credential goes in with --auth)")
 	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server")
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")

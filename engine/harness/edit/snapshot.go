@@ -381,7 +381,11 @@ func restore(dir string, f SnapFile, force bool) error {
 		return nil // already as it was
 	}
 	if !force && (!existed || sum(now) != f.Written) {
-		return fmt.Errorf("%s %w (rollback --force restores it anyway)", f.Path, ErrChangedSinceWrite)
+		hint := "rollback --force restores it anyway, losing those changes"
+		if f.Harness != "" {
+			hint += "; `capabilities hub disconnect --client " + f.Harness + "` takes out only the hub's entry and keeps them"
+		}
+		return fmt.Errorf("%s %w (%s)", f.Path, ErrChangedSinceWrite, hint)
 	}
 	if !f.Existed {
 		if err := os.Remove(f.Target); err != nil && !errors.Is(err, fs.ErrNotExist) {
