@@ -1,0 +1,168 @@
+// The Approval screen: one pending call with its four choices, and the
+// queue of every call waiting. Rendering only: app.js wires it to the API
+// and the keyboard.
+import { h } from "./dom.js";
+
+/** @typedef {import("./api.js").Approval} Approval */
+/** @typedef {import("./api.js").Choice} Choice */
+/** @typedef {{label: string, key: string, hint: string}} ChoiceText */
+
+/** @type {Record<Choice, ChoiceText>} */
+const CHOICES = {
+  once: { label: "Allow once", key: "o", hint: "this call runs" },
+  run: { label: "Allow for this run", key: "r", hint: "this tool runs for the rest of the run" },
+  always: { label: "Always allow", key: "a", hint: "a rule allows this version of the tool from now on" },
+  deny: { label: "Deny", key: "d", hint: "the call fails inside the code" },
+};
+
+/** A call that was in flight when the hub stopped: retry or skip. */
+/** @type {Record<Choice, ChoiceText>} */
+const IN_FLIGHT = {
+  ...CHOICES,
+  once: { label: "Retry", key: "o", hint: "make the call again" },
+  deny: { label: "Skip", key: "d", hint: "the code gets ToolError skipped_in_flight" },
+};
+
+/**
+ * The words of a choice for an item.
+ * @param {Approval} item
+ * @param {Choice} choice
+ * @returns {ChoiceText}
+ */
+export function choiceText(item, choice) {
+  return (item.kind === "in_flight" ? IN_FLIGHT : CHOICES)[choice];
+}
+
+/**
+ * Which choice a key means for an item, or null. Enter is the safe
+ * default, once.
+ * @param {Approval} item
+ * @param {string} key
+ * @returns {Choice | null}
+ */
+export function choiceForKey(item, key) {
+  if (key === "Enter") return item.choices.includes("once") ? "once" : null;
+  const k = key.toLowerCase();
+  for (const c of item.choices) {
+    if (choiceText(item, c).key === k) return c;
+  }
+  return null;
+}
+
+/**
+ * The arguments as the person reads them.
+ * @param {unknown} args
+ * @returns {string}
+ */
+export function formatArgs(args) {
+  if (args === undefined || args === null) return "(none)";
+  if (typeof args === "string") return args;
+  return JSON.stringify(args, null, 2);
+}
+
+/**
+ * How long until an expiry, in words.
+ * @param {string | undefined} iso
+ * @param {number} now milliseconds since the epoch
+ * @returns {string}
+ */
+export function expiresIn(iso, now) {
+  if (!iso) return "does not expire";
+  const ms = Date.parse(iso) - now;
+  if (Number.isNaN(ms)) return "";
+  if (ms <= 0) return "expired";
+  const min = Math.ceil(ms / 60000);
+  if (min < 60) return `expires in ${min} min`;
+  const hours = Math.floor(min / 60);
+  return `expires in ${hours} h ${min % 60} min`;
+}
+
+/**
+ * Renders one pending call with its choices.
+ * @param {Approval} item
+ * @param {{index: number, total: number, now: number}} where
+ * @param {(choice: Choice) => void} onChoose
+ * @param {() => void} onClose
+ * @param {Node | null} [notice] what the last decision did, shown above the next call
+ * @returns {{card: HTMLElement, first: HTMLButtonElement | null}}
+ */
+export function renderApproval(item, where, onChoose, onClose, notice) {
+  const flight = item.kind === "in_flight";
+  const buttons = item.choices.map((c) => {
+    const t = choiceText(item, c);
+    const b = h(
+      "button",
+      { type: "button", class: `choice choice-${c}`, "aria-keyshortcuts": t.key.toUpperCase(), "data-choice": c },
+      h("span", { class: "choice-label" }, t.label),
+      h("kbd", null, t.key),
+      h("span", { class: "choice-hint" }, t.hint),
+    );
+    b.addEventListener("click", () => onChoose(c));
+    return b;
+  });
+  const close = h("button", { type: "button", class: "close", "aria-label": "Close (Esc)" }, "Close");
+  close.addEventListener("click", onClose);
+  const card = h(
+    "article",
+    { class: "card" },
+    h(
+      "header",
+      { class: "card-head" },
+      h("p", { class: "muted" }, `Call ${where.index + 1} of ${where.total} · run ${item.run} · ${item.id}`),
+      close,
+    ),
+    notice ? h("div", { class: "status" }, notice) : null,
+    h("h2", { id: "approval-title", class: "address" }, item.address),
+    flight ? h("p", { class: "warn" }, "This call was in flight when the hub stopped: it may already have happened.") : null,
+    item.effect === "destructive" ? h("p", { class: "warn" }, "This tool may destroy data (it does not say it is safe).") : null,
+    h("p", { class: "summary" }, item.summary || "(the tool has no description)"),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", null, "Connection"),
+      h("dd", null, item.connection),
+      h("dt", null, "Why it asks"),
+      h("dd", null, item.message),
+      h("dt", null, "Expiry"),
+      h("dd", null, expiresIn(item.expiresAt, where.now)),
+    ),
+    h("h3", null, "Arguments"),
+    h("pre", { class: "args", tabindex: "0", "aria-label": "Arguments" }, formatArgs(item.args)),
+    h("div", { class: "choices", role: "group", "aria-label": "Your decision" }, ...buttons),
+  );
+  const once = buttons[item.choices.indexOf("once")] ?? null;
+  if (once) once.setAttribute("autofocus", "");
+  return { card, first: once };
+}
+
+/**
+ * Renders the queue: one entry per pending call.
+ * @param {Approval[]} items
+ * @param {(item: Approval) => void} onOpen
+ * @param {number} now
+ * @returns {HTMLLIElement[]}
+ */
+export function renderQueue(items, onOpen, now) {
+  return items.map((item) => {
+    const b = h(
+      "button",
+      { type: "button", class: "queue-item" },
+      h("span", { class: "address" }, item.address),
+      h("span", { class: "summary" }, item.summary),
+      h("span", { class: "muted" }, `${item.id} of run ${item.run} · ${expiresIn(item.expiresAt, now)}`),
+    );
+    b.addEventListener("click", () => onOpen(item));
+    return h("li", null, b);
+  });
+}
+
+/**
+ * Renders what a decision did and what happens next.
+ * @param {string} label
+ * @param {string} address
+ * @param {string} next
+ * @returns {HTMLElement}
+ */
+export function renderDecided(label, address, next) {
+  return h("div", { class: "decided" }, h("p", null, h("strong", null, `${label}: `), address), h("p", null, next));
+}

@@ -1,0 +1,53 @@
+// DOM building with text only. Data becomes text nodes and attribute
+// values; it never becomes markup: no innerHTML, outerHTML,
+// insertAdjacentHTML or document.write anywhere in the console (a Go test
+// holds this, and the page's Content-Security-Policy requires Trusted Types,
+// so the browser refuses a string assigned to an HTML sink).
+
+/** @typedef {Node | string | null | undefined | false} Child */
+
+/** Attributes that could run or load something: never set through h(). */
+const UNSAFE = /^(on|href$|src$|srcdoc$|style$|action$|formaction$|xlink:)/i;
+
+/**
+ * Creates an element with attributes and children. Strings become text.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, string | boolean | undefined> | null} [attrs]
+ * @param {...Child} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (UNSAFE.test(name)) {
+      throw new Error(`h(): attribute ${name} is not allowed`);
+    }
+    if (value === undefined || value === false) continue;
+    el.setAttribute(name, value === true ? "" : value);
+  }
+  append(el, children);
+  return el;
+}
+
+/**
+ * Appends children to a parent; strings become text nodes.
+ * @param {Node} parent
+ * @param {Child[]} children
+ */
+export function append(parent, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+  }
+}
+
+/**
+ * Replaces every child of a parent.
+ * @param {Element} parent
+ * @param {...Child} children
+ */
+export function replace(parent, ...children) {
+  while (parent.firstChild) parent.removeChild(parent.firstChild);
+  append(parent, children);
+}
