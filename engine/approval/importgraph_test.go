@@ -15,7 +15,7 @@ const module = "github.com/capabilities-sh/capabilities/"
 var channels = map[string]bool{
 	module + "internal/cli":    true, // `hub approve`, the terminal prompt
 	module + "engine/elicit":   true, // the client's own form, answered with a signed state
-	module + "engine/web":      true, // the loopback approval page
+	module + "engine/console":  true, // the console: the approval page on loopback, the desktop app's screens
 	module + "app":             true, // the desktop app's window and notification
 	module + "engine/approval": true,
 }
@@ -47,7 +47,7 @@ func TestInvariantI2OnlyAPersonRecordsADecision(t *testing.T) {
 		seen++
 		for _, imp := range imports {
 			if imp == target && !channels[pkg] {
-				t.Errorf("%s imports engine/approval; only person-facing channels may record decisions (allowed: internal/cli, engine/elicit, engine/web, app)", pkg)
+				t.Errorf("%s imports engine/approval; only person-facing channels may record decisions (allowed: internal/cli, engine/elicit, engine/console, app)", pkg)
 			}
 		}
 		for _, p := range mustNotReach {

@@ -1,0 +1,784 @@
+// Package console is the hub's screens for a person: one http.Handler that
+// serves the web assets (frontend, embedded) and a small JSON API over the
+// hub — pending approvals and the decision on them, the review inbox, runs
+// and sources. The desktop app mounts the handler as its asset server (no
+// network); `capabilities hub console` serves it on loopback behind a Guard
+// (one-time link, session cookie, CSRF token, Host, Origin and peer
+// checks).
+//
+// A decision is recorded through engine/approval with the handler's
+// channel; this package is one of the person channels the import-graph test
+// allows to reach the recorder.
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/frontend"
+)
+
+// MaxArgsBytes caps the arguments of a pending call as the page shows them.
+const MaxArgsBytes = 4 << 10
+
+// maxBodyBytes bounds a request body: a decision or a review's list.
+const maxBodyBytes = 256 << 10
+
+// Options configure a Handler. The zero value is useful.
+type Options struct {
+	Logger *slog.Logger
+	// Channel is recorded with every decision (approval.ChannelPage when
+	// empty; the desktop app passes approval.ChannelDesktop).
+	Channel string
+	// Run narrows the console to one run: only its pending calls are listed
+	// and decided, only it is shown among runs, and the review inbox is
+	// read-only. Empty: every run.
+	Run string
+	// Now is the clock decisions are recorded at (time.Now).
+	Now func() time.Time
+	// Assets replaces the embedded screens (frontend.Files).
+	Assets fs.FS
+}
+
+// Handler serves the console: the screens and the API under /api/.
+type Handler struct {
+	hub  *hub.Hub
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New returns the console over h.
+func New(h *hub.Hub, opts Options) *Handler {
+	if opts.Channel == "" {
+		opts.Channel = approval.ChannelPage
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Assets == nil {
+		opts.Assets = frontend.Files()
+	}
+	c := &Handler{hub: h, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.mux.HandleFunc("GET /api/session", c.session)
+	c.mux.HandleFunc("GET /api/approvals", c.approvals)
+	c.mux.HandleFunc("POST /api/approvals/{run}/{call}", c.decide)
+	c.mux.HandleFunc("GET /api/review", c.review)
+	c.mux.HandleFunc("POST /api/review", c.acceptReview)
+	c.mux.HandleFunc("GET /api/runs", c.runs)
+	c.mux.HandleFunc("GET /api/runs/{run}", c.runDetail)
+	c.mux.HandleFunc("GET /api/sources", c.sources)
+	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
+	})
+	c.mux.HandleFunc("/", c.asset)
+	return c
+}
+
+// ServeHTTP serves the request with the console's security headers.
+func (c *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secure(w.Header())
+	c.mux.ServeHTTP(w, r)
+}
+
+// csp lets the page load only its own scripts, styles and API, never be
+// framed, and (Trusted Types) never turn a string into HTML.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
+
+// secure sets the headers every response of the console carries.
+func secure(h http.Header) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+}
+
+// apiError is the body of every refusal under /api/.
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func fail(w http.ResponseWriter, status int, code, msg string) {
+	var e apiError
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true) // <, > and & travel as \u escapes: never markup, even if sniffed
+	_ = enc.Encode(v)
+}
+
+// asset serves the screens; "/" is index.html.
+func (c *Handler) asset(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	name := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+	if name == "" {
+		name = "index.html"
+	}
+	b, err := fs.ReadFile(c.opts.Assets, name)
+	if err != nil || strings.HasSuffix(name, ".go") {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	switch path.Ext(name) {
+	case ".js":
+		ct = "text/javascript; charset=utf-8"
+	case ".html":
+		ct = "text/html; charset=utf-8"
+	case ".css":
+		ct = "text/css; charset=utf-8"
+	}
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	_, _ = w.Write(b)
+}
+
+// Session is what GET /api/session returns: how the page decides and until
+// when it works.
+type Session struct {
+	Channel string `json:"channel"`
+	// Run is the one run this page is about; empty for every run.
+	Run string `json:"run,omitempty"`
+	// CSRF is the token the page sends as X-CSRF-Token with every decision
+	// (empty when the console is not behind a Guard).
+	CSRF string `json:"csrf,omitempty"`
+	// ExpiresAt is when the page stops working (zero: never).
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+func (c *Handler) session(w http.ResponseWriter, r *http.Request) {
+	s := Session{Channel: c.opts.Channel, Run: c.opts.Run}
+	if gs := sessionFrom(r.Context()); gs != nil {
+		s.CSRF, s.ExpiresAt = gs.csrf, gs.expires
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// Approval is one call waiting for a person's decision.
+type Approval struct {
+	Run        string `json:"run"`
+	ID         string `json:"id"`   // the pending call (c3)
+	Kind       string `json:"kind"` // approval, or in_flight: the call may have happened
+	Address    string `json:"address"`
+	Connection string `json:"connection"` // "default" for the source's default
+	// Summary is the first sentence of the tool's description.
+	Summary string `json:"summary"`
+	// Effect is write or destructive (by the tool's annotations), when the
+	// tool is still known.
+	Effect model.Effect `json:"effect,omitempty"`
+	// Args are the call's arguments, scrubbed of secrets and capped at 4 KB
+	// (a longer text is cut and ends with "…").
+	Args      json.RawMessage `json:"args,omitempty"`
+	Reason    string          `json:"reason,omitempty"` // the policy's reason code
+	Message   string          `json:"message"`          // why it asks, in a sentence
+	ExpiresAt time.Time       `json:"expiresAt,omitzero"`
+	// Choices are what the person may answer: once, run, always, deny; a
+	// call that was in flight takes once (retry) or deny (skip).
+	Choices []model.Choice `json:"choices"`
+}
+
+// Approvals is GET /api/approvals: the queue, soonest to expire first.
+type Approvals struct {
+	Approvals []Approval `json:"approvals"`
+}
+
+func (c *Handler) approvals(w http.ResponseWriter, r *http.Request) {
+	list, err := c.pending(r.Context())
+	if err != nil {
+		c.internal(w, "listing pending approvals", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Approvals{Approvals: list})
+}
+
+// pending lists every call awaiting a decision, in the console's scope.
+func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
+	eng, err := c.hub.Runs()
+	if err != nil {
+		return nil, err
+	}
+	var runs []model.Run
+	if c.opts.Run != "" {
+		r, err := eng.Get(ctx, c.opts.Run)
+		if err != nil {
+			return nil, err
+		}
+		runs = []model.Run{*r}
+	} else if runs, err = eng.List(ctx, ""); err != nil { // a run awaiting a connection may also wait on an approval
+		return nil, err
+	}
+	sc := c.hub.Scrubber()
+	out := []Approval{}
+	for _, r := range runs {
+		if !r.Status.Paused() {
+			continue
+		}
+		for _, p := range r.Pending {
+			if !p.AwaitsDecision() {
+				continue
+			}
+			a := Approval{
+				Run: r.ID, ID: p.ID, Kind: p.Kind, Address: p.Address, Connection: p.Connection,
+				Summary: c.hub.Scrub(p.Summary), Reason: p.Reason, Message: c.hub.Scrub(p.Message),
+				ExpiresAt: p.ExpiresAt, Choices: model.Choices,
+			}
+			if a.Connection == "" {
+				a.Connection = "default"
+			}
+			if len(p.Args) > 0 {
+				a.Args = capArgs(sc.JSON(p.Args))
+			}
+			if p.Kind == model.PendingInFlight {
+				a.Choices = []model.Choice{model.ChoiceOnce, model.ChoiceDeny}
+			}
+			if _, t, _, err := c.hub.Tool(ctx, p.Address); err == nil {
+				a.Effect = t.Effect()
+			}
+			out = append(out, a)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ExpiresAt.Before(out[j].ExpiresAt) })
+	return out, nil
+}
+
+// capArgs keeps arguments within MaxArgsBytes: longer ones become a JSON
+// string of their beginning, ending with "…".
+func capArgs(raw json.RawMessage) json.RawMessage {
+	if len(raw) <= MaxArgsBytes {
+		return raw
+	}
+	n := MaxArgsBytes - 16
+	for {
+		cut := raw[:n]
+		for len(cut) > 0 && !utf8.Valid(cut) {
+			cut = cut[:len(cut)-1]
+		}
+		b, _ := json.Marshal(string(cut) + "…")
+		if len(b) <= MaxArgsBytes {
+			return b
+		}
+		n = n * 3 / 4
+	}
+}
+
+// Decision is the body of POST /api/approvals/{run}/{call}.
+type Decision struct {
+	Choice model.Choice `json:"choice"`
+}
+
+// Decided is what a decision answers: what was recorded and what happens
+// next.
+type Decided struct {
+	Run     string       `json:"run"`
+	Call    string       `json:"call"`
+	Choice  model.Choice `json:"choice"`
+	Channel string       `json:"channel"`
+	// Status is the run's status after the decision.
+	Status string `json:"status"`
+	// Waiting counts the run's calls still awaiting a decision.
+	Waiting int `json:"waiting"`
+	// Next says what happens now, for the person.
+	Next string `json:"next"`
+}
+
+func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
+	runID, callID := r.PathValue("run"), r.PathValue("call")
+	if c.opts.Run != "" && runID != c.opts.Run {
+		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page decides only run %s, not %s", c.opts.Run, runID))
+		return
+	}
+	var d Decision
+	if !readJSON(w, r, &d) {
+		return
+	}
+	choice, err := approval.ParseChoice(string(d.Choice))
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_choice", err.Error())
+		return
+	}
+	ctx := r.Context()
+	eng, err := c.hub.Runs()
+	if err != nil {
+		c.internal(w, "deciding", err)
+		return
+	}
+	cur, err := eng.Get(ctx, runID)
+	if errors.Is(err, run.ErrUnknownRun) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", runID))
+		return
+	}
+	if err != nil {
+		c.internal(w, "deciding", err)
+		return
+	}
+	p := cur.PendingItem(callID)
+	switch {
+	case p == nil || (p.Kind != model.PendingApproval && p.Kind != model.PendingInFlight):
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s has no pending call %s", runID, callID))
+		return
+	case p.Decision != nil:
+		fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, p.Decision.Choice, p.Decision.Channel))
+		return
+	case cur.Status.Done():
+		status := http.StatusConflict
+		if cur.Status == model.RunExpired {
+			status = http.StatusGone
+		}
+		fail(w, status, string(cur.Status), fmt.Sprintf("run %s is %s: it waits for no decision", runID, cur.Status))
+		return
+	case p.Kind == model.PendingInFlight && choice != model.ChoiceOnce && choice != model.ChoiceDeny:
+		fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: choose once (retry) or deny (skip), not %s", callID, choice))
+		return
+	}
+	updated, err := approval.Record(ctx, c.hub.Store(), approval.Request{RunID: runID, CallID: callID, Choice: choice, Channel: c.opts.Channel, Now: c.opts.Now()})
+	switch {
+	case errors.Is(err, approval.ErrExpired):
+		fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired (the agent can run its code again to ask again)", p.Address, runID))
+		return
+	case errors.Is(err, approval.ErrNotAwaiting):
+		fail(w, http.StatusConflict, "not_awaiting", err.Error())
+		return
+	case err != nil && updated == nil:
+		// Decided meanwhile through another channel?
+		if again, gerr := eng.Get(ctx, runID); gerr == nil {
+			if q := again.PendingItem(callID); q != nil && q.Decision != nil {
+				fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, q.Decision.Choice, q.Decision.Channel))
+				return
+			}
+		}
+		c.internal(w, "recording the decision", err)
+		return
+	case err != nil:
+		c.internal(w, "recording the decision", err)
+		return
+	}
+	c.log.Info("decision recorded", "run", runID, "call", callID, "choice", choice, "channel", c.opts.Channel)
+	waiting := 0
+	for _, q := range updated.Pending {
+		if q.AwaitsDecision() {
+			waiting++
+		}
+	}
+	writeJSON(w, http.StatusOK, Decided{
+		Run: runID, Call: callID, Choice: choice, Channel: c.opts.Channel,
+		Status: string(updated.Status), Waiting: waiting, Next: next(runID, p, choice, waiting),
+	})
+}
+
+// next says, for the person, what happens after a decision.
+func next(runID string, p *model.Pending, choice model.Choice, waiting int) string {
+	var what string
+	switch {
+	case p.Kind == model.PendingInFlight && choice == model.ChoiceOnce:
+		what = "The call will be made again"
+	case p.Kind == model.PendingInFlight:
+		what = "The call is skipped: the code gets ToolError skipped_in_flight"
+	case choice == model.ChoiceOnce:
+		what = "This call will run"
+	case choice == model.ChoiceRun:
+		what = "This call, and every call of " + p.Address + " for the rest of the run, will run"
+	case choice == model.ChoiceAlways:
+		what = "This call will run, and a rule now allows this version of " + p.Address + " from now on"
+	default:
+		what = "The call is denied: the code gets ToolError approval_denied"
+	}
+	if waiting > 0 {
+		return fmt.Sprintf("%s. %d more call(s) of run %s wait for a decision; the run continues once every one is decided.", what, waiting, runID)
+	}
+	return fmt.Sprintf("%s when the agent continues the run: it calls execute with {resume: %q}. If the agent is no longer waiting, ask it to resume run %s.", what, runID, runID)
+}
+
+// ReviewItem is one new or changed tool in the inbox.
+type ReviewItem struct {
+	Address     string        `json:"address"`
+	Contract    string        `json:"contract"` // send it back with the acceptance
+	Title       string        `json:"title,omitempty"`
+	Summary     string        `json:"summary"`
+	Description string        `json:"description"`
+	Effect      model.Effect  `json:"effect"`
+	Status      string        `json:"status"`   // new or changed
+	Proposal    policy.Action `json:"proposal"` // allow for read-only, ask otherwise
+	// Changes are, for a changed tool, line diffs against the reviewed
+	// contract ("description:\n  - old\n  + new").
+	Changes []string `json:"changes,omitempty"`
+}
+
+// Inbox is GET /api/review.
+type Inbox struct {
+	Items    []ReviewItem         `json:"items"`
+	Commands []hub.CommandConsent `json:"commands"` // stdio commands awaiting consent
+	Removed  []hub.RemovedTool    `json:"removed"`  // reviewed tools their source no longer lists
+	// ReadOnly is set when this page may not accept (a page about one run).
+	ReadOnly bool `json:"readOnly,omitempty"`
+}
+
+func (c *Handler) review(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	rv, err := c.hub.PendingReview(ctx, "")
+	if err != nil {
+		c.internal(w, "reading the review inbox", err)
+		return
+	}
+	removed, err := c.hub.RemovedTools(ctx)
+	if err != nil {
+		c.internal(w, "reading the review inbox", err)
+		return
+	}
+	in := Inbox{Items: []ReviewItem{}, Commands: rv.Commands, Removed: removed, ReadOnly: c.opts.Run != ""}
+	for _, it := range rv.Items {
+		in.Items = append(in.Items, ReviewItem{
+			Address: it.Tool.Address, Contract: it.Tool.Contract, Title: it.Tool.Title,
+			Summary: typegen.FirstSentence(it.Tool.Description), Description: it.Tool.Description,
+			Effect: it.Effect, Status: it.Status, Proposal: it.Proposal, Changes: it.Changes,
+		})
+	}
+	writeJSON(w, http.StatusOK, in)
+}
+
+// Acceptance is the body of POST /api/review: what the person saw and
+// accepts. A tool is accepted only at the contract shown; a command only as
+// shown.
+type Acceptance struct {
+	Items []struct {
+		Address  string `json:"address"`
+		Contract string `json:"contract"`
+		// Action is allow, ask or deny; empty takes the proposal.
+		Action policy.Action `json:"action,omitempty"`
+	} `json:"items"`
+	Commands []hub.CommandConsent `json:"commands"`
+	Removed  []string             `json:"removed"` // addresses whose removal the person saw
+}
+
+// Accepted is what POST /api/review answers.
+type Accepted struct {
+	Accepted int `json:"accepted"`
+	Commands int `json:"commands"`
+	Removed  int `json:"removed"`
+}
+
+func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Run != "" {
+		fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; review tools with `capabilities hub console` or `capabilities hub review`", c.opts.Run))
+		return
+	}
+	var a Acceptance
+	if !readJSON(w, r, &a) {
+		return
+	}
+	ctx := r.Context()
+	cur, err := c.hub.PendingReview(ctx, "")
+	if err != nil {
+		c.internal(w, "accepting the review", err)
+		return
+	}
+	sel := &hub.Review{Items: []hub.ReviewItem{}, Commands: []hub.CommandConsent{}}
+	decisions := map[string]policy.Action{}
+	for _, want := range a.Items {
+		i := slices.IndexFunc(cur.Items, func(it hub.ReviewItem) bool { return it.Tool.Address == want.Address })
+		if i < 0 || cur.Items[i].Tool.Contract != want.Contract {
+			fail(w, http.StatusConflict, "changed", fmt.Sprintf("%s changed (or was reviewed) since it was shown; reload the inbox", want.Address))
+			return
+		}
+		if want.Action != "" {
+			act, err := policy.ParseAction(string(want.Action))
+			if err != nil {
+				fail(w, http.StatusBadRequest, "bad_action", err.Error())
+				return
+			}
+			decisions[want.Address] = act
+		}
+		sel.Items = append(sel.Items, cur.Items[i])
+	}
+	for _, want := range a.Commands {
+		if !slices.Contains(cur.Commands, want) {
+			fail(w, http.StatusConflict, "changed", fmt.Sprintf("the command of %s changed (or was consented to) since it was shown; reload the inbox", want.Namespace))
+			return
+		}
+		sel.Commands = append(sel.Commands, want)
+	}
+	if len(sel.Items) > 0 || len(sel.Commands) > 0 {
+		if err := c.hub.AcceptReview(ctx, sel, decisions, c.opts.Channel); err != nil {
+			c.internal(w, "accepting the review", err)
+			return
+		}
+	}
+	if err := c.hub.ForgetRemoved(ctx, a.Removed); err != nil {
+		c.internal(w, "accepting the review", err)
+		return
+	}
+	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(a.Removed), "channel", c.opts.Channel)
+	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(a.Removed)})
+}
+
+// RunRow is one run in GET /api/runs.
+type RunRow struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	Attempts  int       `json:"attempts"`
+	Waiting   int       `json:"waiting"` // items awaiting a person
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Runs is GET /api/runs, newest first.
+type Runs struct {
+	Runs []RunRow `json:"runs"`
+}
+
+func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	eng, err := c.hub.Runs()
+	if err != nil {
+		c.internal(w, "listing runs", err)
+		return
+	}
+	list, err := eng.List(ctx, r.URL.Query().Get("status"))
+	if err != nil {
+		c.internal(w, "listing runs", err)
+		return
+	}
+	out := Runs{Runs: []RunRow{}}
+	for _, rr := range list {
+		if c.opts.Run != "" && rr.ID != c.opts.Run {
+			continue
+		}
+		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt}
+		for _, p := range rr.Pending {
+			if p.Decision == nil {
+				row.Waiting++
+			}
+		}
+		out.Runs = append(out.Runs, row)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Call is one call of a run: its journal line with the person's decision on
+// it, if it asked.
+type Call struct {
+	Seq        int              `json:"seq"`
+	Address    string           `json:"address"`
+	Connection string           `json:"connection,omitempty"`
+	OK         bool             `json:"ok"`
+	Error      *model.ToolError `json:"error,omitempty"`
+	Ms         int64            `json:"ms"`
+	At         time.Time        `json:"at"`
+	// InFlight marks a call whose intent was journaled and whose outcome
+	// was not (it may have happened).
+	InFlight bool            `json:"inFlight,omitempty"`
+	Decision *model.Decision `json:"decision,omitempty"`
+}
+
+// RunDetail is GET /api/runs/{run}.
+type RunDetail struct {
+	Run      RunRow        `json:"run"`
+	Code     string        `json:"code"`
+	Envelope *run.Envelope `json:"envelope"`
+	Calls    []Call        `json:"calls"`
+}
+
+func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("run")
+	if c.opts.Run != "" && id != c.opts.Run {
+		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s", c.opts.Run))
+		return
+	}
+	eng, err := c.hub.Runs()
+	if err != nil {
+		c.internal(w, "reading the run", err)
+		return
+	}
+	rr, err := eng.Get(ctx, id)
+	if errors.Is(err, run.ErrUnknownRun) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
+		return
+	}
+	if err != nil {
+		c.internal(w, "reading the run", err)
+		return
+	}
+	journal, err := eng.Journal(ctx, id)
+	if err != nil {
+		c.internal(w, "reading the run", err)
+		return
+	}
+	env, err := eng.Envelope(ctx, id)
+	if err != nil {
+		c.internal(w, "reading the run", err)
+		return
+	}
+	// The run may have been made in another process: scrub the secrets of
+	// the connections its calls went through.
+	sc := c.hub.RunScrubber(ctx, journal)
+	rr = run.ScrubRun(sc, rr)
+	journal = run.ScrubJournal(sc, journal)
+	d := RunDetail{
+		Run:      RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt},
+		Code:     sc.String(rr.Code),
+		Envelope: env.Scrubbed(sc),
+		Calls:    []Call{},
+	}
+	decisions := map[int]*model.Decision{}
+	for _, p := range rr.Pending {
+		if p.Decision != nil && (p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight) {
+			decisions[p.Seq] = p.Decision
+		}
+		if p.Decision == nil {
+			d.Run.Waiting++
+		}
+	}
+	settled := map[int]bool{}
+	for _, je := range journal {
+		if !je.Intent {
+			settled[je.Seq] = true
+		}
+	}
+	for _, je := range journal {
+		if je.Address == "hub.search" || je.Address == "hub.describe" || (je.Intent && settled[je.Seq]) {
+			continue
+		}
+		d.Calls = append(d.Calls, Call{
+			Seq: je.Seq, Address: je.Address, Connection: je.Connection, OK: je.OK, Error: je.Error,
+			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: decisions[je.Seq],
+		})
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// SourceInfo is one source in GET /api/sources: never a credential, an
+// environment value or a header value.
+type SourceInfo struct {
+	Namespace     string           `json:"namespace"`
+	Kind          string           `json:"kind"`
+	ServerName    string           `json:"serverName,omitempty"`
+	ServerVersion string           `json:"serverVersion,omitempty"`
+	URL           string           `json:"url,omitempty"`     // an HTTP source's endpoint, without user info
+	Command       string           `json:"command,omitempty"` // a stdio source's command line
+	Health        string           `json:"health"`            // ok, error, or unknown (never listed)
+	LastError     string           `json:"lastError,omitempty"`
+	CheckedAt     time.Time        `json:"checkedAt,omitzero"`
+	Tools         []ToolInfo       `json:"tools"`
+	Connections   []ConnectionInfo `json:"connections"`
+}
+
+// ToolInfo is one tool of a source.
+type ToolInfo struct {
+	Address string       `json:"address"`
+	Title   string       `json:"title,omitempty"`
+	Summary string       `json:"summary"`
+	Effect  model.Effect `json:"effect"`
+}
+
+// ConnectionInfo names a connection; its secret stays in the keychain.
+type ConnectionInfo struct {
+	Name      string    `json:"name"`
+	Default   bool      `json:"default"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Sources is GET /api/sources.
+type Sources struct {
+	Sources []SourceInfo `json:"sources"`
+}
+
+func (c *Handler) sources(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	recs, err := c.hub.Sources(ctx)
+	if err != nil {
+		c.internal(w, "listing sources", err)
+		return
+	}
+	out := Sources{Sources: []SourceInfo{}}
+	for _, rec := range recs {
+		s := rec.Source
+		si := SourceInfo{Namespace: s.Namespace, Kind: s.Kind, Command: c.hub.Scrub(s.CommandLine()), Health: "unknown", Tools: []ToolInfo{}, Connections: []ConnectionInfo{}}
+		if s.URL != "" {
+			si.URL = c.hub.Scrub(withoutUserInfo(s.URL))
+		}
+		if m := rec.Manifest; m != nil {
+			si.ServerName, si.ServerVersion = m.ServerName, m.ServerVersion
+			si.Health, si.LastError, si.CheckedAt = m.Health, c.hub.Scrub(m.LastError), m.CheckedAt
+			for _, t := range m.Tools {
+				si.Tools = append(si.Tools, ToolInfo{Address: t.Address, Title: t.Title, Summary: typegen.FirstSentence(t.Description), Effect: t.Effect()})
+			}
+		}
+		conns, err := c.hub.Connections(ctx, s.Namespace)
+		if err != nil {
+			c.internal(w, "listing sources", err)
+			return
+		}
+		for _, cn := range conns.Items {
+			si.Connections = append(si.Connections, ConnectionInfo{Name: cn.Name, Default: cn.Name == conns.Default, CreatedAt: cn.CreatedAt})
+		}
+		out.Sources = append(out.Sources, si)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// readJSON decodes a JSON body of at most maxBodyBytes; it answers the
+// refusal itself and returns false when the body is not one.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		fail(w, http.StatusUnsupportedMediaType, "bad_request", "send the body as application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("reading the request: %v", err))
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		fail(w, http.StatusBadRequest, "bad_request", "reading the request: one JSON object only")
+		return false
+	}
+	return true
+}
+
+// internal answers a failure of the hub, scrubbed, and logs it.
+func (c *Handler) internal(w http.ResponseWriter, doing string, err error) {
+	msg := c.hub.Scrub(fmt.Sprintf("%s: %v", doing, err))
+	c.log.Warn("console request failed", "err", msg)
+	fail(w, http.StatusInternalServerError, "error", msg)
+}

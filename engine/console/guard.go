@@ -1,0 +1,279 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// CSRFHeader carries the session's CSRF token on every request that is not
+// a GET or HEAD.
+const CSRFHeader = "X-CSRF-Token"
+
+// TokenParam is the query parameter of the one-time link.
+const TokenParam = "token"
+
+// DefaultLifetime is how long a page works when GuardOptions.Expires is
+// zero.
+const DefaultLifetime = 24 * time.Hour
+
+// GuardOptions configure a Guard. The zero value is useful.
+type GuardOptions struct {
+	// Expires is when the page stops working, its links and sessions alike:
+	// a page about one run passes the expiry of the run's pending calls.
+	// Zero: DefaultLifetime after NewGuard.
+	Expires time.Time
+	// Now is the clock (time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Guard serves a console on loopback to the person who opened its link,
+// and refuses everyone else:
+//
+//   - the peer must be a loopback address, the Host header exactly the
+//     listener's address (DNS rebinding), and an Origin header, when sent,
+//     the page's own (cross-origin requests are also refused by
+//     http.CrossOriginProtection);
+//   - a one-time link (Link) opens the page: its token is exchanged at once
+//     for an HttpOnly, SameSite=Strict session cookie and cannot be used
+//     twice; every other request needs that cookie;
+//   - every request that is not a GET or HEAD carries the session's CSRF
+//     token in X-CSRF-Token;
+//   - the page stops working at its expiry.
+type Guard struct {
+	next   http.Handler
+	addr   string // host:port, the only Host accepted
+	origin string // http://addr
+	cookie string // the session cookie's name (per port: cookies ignore ports)
+	opts   GuardOptions
+	log    *slog.Logger
+	cop    *http.CrossOriginProtection
+
+	mu       sync.Mutex
+	links    map[[32]byte]*link // by SHA-256 of the token
+	sessions map[[32]byte]*guardSession
+}
+
+type link struct {
+	used bool
+}
+
+// guardSession is one browser's session: what the cookie opens.
+type guardSession struct {
+	csrf    string
+	expires time.Time
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) *guardSession {
+	s, _ := ctx.Value(sessionKey{}).(*guardSession)
+	return s
+}
+
+// NewGuard wraps next for the listener at addr, a loopback IP and port
+// ("127.0.0.1:4791"; see Listen).
+func NewGuard(next http.Handler, addr string, opts GuardOptions) (*Guard, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("guarding the console: address %q: %w", addr, err)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("guarding the console: %q is not a loopback IP address; the console is served on loopback only", host)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return nil, fmt.Errorf("guarding the console: port %q: give the listener's port", port)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Expires.IsZero() {
+		opts.Expires = opts.Now().Add(DefaultLifetime)
+	}
+	g := &Guard{
+		next:     next,
+		addr:     net.JoinHostPort(ip.String(), port),
+		cookie:   "capabilities_console_" + port,
+		opts:     opts,
+		log:      opts.Logger,
+		cop:      http.NewCrossOriginProtection(),
+		links:    map[[32]byte]*link{},
+		sessions: map[[32]byte]*guardSession{},
+	}
+	g.origin = "http://" + g.addr
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g, nil
+}
+
+// Origin is the page's origin, http://127.0.0.1:PORT.
+func (g *Guard) Origin() string { return g.origin }
+
+// Expires is when the page stops working.
+func (g *Guard) Expires() time.Time { return g.opts.Expires }
+
+// Link makes a new one-time link that opens the page. Give it to the person
+// only: whoever opens it first gets the session.
+func (g *Guard) Link() (string, error) {
+	tok, err := randomToken()
+	if err != nil {
+		return "", fmt.Errorf("making a console link: %w", err)
+	}
+	g.mu.Lock()
+	g.links[sha256.Sum256([]byte(tok))] = &link{}
+	g.mu.Unlock()
+	return g.origin + "/?" + TokenParam + "=" + url.QueryEscape(tok), nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// ServeHTTP checks the request, then serves it with its session.
+func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secure(w.Header())
+	switch {
+	case !loopbackPeer(r.RemoteAddr):
+		g.refuse(w, r, http.StatusForbidden, "not_loopback", "the console answers only this machine (a loopback address)")
+		return
+	case !strings.EqualFold(r.Host, g.addr):
+		g.refuse(w, r, http.StatusForbidden, "bad_host", fmt.Sprintf("Host %q is not this console's address %s (DNS rebinding protection)", r.Host, g.addr))
+		return
+	case r.Header.Get("Origin") != "" && r.Header.Get("Origin") != g.origin:
+		g.refuse(w, r, http.StatusForbidden, "bad_origin", "requests from other origins are refused")
+		return
+	}
+	if err := g.cop.Check(r); err != nil {
+		g.refuse(w, r, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
+		return
+	}
+	now := g.opts.Now()
+	if now.After(g.opts.Expires) {
+		g.refuse(w, r, http.StatusGone, "expired", "this page expired (with the pending call it was about); run `capabilities hub console` for a new one")
+		return
+	}
+	if r.URL.Query().Has(TokenParam) {
+		g.exchange(w, r)
+		return
+	}
+	s := g.session(r)
+	if s == nil {
+		g.refuse(w, r, http.StatusUnauthorized, "no_session", "open the console with the one-time link `capabilities hub console` printed")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		got := r.Header.Get(CSRFHeader)
+		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+			g.refuse(w, r, http.StatusForbidden, "csrf", "missing or wrong "+CSRFHeader+" header")
+			return
+		}
+	}
+	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+}
+
+// exchange spends a one-time link: it sets the session cookie and sends the
+// browser on to the page, without the token in its address bar or history.
+func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		g.refuse(w, r, http.StatusMethodNotAllowed, "bad_request", "open the link with GET")
+		return
+	}
+	key := sha256.Sum256([]byte(r.URL.Query().Get(TokenParam)))
+	g.mu.Lock()
+	l := g.links[key]
+	used := l != nil && l.used
+	if l != nil {
+		l.used = true
+	}
+	g.mu.Unlock()
+	switch {
+	case l == nil:
+		g.refuse(w, r, http.StatusForbidden, "bad_token", "this link is not valid for this console")
+		return
+	case used:
+		g.refuse(w, r, http.StatusForbidden, "token_used", "this link was already used once and cannot open the page again; run `capabilities hub console` for a new one")
+		return
+	}
+	id, err1 := randomToken()
+	csrf, err2 := randomToken()
+	if err1 != nil || err2 != nil {
+		g.refuse(w, r, http.StatusInternalServerError, "error", "could not make a session")
+		return
+	}
+	s := &guardSession{csrf: csrf, expires: g.opts.Expires}
+	g.mu.Lock()
+	g.sessions[sha256.Sum256([]byte(id))] = s
+	g.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{
+		Name:     g.cookie,
+		Value:    id,
+		Path:     "/",
+		Expires:  s.expires,
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+	})
+	g.log.Info("console opened")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// session is the request's session, or nil.
+func (g *Guard) session(r *http.Request) *guardSession {
+	c, err := r.Cookie(g.cookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sessions[sha256.Sum256([]byte(c.Value))]
+}
+
+// refuse answers a refused request: JSON under /api/, text elsewhere. What
+// the request carried (a token, a cookie) is never logged.
+func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	g.log.Info("console request refused", "code", code, "method", r.Method, "path", r.URL.Path)
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		fail(w, status, code, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, msg)
+}
+
+// loopbackPeer reports whether a request's remote address is this machine.
+func loopbackPeer(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// withoutUserInfo drops user:password@ from a URL.
+func withoutUserInfo(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an address that does not parse)"
+	}
+	u.User = nil
+	return u.String()
+}

@@ -1,0 +1,161 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReviewInbox: after the upstream changes three tools and drops one,
+// and a new source appears, the inbox lists the changed tools with their
+// diffs, the new one and the removed one. An acceptance naming a contract
+// the person did not see is refused whole; the one naming what was shown
+// pins those contracts, sets the rule asked for, and forgets the removed
+// tool, recorded with the page's channel.
+func TestReviewInbox(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := os.WriteFile(f.state, []byte(`{"tools": 3, "desc": " Changed."}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := f.h.Refresh(ctx, "up"); err != nil || ch[0].Error != "" {
+		t.Fatalf("refresh: %v %+v", err, ch)
+	}
+	now := time.Now().UTC()
+	if err := f.st.Put(ctx, store.Sources, "extra", model.Source{Namespace: "extra", Kind: model.KindHTTP, URL: "http://127.0.0.1:9/mcp", AddedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	m := hub.Manifest{Manifest: model.Manifest{Namespace: "extra", FetchedAt: now, Tools: model.NewTools("extra", []model.UpstreamTool{{Name: "t", Description: "A new tool. It writes."}})}, Health: "ok", CheckedAt: now}
+	if err := f.st.Put(ctx, store.Manifests, "extra", m); err != nil {
+		t.Fatal(err)
+	}
+
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, csrf := p.login()
+	read := func() console.Inbox {
+		t.Helper()
+		w := p.send(request{method: http.MethodGet, target: "/api/review", cookie: cookie})
+		var in console.Inbox
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &in) != nil {
+			t.Fatalf("GET /api/review: %d %s", w.Code, w.Body)
+		}
+		return in
+	}
+	in := read()
+	var got []string
+	for _, it := range in.Items {
+		got = append(got, it.Address+" "+it.Status+" "+string(it.Proposal))
+		if it.Status == "changed" && (len(it.Changes) == 0 || !strings.Contains(it.Changes[0], "+ ") || !strings.Contains(it.Changes[0], "Changed.")) {
+			t.Errorf("%s: changed without its diff: %q", it.Address, it.Changes)
+		}
+	}
+	for _, r := range in.Removed {
+		got = append(got, r.Address+" removed "+r.Description)
+	}
+	want := []string{
+		"extra.t new ask",
+		"up.echo changed allow",
+		"up.sleep changed allow",
+		"up.changeTools changed ask",
+		"up.record removed Record an item (a write).",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the inbox (-want +got):\n%s", diff)
+	}
+
+	accept := func(a console.Acceptance) (int, string) {
+		w := p.send(request{method: http.MethodPost, target: "/api/review", body: a, cookie: cookie, csrf: csrf, origin: "http://" + guardAddr})
+		return w.Code, w.Body.String()
+	}
+	type item = struct {
+		Address  string        `json:"address"`
+		Contract string        `json:"contract"`
+		Action   policy.Action `json:"action,omitempty"`
+	}
+	var all console.Acceptance
+	for _, it := range in.Items {
+		action := policy.Action("")
+		if it.Address == "extra.t" {
+			action = policy.Deny
+		}
+		all.Items = append(all.Items, item{it.Address, it.Contract, action})
+	}
+	all.Removed = []string{"up.record"}
+
+	stale := all
+	stale.Items = append([]item(nil), all.Items...)
+	stale.Items[1].Contract = strings.Repeat("0", 64)
+	if code, body := accept(stale); code != http.StatusConflict {
+		t.Fatalf("an acceptance of a contract never shown: %d %s", code, body)
+	}
+	if again := read(); len(again.Items) != len(in.Items) || len(again.Removed) != 1 {
+		t.Fatalf("a refused acceptance changed the inbox: %+v", again)
+	}
+
+	code, body := accept(all)
+	var res console.Accepted
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
+		t.Fatalf("accepting: %d %s", code, body)
+	}
+	if diff := cmp.Diff(console.Accepted{Accepted: 4, Removed: 1}, res); diff != "" {
+		t.Errorf("accepted (-want +got):\n%s", diff)
+	}
+	if after := read(); len(after.Items) != 0 || len(after.Removed) != 0 {
+		t.Fatalf("after accepting, the inbox still holds %+v", after)
+	}
+	pol, err := f.h.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pol.Reviewed["up.record"]; ok {
+		t.Error("the removed tool is still reviewed: if it came back it would not ask")
+	}
+	var rule *policy.Rule
+	for i := range pol.Rules {
+		if pol.Rules[i].Target == "extra.t" {
+			rule = &pol.Rules[i]
+		}
+	}
+	if rule == nil || rule.Action != policy.Deny || rule.Channel != "approval-page" {
+		t.Errorf("the rule asked for on extra.t: %+v", rule)
+	}
+}
+
+// TestSourcesShowNoValues: the sources list names each source's
+// connections, never a credential or an environment value.
+func TestSourcesShowNoValues(t *testing.T) {
+	f := newFixture(t)
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	w := p.send(request{method: http.MethodGet, target: "/api/sources", cookie: cookie})
+	var got console.Sources
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &got) != nil {
+		t.Fatalf("GET /api/sources: %d %s", w.Code, w.Body)
+	}
+	for _, leak := range []string{theSecret, f.calls, f.state} {
+		if strings.Contains(w.Body.String(), leak) {
+			t.Errorf("the sources list shows %q", leak)
+		}
+	}
+	if len(got.Sources) != 1 {
+		t.Fatalf("sources: %+v", got.Sources)
+	}
+	s := got.Sources[0]
+	if s.Namespace != "up" || s.Kind != model.KindStdio || s.Health != "ok" || len(s.Tools) != 4 || !strings.Contains(s.Command, "scripted.mjs") {
+		t.Errorf("the source: %+v", s)
+	}
+	if len(s.Connections) != 1 || s.Connections[0].Name != "default" || !s.Connections[0].Default {
+		t.Errorf("its connections: %+v", s.Connections)
+	}
+}

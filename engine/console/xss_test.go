@@ -1,0 +1,247 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// xss is the corpus: markup, script, handlers, URLs and escapes an
+// upstream (a tool's description, its server's name) or the model (a
+// call's arguments) could send to the page.
+var xss = []string{
+	`<script>alert(1)</script>`,
+	`<img src=x onerror=alert(1)>`,
+	`<svg onload=alert(1)>`,
+	`"><script>alert(document.cookie)</script>`,
+	`'><img src=x onerror=alert(1)>`,
+	`javascript:alert(1)`,
+	`<iframe src="javascript:alert(1)"></iframe>`,
+	`<a href="javascript:alert(1)">click</a>`,
+	`<body onload=alert(1)>`,
+	`<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>`,
+	`<style>@import 'http://evil.example/x.css';</style>`,
+	`<meta http-equiv="refresh" content="0;url=http://evil.example">`,
+	`<base href="http://evil.example/">`,
+	`<form action="http://evil.example"><button>ok</button></form>`,
+	`<!--<script>alert(1)//-->`,
+	`<![CDATA[<script>alert(1)</script>]]>`,
+	`&lt;script&gt;alert(1)&lt;/script&gt;`,
+	`<scr<script>ipt>alert(1)</scr</script>ipt>`,
+	`<details open ontoggle=alert(1)>`,
+	`<object data="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg=="></object>`,
+	`<template><script>alert(1)</script></template>`,
+	`{{constructor.constructor('alert(1)')()}}`,
+	`<input autofocus onfocus=alert(1)>`,
+	`</script><script>alert(1)</script>`,
+	`<noscript><p title="</noscript><img src=x onerror=alert(1)>">`,
+	"\u2028<script>alert(1)</script>\u2029\x00",
+}
+
+// xssHub is a hub whose store holds the corpus: one source per payload,
+// its server named by it, one tool described by it, and one run waiting on
+// a call of each tool whose arguments carry it (a string, or a value in an
+// object).
+func xssHub(t *testing.T) (*hub.Hub, string) {
+	t.Helper()
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	r := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, Code: "return 1", CreatedAt: now, UpdatedAt: now}
+	for i, x := range xss {
+		ns := fmt.Sprintf("s%d", i)
+		if err := st.Put(ctx, store.Sources, ns, model.Source{Namespace: ns, Kind: model.KindHTTP, URL: "http://127.0.0.1:9/mcp", AddedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		m := hub.Manifest{Manifest: model.Manifest{Namespace: ns, ServerName: x, FetchedAt: now, Tools: model.NewTools(ns, []model.UpstreamTool{{Name: "t", Description: x}})}, Health: "ok", CheckedAt: now}
+		if err := st.Put(ctx, store.Manifests, ns, m); err != nil {
+			t.Fatal(err)
+		}
+		args, _ := json.Marshal(x)
+		if i%2 == 1 {
+			args, _ = json.Marshal(map[string]string{"v": x})
+		}
+		r.Pending = append(r.Pending, model.Pending{
+			ID: fmt.Sprintf("c%d", i+1), Kind: model.PendingApproval, Seq: i + 1, Address: ns + ".t",
+			Summary: x, Args: args, Reason: "new", Message: x, ExpiresAt: now.Add(time.Hour),
+		})
+	}
+	if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	return h, r.ID
+}
+
+// TestXSSCorpusTravelsAsData: through the API, every payload of the corpus
+// (tool descriptions, arguments, server names) arrives intact inside JSON,
+// with no raw < or > in the body for a browser to sniff as markup.
+func TestXSSCorpusTravelsAsData(t *testing.T) {
+	if len(xss) < 20 {
+		t.Fatalf("the corpus has %d payloads; the issue asks for at least 20", len(xss))
+	}
+	h, _ := xssHub(t)
+	p := newPage(t, console.New(h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	get := func(path string, v any) {
+		t.Helper()
+		w := p.send(request{method: http.MethodGet, target: path, cookie: cookie})
+		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Fatalf("GET %s: %d %s %s", path, w.Code, w.Header().Get("Content-Type"), w.Body)
+		}
+		if strings.ContainsAny(w.Body.String(), "<>") {
+			t.Errorf("GET %s: the body holds a raw < or >", path)
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var approvals console.Approvals
+	get("/api/approvals", &approvals)
+	var sources console.Sources
+	get("/api/sources", &sources)
+	var inbox console.Inbox
+	get("/api/review", &inbox)
+
+	var summaries, messages, args, servers, descriptions, toolSummaries []string
+	for _, a := range approvals.Approvals {
+		summaries = append(summaries, a.Summary)
+		messages = append(messages, a.Message)
+		var s string
+		if json.Unmarshal(a.Args, &s) != nil {
+			var m map[string]string
+			if err := json.Unmarshal(a.Args, &m); err != nil {
+				t.Fatal(err)
+			}
+			s = m["v"]
+		}
+		args = append(args, s)
+	}
+	for _, s := range sources.Sources {
+		servers = append(servers, s.ServerName)
+		for _, tl := range s.Tools {
+			toolSummaries = append(toolSummaries, tl.Summary)
+		}
+	}
+	for _, it := range inbox.Items {
+		descriptions = append(descriptions, it.Description)
+	}
+	want := slices.Clone(xss)
+	slices.Sort(want)
+	for name, got := range map[string][]string{
+		"approval summaries": summaries, "approval messages": messages, "arguments": args,
+		"server names": servers, "review descriptions": descriptions,
+	} {
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	if len(toolSummaries) != len(xss) {
+		t.Errorf("sources list %d tools, want %d", len(toolSummaries), len(xss))
+	}
+}
+
+// TestRenderKeepsDataAsText renders the Approval screen (the card of each
+// pending call and the queue) in Node over a DOM whose HTML sinks throw:
+// every payload of the corpus comes out as text, in full, and the only
+// elements and attributes are the screen's own.
+func TestRenderKeepsDataAsText(t *testing.T) {
+	t.Parallel()
+	h, _ := xssHub(t)
+	c := console.New(h, console.Options{})
+	w := newRecorderGet(t, c, "/api/approvals")
+	var list console.Approvals
+	if err := json.Unmarshal(w, &list); err != nil {
+		t.Fatal(err)
+	}
+	// render.mjs reads the array, as the page receives it.
+	items := filepath.Join(t.TempDir(), "items.json")
+	arr, _ := json.Marshal(list.Approvals)
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("rendering: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Cards, Queue, Tags, Attrs []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Cards) != len(xss) || len(got.Queue) != len(xss) {
+		t.Fatalf("rendered %d cards and %d queue entries, want %d", len(got.Cards), len(got.Queue), len(xss))
+	}
+	for i, a := range list.Approvals {
+		var payload string
+		for _, x := range xss {
+			if a.Summary == x {
+				payload = x
+			}
+		}
+		if payload == "" {
+			t.Fatalf("approval %s: summary %q is not from the corpus", a.ID, a.Summary)
+		}
+		// Summary and message verbatim; the arguments as JSON.stringify
+		// writes them (a string argument verbatim).
+		if n := strings.Count(got.Cards[i], payload); n < 2 {
+			t.Errorf("card %d shows %q %d times as text, want at least 2 (summary, message): %q", i, payload, n, got.Cards[i])
+		}
+		if !strings.Contains(got.Queue[i], payload) {
+			t.Errorf("queue entry %d does not show %q as text: %q", i, payload, got.Queue[i])
+		}
+	}
+	wantTags := []string{"ARTICLE", "BUTTON", "DD", "DIV", "DL", "DT", "H2", "H3", "HEADER", "KBD", "LI", "P", "PRE", "SPAN"}
+	for _, tag := range got.Tags {
+		if !slices.Contains(wantTags, tag) {
+			t.Errorf("the screen built a <%s> element", strings.ToLower(tag))
+		}
+	}
+	for _, a := range got.Attrs {
+		if !slices.Contains([]string{"aria-keyshortcuts", "aria-label", "autofocus", "class", "data-choice", "id", "role", "tabindex", "type"}, a) {
+			t.Errorf("the screen set the attribute %q", a)
+		}
+	}
+}
+
+// newRecorderGet serves one GET straight from a console handler (no
+// guard), as the desktop app's asset server does.
+func newRecorderGet(t *testing.T, h http.Handler, path string) []byte {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://wails.localhost"+path, nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
+	}
+	return w.Body.Bytes()
+}
