@@ -196,6 +196,7 @@ func newRoot(e *env) *cobra.Command {
 		newRunsCmd(e),
 		newCancelCmd(e),
 		newApproveCmd(e),
+		newConsoleCmd(e),
 		newServeCmd(e),
 		newAuthCmd(e),
 		newConnectionsCmd(e),
