@@ -67,7 +67,8 @@ type Handler struct {
 	mux  *http.ServeMux
 }
 
-// New returns the console over h.
+// New returns the console over h. It checks no session, CSRF token, Host or
+// peer: serve it on a network only behind a Guard.
 func New(h *hub.Hub, opts Options) *Handler {
 	if opts.Channel == "" {
 		opts.Channel = approval.ChannelPage
