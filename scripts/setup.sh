@@ -42,6 +42,8 @@ if [ "$tests" = 1 ]; then
     # The race detector (go test -race) needs cgo: a C compiler and libc headers.
     "gcc gcc"
     "/usr/include/stdio.h libc6-dev"
+    # The console's journeys run in a real headless Chromium (playwright-core drives it).
+    "chromium-headless-shell chromium-headless-shell"
   )
 fi
 
