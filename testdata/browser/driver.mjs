@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+// Drives the console page in a real headless Chromium for the Go tests
+// (cmd/capabilities/browser_test.go), through playwright-core. One browser,
+// one page for the whole test; the test sends one JSON command per line on
+// stdin and reads one JSON answer per line on stdout: {"ok": true, ...} or
+// {"ok": false, "error": "..."}. The first line out says the browser is
+// ready (its version).
+//
+// Environment:
+//   BROWSER_EXECUTABLE  the Chromium to start (Debian's chromium-headless-shell)
+//   PLAYWRIGHT_CORE     the playwright-core package directory (testdata/npm)
+//   BROWSER_TIMEOUT_MS  how long a wait may take (the test scales it on a slow machine)
+//
+// Commands (op and its fields):
+//   open {url}           goes to the one-time link, waits for the page
+//   reload               loads the page again; answers its paint times
+//   dialog {run?, not?}  waits for the open approval dialog (about run, when
+//                        given; about another call than the "not" text,
+//                        when given) and answers its texts
+//   closed               waits until no dialog is open; answers the page's status text
+//   choose {choice?, keys?}  decides the open call: a click on the choice's
+//                        button, or the keys pressed in turn (after the page's
+//                        300 ms settle time); answers the POST's status and
+//                        body, and how long from the click or last key until
+//                        the answer arrived (ms, the page's own clock)
+//   screenshot {path, width, height, scheme}
+//   errors               the console errors and page errors seen so far
+//   close
+import { createRequire } from "node:module";
+import path from "node:path";
+import readline from "node:readline";
+
+const require = createRequire(path.join(process.env.PLAYWRIGHT_CORE || ".", "package.json"));
+const { chromium } = require("playwright-core");
+const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 15000);
+
+const browser = await chromium.launch({
+  executablePath: process.env.BROWSER_EXECUTABLE,
+  headless: true,
+  timeout,
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
+context.setDefaultTimeout(timeout);
+const page = await context.newPage();
+
+// The moment of the person's last click or key, in the page's clock, so a
+// decision's time is measured from the event and not from the driver.
+await page.addInitScript(() => {
+  const mark = () => {
+    /** @type {any} */ (window).__actedAt = performance.now();
+  };
+  addEventListener("click", mark, true);
+  addEventListener("keydown", mark, true);
+});
+
+/** @type {string[]} */
+const errors = [];
+page.on("console", (m) => {
+  if (m.type() === "error") errors.push(`console: ${m.text()}`);
+});
+page.on("pageerror", (e) => errors.push(`page: ${e.message}`));
+
+/** The paint times of the page's last load, in ms from its navigation start. */
+async function paints() {
+  return page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        const out = /** @type {Record<string, number>} */ ({});
+        const done = () => resolve(out);
+        const take = () => {
+          for (const e of performance.getEntriesByType("paint")) out[e.name] = e.startTime;
+          if (out["first-contentful-paint"] !== undefined) done();
+        };
+        take();
+        new PerformanceObserver(take).observe({ type: "paint", buffered: true });
+        setTimeout(done, 2000);
+      }),
+  );
+}
+
+async function waitPage() {
+  await page.locator("#queue-title").waitFor();
+  // The page has read the session and the queue once.
+  await page.waitForFunction(() => document.getElementById("empty")?.textContent !== "Loading…");
+}
+
+const ops = {
+  async open({ url }) {
+    const resp = await page.goto(url);
+    await waitPage();
+    return { status: resp?.status(), url: page.url(), paints: await paints() };
+  },
+  async reload() {
+    await page.reload();
+    await waitPage();
+    return { paints: await paints() };
+  },
+  async dialog({ run, not }) {
+    await page.waitForFunction(
+      ([run, not]) => {
+        const d = document.querySelector("dialog#approval");
+        if (!(d instanceof HTMLDialogElement) || !d.open) return false;
+        const head = d.querySelector(".card-head")?.textContent ?? "";
+        return (!run || head.includes(run)) && (!not || head !== not);
+      },
+      [run, not],
+    );
+    return page.evaluate(() => {
+      const d = /** @type {HTMLDialogElement} */ (document.querySelector("dialog#approval"));
+      const text = (/** @type {string} */ sel) => d.querySelector(sel)?.textContent ?? "";
+      return {
+        head: text(".card-head p"),
+        address: text("#approval-title"),
+        summary: text(".summary"),
+        args: text(".args"),
+        notice: text(".status"),
+        choices: [...d.querySelectorAll("button.choice")].map((b) => b.getAttribute("data-choice")),
+        focused: document.activeElement?.getAttribute("data-choice") ?? document.activeElement?.tagName ?? "",
+      };
+    });
+  },
+  async closed() {
+    await page.waitForFunction(() => !(/** @type {HTMLDialogElement} */ (document.querySelector("dialog#approval")).open));
+    return {
+      status: (await page.textContent("#status")) ?? "",
+      empty: (await page.isVisible("#empty")) ? ((await page.textContent("#empty")) ?? "") : "",
+    };
+  },
+  async choose({ choice, keys }) {
+    const answered = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.startsWith("/api/approvals/"));
+    if (keys) {
+      // Shortcuts are ignored for 300 ms after a call is shown.
+      await page.waitForTimeout(400);
+      for (const k of keys) await page.keyboard.press(k);
+    } else {
+      await page.click(`dialog#approval button[data-choice="${choice}"]`);
+    }
+    const resp = await answered;
+    const body = await resp.json();
+    const pathname = new URL(resp.url()).pathname;
+    const timing = await page.evaluate((pathname) => {
+      const acted = /** @type {any} */ (window).__actedAt;
+      const entries = performance.getEntriesByType("resource").filter((e) => new URL(e.name).pathname === pathname);
+      const e = /** @type {PerformanceResourceTiming} */ (entries[entries.length - 1]);
+      return { toResponse: e ? e.responseEnd - acted : -1 };
+    }, pathname);
+    return { status: resp.status(), body, path: pathname, ...timing };
+  },
+  async screenshot({ path: file, width, height, scheme }) {
+    await page.setViewportSize({ width, height });
+    await page.emulateMedia({ colorScheme: scheme });
+    // Two frames: the layout and colours of the new size are painted.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    await page.screenshot({ path: file });
+    return {};
+  },
+  async errors() {
+    return { errors };
+  },
+  async close() {
+    await browser.close();
+    return {};
+  },
+};
+
+const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
+out({ ok: true, version: browser.version() });
+
+const lines = readline.createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (line.trim() === "") continue;
+  let cmd;
+  try {
+    cmd = JSON.parse(line);
+    const op = ops[cmd.op];
+    if (!op) throw new Error(`unknown op ${cmd.op}`);
+    out({ ok: true, ...(await op(cmd)) });
+  } catch (e) {
+    out({ ok: false, error: String(e && e.stack ? e.stack : e) });
+  }
+  if (cmd && cmd.op === "close") break;
+}
+await browser.close().catch(() => {});
