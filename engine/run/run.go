@@ -147,6 +147,18 @@ type Envelope struct {
 	Pending   []PendingInfo    `json:"pending"`
 	Truncated *model.Truncated `json:"truncated,omitempty"`
 	Notices   []string         `json:"notices"`
+	// Decisions are the answers people gave to this run's pending items,
+	// in the order the items came, each with the channel it came through
+	// (cli, approval-page, desktop, elicitation; auth for a credential).
+	Decisions []DecisionInfo `json:"decisions,omitempty"`
+}
+
+// DecisionInfo is one decided pending item in the envelope.
+type DecisionInfo struct {
+	ID      string       `json:"id"`
+	Address string       `json:"address"`
+	Choice  model.Choice `json:"choice"`
+	Channel string       `json:"channel"`
 }
 
 // CallInfo is one settled tool call in the envelope.
@@ -393,6 +405,11 @@ func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 			continue
 		}
 		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
+	}
+	for _, p := range r.Pending {
+		if p.Decision != nil {
+			env.Decisions = append(env.Decisions, DecisionInfo{ID: p.ID, Address: p.Address, Choice: p.Decision.Choice, Channel: p.Decision.Channel})
+		}
 	}
 	if r.Status.Paused() {
 		for _, p := range r.Pending {
