@@ -72,7 +72,50 @@ func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if env.Status == "awaiting_approval" && s.canElicit(req) {
 		return s.askClient(env), nil
 	}
+	if env.Status == "awaiting_approval" && s.opts.Pages != nil {
+		return s.showPage(ctx, env), nil
+	}
 	return envelopeResult(env), nil
+}
+
+// showPage opens the approval page for a pending envelope and says so in
+// its text line, with `hub approve` as the fallback. The page's address
+// never reaches the model.
+func (s *Server) showPage(ctx context.Context, env *hub.Envelope) *mcp.CallToolResult {
+	var ids []string
+	for _, p := range env.Pending {
+		if p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return envelopeResult(env)
+	}
+	page, err := s.opts.Pages.Open(ctx, env.RunID, ids)
+	if err != nil {
+		s.opts.Logger.Warn("could not open the approval page; the person can run hub approve", "run", env.RunID, "err", err)
+		page = Page{Why: "it could not be opened"}
+	}
+	res := envelopeResult(env)
+	res.Content = []mcp.Content{&mcp.TextContent{Text: pageSummary(env, page)}}
+	return res
+}
+
+// pageSummary is the awaiting_approval line when the hub tried to open the
+// approval page.
+func pageSummary(env *hub.Envelope, page Page) string {
+	var what []string
+	for _, p := range env.Pending {
+		what = append(what, p.Address)
+	}
+	if page.Shown {
+		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. A page opened on the person's screen to decide it: tell the person (if they cannot use it, they run `capabilities hub approve %s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), env.RunID, env.RunID)
+	}
+	why := page.Why
+	if why == "" {
+		why = "it could not be opened"
+	}
+	return fmt.Sprintf("awaiting_approval: %s needs a person's decision. No page opened on the person's screen: %s. Tell the person to run `capabilities hub approve %s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), why, env.RunID, env.RunID)
 }
 
 // resume continues a run. A person's answers to the client's form, with the

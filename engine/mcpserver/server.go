@@ -33,6 +33,10 @@ type Options struct {
 	Signer *elicit.Signer
 	// ElicitTTL is how long a signed approval state stays valid (10 min).
 	ElicitTTL time.Duration
+	// Pages opens the approval page on the person's screen when a run
+	// waits for a decision and the client cannot elicit; nil: the envelope
+	// names only `hub approve`.
+	Pages PageOpener
 }
 
 // Server serves the hub over MCP.

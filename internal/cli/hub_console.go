@@ -5,11 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/console"
@@ -110,48 +106,4 @@ The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the system's ope
 	c.Flags().IntVar(&port, "port", 0, "the loopback `PORT` to serve on (0: a free one)")
 	_ = c.RegisterFlagCompletionFunc("run", complete(runIDs(awaitingDecision)))
 	return c
-}
-
-// errNoBrowser says CAPABILITIES_NO_BROWSER=1 asked for no browser.
-var errNoBrowser = errors.New("no browser wanted")
-
-// openBrowser starts the person's browser on a link, without waiting for
-// it: CAPABILITIES_BROWSER, else $BROWSER (its first entry), else the
-// system's opener. A "%s" in the command stands for the link; else the
-// link is the last argument.
-func openBrowser(link string) error {
-	if os.Getenv("CAPABILITIES_NO_BROWSER") == "1" {
-		return errNoBrowser
-	}
-	cmdline := os.Getenv("CAPABILITIES_BROWSER")
-	if cmdline == "" {
-		cmdline, _, _ = strings.Cut(os.Getenv("BROWSER"), string(os.PathListSeparator))
-	}
-	argv := strings.Fields(cmdline)
-	if len(argv) == 0 {
-		switch runtime.GOOS {
-		case "darwin":
-			argv = []string{"open"}
-		case "windows":
-			argv = []string{"rundll32", "url.dll,FileProtocolHandler"}
-		default:
-			argv = []string{"xdg-open"}
-		}
-	}
-	substituted := false
-	for i, a := range argv[1:] {
-		if strings.Contains(a, "%s") {
-			argv[i+1] = strings.ReplaceAll(a, "%s", link)
-			substituted = true
-		}
-	}
-	if !substituted {
-		argv = append(argv, link)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("opening a browser with %s: %w", argv[0], err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
 }

@@ -21,11 +21,12 @@ import (
 
 func newServeCmd(e *env) *cobra.Command {
 	var (
-		stdio   bool
-		httpOn  bool
-		port    int
-		host    string
-		profile string
+		stdio    bool
+		httpOn   bool
+		port     int
+		host     string
+		profile  string
+		pagePort int
 	)
 	c := &cobra.Command{
 		Use:   "serve --stdio | --http [--port 4790]",
@@ -33,7 +34,13 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
 stderr). --http listens on 127.0.0.1 only and requires the bearer token kept in
-$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
+$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).
+
+When a run waits for a person's decision and the agent's client cannot ask through its
+own form, serve opens the approval page in the person's browser (once per pending call):
+the console on 127.0.0.1 (a free port unless --page-port) behind a one-time link the
+model never sees. The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the
+system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub approve`" + ` always works.`,
 		Example: `  capabilities hub serve --stdio
   capabilities hub serve --http --port 4790`,
 		Args: exactArgs(0, "no arguments"),
@@ -52,6 +59,9 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 					return usagef("--port %d: pass 1 to 65535", port)
 				}
 			}
+			if pagePort < 0 || pagePort > 65535 {
+				return usagef("--page-port %d: pass 1 to 65535, or 0 for a free port", pagePort)
+			}
 			h, st, err := e.openHub()
 			if err != nil {
 				return err
@@ -61,9 +71,11 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 			if err != nil {
 				return err
 			}
-			srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer})
 			ctx, cancel := context.WithCancel(c.Context())
 			defer cancel()
+			pages := newPageOpener(ctx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
+			defer pages.Close()
+			srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages})
 			go func() {
 				if err := h.Watch(ctx); err != nil {
 					e.log.Warn("live configuration is off", "err", err)
@@ -104,6 +116,7 @@ $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).`,
 	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
 	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
+	c.Flags().IntVar(&pagePort, "page-port", 0, "the loopback `PORT` of the approval page (0: a free one)")
 	c.Flags().StringVar(&profile, "profile", "default", "the profile `NAME` to serve (only default exists for now)")
 	return c
 }
