@@ -61,9 +61,11 @@ func newHub(t testing.TB) *hubEnv {
 	return h
 }
 
-// env is the environment of every process run against this hub.
+// env is the environment of every process run against this hub. No test
+// opens the approval page in a real browser (CAPABILITIES_NO_BROWSER=1; the
+// page's own tests override it).
 func (h *hubEnv) env() []string {
-	return append(os.Environ(), "CAPABILITIES_HOME="+h.home, "CAP_BIN="+binPath,
+	return append(os.Environ(), "CAPABILITIES_HOME="+h.home, "CAP_BIN="+binPath, "CAPABILITIES_NO_BROWSER=1",
 		"CAPABILITIES_CONNECT_TIMEOUT="+testenv.Timeout(source.DefaultConnectTimeout).String())
 }
 
