@@ -129,3 +129,130 @@ export async function post(path, payload) {
 export function decide(item, choice) {
   return post(`/api/approvals/${encodeURIComponent(item.run)}/${encodeURIComponent(item.id)}`, { choice });
 }
+
+/** @typedef {"read" | "write" | "destructive"} Effect */
+/** @typedef {"allow" | "ask" | "deny"} Action */
+
+/**
+ * A new or changed tool awaiting review (GET /api/review).
+ * @typedef {object} ReviewItem
+ * @property {string} address
+ * @property {string} contract
+ * @property {string} [title]
+ * @property {string} summary
+ * @property {string} description
+ * @property {Effect} effect
+ * @property {"new" | "changed"} status
+ * @property {Action} proposal
+ * @property {string[]} [changes] line diffs against the reviewed contract
+ */
+
+/**
+ * A stdio command awaiting consent.
+ * @typedef {object} CommandConsent
+ * @property {string} namespace
+ * @property {string} command
+ */
+
+/**
+ * A reviewed tool its source no longer lists.
+ * @typedef {object} RemovedTool
+ * @property {string} address
+ * @property {string} contract
+ * @property {string} [description]
+ */
+
+/**
+ * GET /api/review.
+ * @typedef {object} Inbox
+ * @property {ReviewItem[]} items
+ * @property {CommandConsent[] | null} commands
+ * @property {RemovedTool[] | null} removed
+ * @property {boolean} [readOnly]
+ */
+
+/**
+ * What POST /api/review answers.
+ * @typedef {object} Accepted
+ * @property {number} accepted
+ * @property {number} commands
+ * @property {number} removed
+ */
+
+/**
+ * One run (GET /api/runs).
+ * @typedef {object} RunRow
+ * @property {string} id
+ * @property {string} status
+ * @property {number} attempts
+ * @property {number} waiting
+ * @property {string} createdAt
+ * @property {string} updatedAt
+ */
+
+/**
+ * A person's decision on a call.
+ * @typedef {object} CallDecision
+ * @property {Choice} choice
+ * @property {string} channel
+ * @property {string} at
+ */
+
+/**
+ * One call of a run: `at` is when it ended (when it started, for a call in
+ * flight), `ms` how long it took.
+ * @typedef {object} Call
+ * @property {number} seq
+ * @property {string} address
+ * @property {string} [connection]
+ * @property {boolean} ok
+ * @property {{code: string, message: string, hint?: string}} [error]
+ * @property {number} ms
+ * @property {string} at
+ * @property {boolean} [inFlight]
+ * @property {CallDecision} [decision]
+ */
+
+/**
+ * GET /api/runs/{run}.
+ * @typedef {object} RunDetail
+ * @property {RunRow} run
+ * @property {string} code
+ * @property {{status: string, error?: {code?: string, message?: string}, logs?: string[] | null, notices?: string[] | null} | null} envelope
+ * @property {Call[]} calls
+ */
+
+/**
+ * One source (GET /api/sources).
+ * @typedef {object} SourceInfo
+ * @property {string} namespace
+ * @property {string} kind
+ * @property {string} [serverName]
+ * @property {string} [serverVersion]
+ * @property {string} [url]
+ * @property {string} [command]
+ * @property {string} health
+ * @property {string} [lastError]
+ * @property {string} [checkedAt]
+ * @property {{address: string, title?: string, summary: string, effect: Effect}[] | null} tools
+ * @property {{name: string, default: boolean, createdAt: string}[] | null} connections
+ */
+
+/**
+ * Accepts exactly what the Review screen showed: each tool at the contract
+ * shown (with the person's action when it differs from the proposal), each
+ * command as shown, and the removals shown.
+ * @param {Inbox} shown
+ * @param {Record<string, Action>} actions by address
+ * @returns {Promise<Accepted>}
+ */
+export function acceptReview(shown, actions) {
+  return post("/api/review", {
+    items: shown.items.map((it) => {
+      const a = actions[it.address];
+      return a && a !== it.proposal ? { address: it.address, contract: it.contract, action: a } : { address: it.address, contract: it.contract };
+    }),
+    commands: shown.commands ?? [],
+    removed: (shown.removed ?? []).map((r) => r.address),
+  });
+}

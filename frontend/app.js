@@ -1,12 +1,30 @@
-// The console page: the Approval screen over the console API. Plain ES
-// modules, no build step.
-import { APIError, decide, get, setCSRF } from "./api.js";
+// The console page: four screens over the console API (Approvals, Review,
+// Runs, Sources), one shown at a time, chosen by the bar, 1–4 or g then
+// a/r/u/s, and kept in the address's fragment (#review, #runs/<run>).
+// Plain ES modules, no build step.
+import { APIError, acceptReview, decide, get, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
-import { replace } from "./dom.js";
+import { h, replace } from "./dom.js";
+import { renderReview, reviewCount } from "./review.js";
+import { renderRunDetail, renderRunList } from "./runs.js";
+import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
 /** @typedef {import("./api.js").Choice} Choice */
 /** @typedef {import("./api.js").Session} Session */
+/** @typedef {import("./api.js").Inbox} Inbox */
+/** @typedef {import("./api.js").Action} Action */
+/** @typedef {import("./api.js").RunRow} RunRow */
+/** @typedef {import("./api.js").RunDetail} RunDetail */
+/** @typedef {import("./api.js").SourceInfo} SourceInfo */
+/** @typedef {"approvals" | "review" | "runs" | "sources"} Screen */
+
+/** @type {Screen[]} */
+const SCREENS = ["approvals", "review", "runs", "sources"];
+/** @type {Record<string, Screen>} */
+const AFTER_G = { a: "approvals", r: "review", u: "runs", s: "sources" };
+// g then a screen's letter must follow within this long.
+const G_MS = 1500;
 
 const POLL_MS = 3000;
 // A key held down, or pressed twice, must not decide the next call too:
@@ -32,6 +50,14 @@ const ui = {
   error: byId("error", HTMLParagraphElement),
   expiry: byId("expiry", HTMLParagraphElement),
   dialog: byId("approval", HTMLDialogElement),
+  reviewBody: byId("review-body", HTMLDivElement),
+  reviewStatus: byId("review-status", HTMLDivElement),
+  runsList: byId("runs-list", HTMLOListElement),
+  runsEmpty: byId("runs-empty", HTMLParagraphElement),
+  runDetail: byId("run-detail", HTMLDivElement),
+  sourcesList: byId("sources-list", HTMLDivElement),
+  approvalsCount: byId("nav-approvals-count", HTMLSpanElement),
+  reviewCount: byId("nav-review-count", HTMLSpanElement),
 };
 
 const state = {
@@ -50,6 +76,23 @@ const state = {
   decided: null,
   /** @type {number | undefined} */
   timer: undefined,
+  /** @type {Screen} */
+  screen: "approvals",
+  /** @type {string} the run shown on the Runs screen */
+  run: "",
+  // The Review screen: the inbox exactly as shown (acceptance sends its
+  // contracts), the person's rule per tool, and when it was shown.
+  /** @type {Inbox | null} */
+  inbox: null,
+  /** @type {Record<string, Action>} */
+  actions: {},
+  reviewShownAt: 0,
+  reviewBusy: false,
+  // When g was pressed, for g then a screen's letter.
+  gAt: -Infinity,
+  // Counts the screens shown: a load finishing after the person moved on
+  // does not draw over the screen now shown.
+  shown: 0,
 };
 
 /** @param {Approval} a @param {Approval} b */
@@ -84,12 +127,18 @@ function failed(err) {
   showError(err instanceof Error ? err.message : String(err));
 }
 
+function setTitle() {
+  const n = state.queue.length;
+  document.title = `${n > 0 ? `(${n}) ` : ""}Capabilities: ${state.screen}`;
+}
+
 function renderList() {
   const now = Date.now();
   replace(ui.queue, ...renderQueue(state.queue, open, now));
   ui.empty.hidden = state.queue.length > 0;
   ui.empty.textContent = "Nothing waits for a decision.";
-  document.title = state.queue.length > 0 ? `(${state.queue.length}) Capabilities: approvals` : "Capabilities: approvals";
+  ui.approvalsCount.textContent = state.queue.length > 0 ? String(state.queue.length) : "";
+  setTitle();
 }
 
 /** @param {Approval} item */
@@ -169,7 +218,7 @@ async function refresh() {
     closeDialog();
     replace(ui.status, renderDecided("No longer waiting", cur.address, "This call was decided elsewhere or expired."));
   }
-  if (!ui.dialog.open && state.autoOpen && state.queue.length > 0) {
+  if (!ui.dialog.open && state.autoOpen && state.screen === "approvals" && state.queue.length > 0) {
     show(state.queue[0]);
   }
   state.decided = null;
@@ -198,6 +247,210 @@ ui.dialog.addEventListener("cancel", () => {
   state.current = null;
 });
 
+// ---- Screens ----
+
+/**
+ * The screen (and run) the address's fragment names.
+ * @returns {{screen: Screen, run: string}}
+ */
+function route() {
+  const [name, ...rest] = location.hash.replace(/^#/, "").split("/");
+  const screen = SCREENS.find((s) => s === name) ?? "approvals";
+  let run = "";
+  try {
+    run = screen === "runs" ? decodeURIComponent(rest.join("/")) : "";
+  } catch {
+    run = "";
+  }
+  return { screen, run };
+}
+
+/**
+ * Goes to a screen (and run): the fragment changes, and the page follows.
+ * @param {Screen} screen
+ * @param {string} [run]
+ * @param {boolean} [focus] move focus to the screen's heading
+ */
+function go(screen, run, focus) {
+  const hash = screen === "approvals" ? "" : run ? `#${screen}/${encodeURIComponent(run)}` : `#${screen}`;
+  focusNext = focus === true;
+  if (location.hash === hash || (hash === "" && location.hash === "#")) {
+    void follow();
+  } else if (hash === "") {
+    history.pushState(null, "", location.pathname + location.search);
+    void follow();
+  } else {
+    location.hash = hash;
+  }
+}
+
+let focusNext = false;
+
+/** Shows the screen the fragment names and reads what it shows. */
+async function follow() {
+  if (state.stopped) return;
+  const { screen, run } = route();
+  const focus = focusNext;
+  focusNext = false;
+  const changed = screen !== state.screen;
+  state.screen = screen;
+  state.shown++;
+  for (const s of SCREENS) {
+    byId(`screen-${s}`, HTMLElement).hidden = s !== screen;
+    const b = byId(`nav-${s}`, HTMLButtonElement);
+    if (s === screen) b.setAttribute("aria-current", "page");
+    else b.removeAttribute("aria-current");
+  }
+  setTitle();
+  if (focus) byId(`${screen === "approvals" ? "queue" : screen}-title`, HTMLHeadingElement).focus();
+  if (screen !== "approvals" && ui.dialog.open) closeDialog();
+  if (screen === "approvals") {
+    if (changed) state.autoOpen = true;
+    await refresh();
+  } else if (screen === "review") {
+    if (changed) {
+      // Nothing is accepted until the inbox read now is shown.
+      state.inbox = null;
+      replace(ui.reviewBody, h("p", { class: "muted" }, "Loading…"));
+    }
+    await loadReview();
+  } else if (screen === "runs") {
+    await loadRuns(run, focus);
+  } else {
+    await loadSources();
+  }
+}
+
+async function loadReview() {
+  const shown = state.shown;
+  try {
+    const inbox = await get("/api/review").then((v) => /** @type {Inbox} */ (v));
+    if (shown !== state.shown) return;
+    showError("");
+    state.inbox = inbox;
+    state.actions = {};
+    const { nodes } = renderReview(inbox, state.actions, () => void acceptShown());
+    replace(ui.reviewBody, ...nodes);
+    ui.reviewCount.textContent = reviewCount(inbox) > 0 ? String(reviewCount(inbox)) : "";
+    state.reviewShownAt = performance.now();
+  } catch (err) {
+    failed(err);
+  }
+}
+
+/** Accepts exactly what the Review screen shows; a 409 reloads it. */
+async function acceptShown() {
+  const shown = state.inbox;
+  if (!shown || shown.readOnly || reviewCount(shown) === 0 || state.reviewBusy) return;
+  state.reviewBusy = true;
+  for (const b of ui.reviewBody.querySelectorAll("button, select")) {
+    if (b instanceof HTMLButtonElement || b instanceof HTMLSelectElement) b.disabled = true;
+  }
+  try {
+    const a = await acceptReview(shown, state.actions);
+    const parts = [`Accepted ${a.accepted} tool(s)`];
+    if (a.commands > 0) parts.push(`consented to ${a.commands} command(s)`);
+    if (a.removed > 0) parts.push(`forgot ${a.removed} removed tool(s)`);
+    replace(ui.reviewStatus, h("p", { class: "decided", "data-testid": "review-accepted" }, `${parts.join(", ")}.`));
+  } catch (err) {
+    if (err instanceof APIError && err.status === 409) {
+      replace(
+        ui.reviewStatus,
+        h("p", { class: "warn", "data-testid": "review-conflict" }, `Nothing was accepted: ${err.message}. The inbox below was read again; look at it and accept again.`),
+      );
+    } else {
+      failed(err);
+    }
+  } finally {
+    state.reviewBusy = false;
+  }
+  await loadReview();
+  byId("review-title", HTMLHeadingElement).focus();
+}
+
+/**
+ * Reads the runs, and the run shown if any.
+ * @param {string} run
+ * @param {boolean} focus
+ */
+async function loadRuns(run, focus) {
+  state.run = run;
+  const shown = state.shown;
+  try {
+    const { runs } = await get("/api/runs").then((v) => /** @type {{runs: RunRow[]}} */ (v));
+    if (shown !== state.shown) return;
+    showError("");
+    replace(ui.runsList, ...renderRunList(runs, run, (id) => go("runs", id, true), Date.now()));
+    ui.runsEmpty.hidden = runs.length > 0;
+  } catch (err) {
+    failed(err);
+    return;
+  }
+  if (!run) {
+    replace(ui.runDetail, h("p", { class: "muted" }, "Choose a run to see its calls over time."));
+    return;
+  }
+  try {
+    const d = await get(`/api/runs/${encodeURIComponent(run)}`).then((v) => /** @type {RunDetail} */ (v));
+    if (shown !== state.shown) return;
+    replace(ui.runDetail, renderRunDetail(d, Date.now()));
+    if (focus) byId("run-title", HTMLHeadingElement).focus();
+  } catch (err) {
+    if (shown !== state.shown) return;
+    replace(ui.runDetail, h("p", { class: "error", "data-testid": "run-missing" }, err instanceof Error ? err.message : String(err)));
+  }
+}
+
+async function loadSources() {
+  try {
+    const shown = state.shown;
+    const { sources } = await get("/api/sources").then((v) => /** @type {{sources: SourceInfo[]}} */ (v));
+    if (shown !== state.shown) return;
+    showError("");
+    replace(ui.sourcesList, ...renderSources(sources, Date.now()));
+  } catch (err) {
+    failed(err);
+  }
+}
+
+for (const s of SCREENS) {
+  byId(`nav-${s}`, HTMLButtonElement).addEventListener("click", () => go(s));
+}
+// Back and forward between fragments fire hashchange (popstate too: one is
+// enough, or each screen would load twice).
+window.addEventListener("hashchange", () => void follow());
+
+// Screen shortcuts, and a on the Review screen. Not while a call is open
+// (its own keys), nor while typing or choosing in a control.
+document.addEventListener("keydown", (ev) => {
+  if (ui.dialog.open || ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || state.stopped) return;
+  const t = ev.target;
+  if (t instanceof HTMLInputElement || t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement) return;
+  const now = performance.now();
+  const afterG = now - state.gAt < G_MS;
+  state.gAt = -Infinity;
+  const k = ev.key.toLowerCase();
+  if (afterG && k in AFTER_G) {
+    ev.preventDefault();
+    go(AFTER_G[k], undefined, true);
+    return;
+  }
+  if (k === "g") {
+    state.gAt = now;
+    return;
+  }
+  const n = ["1", "2", "3", "4"].indexOf(ev.key);
+  if (n >= 0) {
+    ev.preventDefault();
+    go(SCREENS[n], undefined, true);
+    return;
+  }
+  if (k === "a" && state.screen === "review" && now - state.reviewShownAt >= SETTLE_MS) {
+    ev.preventDefault();
+    void acceptShown();
+  }
+});
+
 async function main() {
   try {
     const s = await get("/api/session").then((v) => /** @type {Session} */ (v));
@@ -210,7 +463,17 @@ async function main() {
     failed(err);
     return;
   }
-  await refresh();
+  await follow();
+  if (state.screen !== "approvals") await refresh();
+  if (state.screen !== "review" && !state.stopped) {
+    // How many things await review, on the bar.
+    get("/api/review")
+      .then((v) => {
+        const n = reviewCount(/** @type {Inbox} */ (v));
+        ui.reviewCount.textContent = n > 0 ? String(n) : "";
+      })
+      .catch(() => {});
+  }
   state.timer = window.setInterval(() => {
     if (document.visibilityState === "visible" && !state.busy) void refresh();
   }, POLL_MS);

@@ -30,6 +30,37 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/**
+ * The SVG elements the screens draw with: shapes and text, never anything
+ * that links, loads, animates or embeds (no a, use, image, script,
+ * foreignObject, animate or set).
+ */
+const SVG_TAGS = new Set(["svg", "g", "rect", "line", "title"]);
+
+/**
+ * Creates an SVG element with attributes (geometry and class) and children.
+ * Same rules as h(): strings become text, no handler, link or style.
+ * @param {"svg" | "g" | "rect" | "line" | "title"} tag
+ * @param {Record<string, string | number | boolean | undefined> | null} [attrs]
+ * @param {...Child} children
+ * @returns {SVGElement}
+ */
+export function svg(tag, attrs, ...children) {
+  if (!SVG_TAGS.has(tag)) throw new Error(`svg(): element ${tag} is not allowed`);
+  const el = /** @type {SVGElement} */ (document.createElementNS(SVG_NS, tag));
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (UNSAFE.test(name)) {
+      throw new Error(`svg(): attribute ${name} is not allowed`);
+    }
+    if (value === undefined || value === false) continue;
+    el.setAttribute(name, value === true ? "" : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
 /**
  * Appends children to a parent; strings become text nodes.
  * @param {Node} parent
