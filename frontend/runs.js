@@ -179,6 +179,8 @@ export function renderTimeline(calls, endedAt) {
         svg("title", null, label),
         ...grid(),
         svg("rect", { class: `bar outcome-${r.outcome}`, "data-testid": "timeline-bar", x: r.x.toFixed(1), y: 4, width: r.w.toFixed(1), height: 12, rx: 2 }),
+        // From the person's decision to the call: the wait the decision ended.
+        r.tick !== null && r.tick < r.x ? svg("rect", { class: `wait decision-${r.decision}`, x: r.tick.toFixed(1), y: 9, width: (r.x - r.tick).toFixed(1), height: 2 }) : null,
         r.tick !== null ? svg("rect", { class: `tick decision-${r.decision}`, x: Math.max(0, Math.min(WIDTH - 3, r.tick - 1.5)).toFixed(1), y: 0, width: 3, height: 20 }) : null,
       ),
     );
@@ -205,7 +207,7 @@ export function renderTimeline(calls, endedAt) {
       h("span", { class: "swatch outcome-error" }),
       " failed, ",
       h("span", { class: "swatch outcome-in-flight" }),
-      " in flight. A tick marks when a person decided; the label says who allowed the call: once, run, always, deny, or policy.",
+      " in flight. A tick marks when a person decided, a thin line joins it to the call; the label says who allowed the call: once, run, always, deny, or policy.",
     ),
   );
 }
