@@ -86,7 +86,7 @@ The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the system's ope
 			opened := ""
 			if err := openBrowser(link); err == nil {
 				opened = " (opened in your browser)"
-			} else if !errors.Is(err, errNoBrowser) {
+			} else if !errors.Is(err, errNoBrowser) && !errors.Is(err, errNoDisplay) {
 				e.log.Warn("could not open a browser; open the link yourself", "err", err)
 			}
 			fmt.Fprintf(e.stdout, "Console: %s%s\n", link, opened)
