@@ -119,6 +119,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 
+	var loop string // the run allowed with "run": three writes
 	t.Run("four choices", func(t *testing.T) {
 		// once: this write runs; the run's next write asks again.
 		r := h.exec(`await writer.record({item: "once 1"}); await writer.record({item: "once 2"}); return "both"`, "awaiting_approval")
@@ -137,6 +138,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.reload()
 		decide(r.RunID, "writer.record", "run")
 		recorded(r.RunID, "run")
+		loop = r.RunID
 		if env := h.resume(r.RunID, "completed"); string(env.Result) != "3" {
 			t.Fatalf("the run's result: %s, want 3", env.Result)
 		}
@@ -232,6 +234,105 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.wantLines(writes, 8)
 	})
 
+	t.Run("over stdio", func(t *testing.T) {
+		// An MCP client that cannot elicit runs serve --stdio: the write
+		// pauses and serve opens the page itself, handing the link to
+		// CAPABILITIES_BROWSER; the person decides in the page, the client
+		// resumes and the write happens once.
+		links := filepath.Join(work, "links-stdio")
+		env := append(slices.Clone(h.env), "CAPABILITIES_TEST_LINKS="+links)
+		p.do(map[string]any{"op": "mcpConnect", "command": bin, "args": []string{"hub", "serve", "--stdio"}, "env": envMap(env)}, nil)
+		defer p.do(map[string]any{"op": "mcpClose"}, nil)
+		r := p.execute(map[string]any{"code": fmt.Sprintf(write, "over stdio")})
+		if r.Structured.Status != "awaiting_approval" || r.Structured.RunID == "" {
+			t.Fatalf("execute over stdio: %+v %s", r.Structured, r.Text)
+		}
+		if strings.Contains(r.Text, "127.0.0.1:") || strings.Contains(r.Text, "token") {
+			t.Fatalf("the envelope holds the page's link: %s", r.Text)
+		}
+		link, err := waitLink(links)
+		if err != nil {
+			t.Fatalf("serve --stdio: %v (envelope: %s)", err, r.Text)
+		}
+		var opened struct{ Status int }
+		p.do(map[string]any{"op": "open", "url": link, "tab": true}, &opened)
+		defer p.do(map[string]any{"op": "closeTab"}, nil)
+		p.screenshots(shots, "stdio-approval")
+		decide(r.Structured.RunID, "writer.record", "once")
+		r = p.execute(map[string]any{"resume": r.Structured.RunID})
+		if r.Structured.Status != "completed" || !strings.Contains(r.Text, "recorded over stdio") {
+			t.Fatalf("resumed over stdio: %+v %s", r.Structured, r.Text)
+		}
+		want := []executeDecision{{Address: "writer.record", Choice: "once", Channel: "approval-page"}}
+		if diff := cmp.Diff(want, r.Structured.Decisions); diff != "" {
+			t.Fatalf("the envelope's decisions (-want +got):\n%s", diff)
+		}
+		h.wantLines(writes, 9)
+	})
+
+	t.Run("review accept", func(t *testing.T) {
+		// A source whose tools change upstream after their review: refresh
+		// finds it, the Review screen shows them changed, accept reviews them
+		// again and the next call of the read-only echo does not ask.
+		state := filepath.Join(work, "state.json")
+		h.run("hub", "add", "--yes", "--namespace", "rev", "--env", "SCRIPTED_STATE="+state, "--", node, scripted)
+		if err := os.WriteFile(state, []byte(`{"desc": " Now with more words."}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h.run("hub", "refresh", "rev")
+		p.reload()
+		p.do(map[string]any{"op": "click", "selector": "#nav-review"}, nil)
+		if got := p.text(`[data-testid=review-item][data-address="rev.echo"]`, ""); !strings.Contains(got, "changed") || !strings.Contains(got, "Now with more words.") {
+			t.Fatalf("the Review screen shows rev.echo as %q; want it changed, with its new description", got)
+		}
+		p.screenshots(shots, "review")
+		p.do(map[string]any{"op": "click", "selector": "#review-accept"}, nil)
+		if got := p.text(`[data-testid=review-accepted]`, ""); !strings.Contains(got, "Accepted 3 tool(s)") {
+			t.Fatalf("after accept the Review screen says %q", got)
+		}
+		p.text("#review-empty", "Nothing to review")
+		p.screenshots(shots, "review-accepted")
+		if out := h.run("hub", "review", "--json"); strings.Contains(out, `"changed"`) {
+			t.Fatalf("hub review still lists changed tools after the page accepted them:\n%s", out)
+		}
+		env := h.exec(`return await rev.echo({message: "after review"})`, "completed")
+		if !strings.Contains(string(env.Result), "after review") {
+			t.Fatalf("rev.echo's result: %s", env.Result)
+		}
+	})
+
+	t.Run("runs timeline", func(t *testing.T) {
+		if loop == "" {
+			t.Skip("the four choices journey made no run")
+		}
+		// The finished run allowed with "run": three writes, each a bar on
+		// the run's time axis, the first decided by the person.
+		p.do(map[string]any{"op": "click", "selector": "#nav-runs"}, nil)
+		p.do(map[string]any{"op": "click", "selector": `[data-testid=run-row][data-run="` + loop + `"]`}, nil)
+		detail := p.text(`[data-testid=run-detail][data-run="`+loop+`"]`, "writer.record")
+		for _, want := range []string{"completed", "#1", "#2", "#3", "writer.record"} {
+			if !strings.Contains(detail, want) {
+				t.Fatalf("the run's detail lacks %q:\n%s", want, detail)
+			}
+		}
+		if n := p.count(`[data-testid=run-detail] [data-testid=timeline-bar]`); n != 3 {
+			t.Fatalf("the timeline draws %d bars, want 3 (one per write)", n)
+		}
+		p.screenshots(shots, "runs", "[data-testid=run-detail]")
+	})
+
+	t.Run("sources", func(t *testing.T) {
+		p.do(map[string]any{"op": "click", "selector": "#nav-sources"}, nil)
+		for _, tool := range []string{"writer.record", "keeper.record", "rev.echo"} {
+			ns, _, _ := strings.Cut(tool, ".")
+			if got := p.text(`[data-testid=source][data-namespace="`+ns+`"][data-health=ok]`, tool); !strings.Contains(got, "scripted.mjs") {
+				t.Fatalf("the Sources screen shows %s as %q; want it healthy, with its command and tools", ns, got)
+			}
+		}
+		p.screenshots(shots, "sources")
+		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
+	})
+
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
@@ -248,10 +349,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 }
 
-// requireBrowser returns Chromium's path and playwright-core's directory.
+// requireBrowser returns Chromium's path and testdata/npm/node_modules,
+// which holds playwright-core.
 // When one is missing it fails in CI (CI=true) and skips elsewhere, saying
 // to run scripts/setup.sh --tests.
-func requireBrowser(t *testing.T) (chromium, playwright string) {
+func requireBrowser(t *testing.T) (chromium, nodeModules string) {
 	t.Helper()
 	var missing []string
 	for _, name := range []string{"chromium-headless-shell", "chromium"} {
@@ -263,8 +365,8 @@ func requireBrowser(t *testing.T) (chromium, playwright string) {
 	if chromium == "" {
 		missing = append(missing, "Chromium (Debian's chromium-headless-shell)")
 	}
-	playwright = filepath.Join(testenv.Root(t), "testdata", "npm", "node_modules", "playwright-core")
-	if _, err := os.Stat(filepath.Join(playwright, "package.json")); err != nil {
+	nodeModules = filepath.Join(testenv.Root(t), "testdata", "npm", "node_modules")
+	if _, err := os.Stat(filepath.Join(nodeModules, "playwright-core", "package.json")); err != nil {
 		missing = append(missing, "playwright-core in testdata/npm")
 	}
 	if len(missing) > 0 {
@@ -274,7 +376,7 @@ func requireBrowser(t *testing.T) (chromium, playwright string) {
 		}
 		t.Skip(msg)
 	}
-	return chromium, playwright
+	return chromium, nodeModules
 }
 
 // browserHub runs the capabilities command on one hub.
@@ -398,20 +500,27 @@ func (h *browserHub) console() string {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	})
-	links := filepath.Join(h.work, "links")
+	link, err := waitLink(filepath.Join(h.work, "links"))
+	if err != nil {
+		h.t.Fatalf("hub console: %v\n%s", err, out.String())
+	}
+	return link
+}
+
+// waitLink waits for the one link hand-link.sh wrote to a file.
+func waitLink(file string) (string, error) {
 	deadline := time.Now().Add(testenv.Timeout(15 * time.Second))
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(links); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+		if b, err := os.ReadFile(file); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			link := strings.TrimSpace(string(b))
 			if strings.Contains(link, "\n") || !strings.HasPrefix(link, "http://127.0.0.1:") {
-				h.t.Fatalf("the browser was handed %q, want one link", b)
+				return "", fmt.Errorf("the browser was handed %q, want one link", b)
 			}
-			return link
+			return link, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	h.t.Fatalf("hub console handed no link to CAPABILITIES_BROWSER:\n%s", out.String())
-	return ""
+	return "", errors.New("no link was handed to CAPABILITIES_BROWSER")
 }
 
 type syncedBuffer struct {
@@ -438,12 +547,12 @@ type driver struct {
 	out *bufio.Reader
 }
 
-func startDriver(t *testing.T, node, chromium, playwright string) *driver {
+func startDriver(t *testing.T, node, chromium, nodeModules string) *driver {
 	t.Helper()
 	cmd := exec.Command(node, filepath.Join(testenv.Root(t), "testdata", "browser", "driver.mjs"))
 	cmd.Env = append(os.Environ(),
 		"BROWSER_EXECUTABLE="+chromium,
-		"PLAYWRIGHT_CORE="+playwright,
+		"NODE_MODULES="+nodeModules,
 		"BROWSER_TIMEOUT_MS="+strconv.FormatInt(testenv.Timeout(15*time.Second).Milliseconds(), 10))
 	var stderr syncedBuffer
 	cmd.Stderr = &stderr
@@ -569,15 +678,67 @@ func (d *driver) choose(choice string, keys ...string) pageDecided {
 }
 
 // screenshots saves the page at 1280×800 and 390×844, light and dark, as
-// NAME-WIDTH-SCHEME.png, and leaves it at 1280×800 light.
-func (d *driver) screenshots(dir, name string) {
+// NAME-WIDTH-SCHEME.png, and leaves it at 1280×800 light. With a selector,
+// its element is scrolled into view first.
+func (d *driver) screenshots(dir, name string, scrollTo ...string) {
 	d.t.Helper()
 	for _, size := range [][2]int{{390, 844}, {1280, 800}} {
 		for _, scheme := range []string{"dark", "light"} {
 			file := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.png", name, size[0], scheme))
-			d.do(map[string]any{"op": "screenshot", "path": file, "width": size[0], "height": size[1], "scheme": scheme}, nil)
+			cmd := map[string]any{"op": "screenshot", "path": file, "width": size[0], "height": size[1], "scheme": scheme}
+			if len(scrollTo) > 0 {
+				cmd["scrollTo"] = scrollTo[0]
+			}
+			d.do(cmd, nil)
 		}
 	}
+}
+
+// text waits for the element holding contains (when given) and returns its text.
+func (d *driver) text(selector, contains string) string {
+	d.t.Helper()
+	var v struct{ Text string }
+	d.do(map[string]any{"op": "text", "selector": selector, "contains": contains}, &v)
+	return v.Text
+}
+
+func (d *driver) count(selector string) int {
+	d.t.Helper()
+	var v struct{ Count int }
+	d.do(map[string]any{"op": "count", "selector": selector}, &v)
+	return v.Count
+}
+
+// executeResult is what the execute tool answered over MCP, in part.
+type executeResult struct {
+	Structured struct {
+		RunID     string            `json:"runId"`
+		Status    string            `json:"status"`
+		Decisions []executeDecision `json:"decisions"`
+	}
+	Text string
+}
+
+type executeDecision struct {
+	Address, Choice, Channel string
+}
+
+func (d *driver) execute(args map[string]any) executeResult {
+	d.t.Helper()
+	var v executeResult
+	args["op"] = "execute"
+	d.do(args, &v)
+	return v
+}
+
+// envMap is an environment as the MCP SDK's stdio transport takes it.
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
 
 func (d *driver) errors() []string {

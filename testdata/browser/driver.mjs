@@ -1,18 +1,21 @@
 #!/usr/bin/env node
 // Drives the console page in a real headless Chromium for the Go tests
-// (cmd/capabilities/browser_test.go), through playwright-core. One browser,
-// one page for the whole test; the test sends one JSON command per line on
-// stdin and reads one JSON answer per line on stdout: {"ok": true, ...} or
-// {"ok": false, "error": "..."}. The first line out says the browser is
-// ready (its version).
+// (cmd/capabilities/browser_test.go), through playwright-core, and can be
+// an MCP client without elicitation over stdio (@modelcontextprotocol/sdk),
+// so the hub opens the page itself. One browser for the whole test; the
+// test sends one JSON command per line on stdin and reads one JSON answer
+// per line on stdout: {"ok": true, ...} or {"ok": false, "error": "..."}.
+// The first line out says the browser is ready (its version).
 //
 // Environment:
 //   BROWSER_EXECUTABLE  the Chromium to start (Debian's chromium-headless-shell)
-//   PLAYWRIGHT_CORE     the playwright-core package directory (testdata/npm)
+//   NODE_MODULES        testdata/npm/node_modules (playwright-core, the MCP SDK)
 //   BROWSER_TIMEOUT_MS  how long a wait may take (the test scales it on a slow machine)
 //
 // Commands (op and its fields):
-//   open {url}           goes to the one-time link, waits for the page
+//   open {url, tab?}     goes to the one-time link (in a new tab, with tab),
+//                        waits for the page
+//   closeTab             closes the current tab; the first one is current again
 //   reload               loads the page again; answers its paint times
 //   dialog {run?, not?}  waits for the open approval dialog (about run, when
 //                        given; about another call than the "not" text,
@@ -23,14 +26,25 @@
 //                        300 ms settle time); answers the POST's status and
 //                        body, and how long from the click or last key until
 //                        the answer arrived (ms, the page's own clock)
-//   screenshot {path, width, height, scheme}
+//   screenshot {path, width, height, scheme, scrollTo?}  (scrollTo: a selector
+//                        scrolled into view first)
+//   click {selector}     clicks the element
+//   press {keys}         presses the keys in turn
+//   text {selector, contains?}  waits for the element (holding the text,
+//                        when given) and answers its text
+//   count {selector}     how many elements match
 //   errors               the console errors and page errors seen so far
+//   mcpConnect {command, args, env}  starts the MCP server over stdio as a
+//                        client with no capabilities (so no elicitation)
+//   execute {code? | resume?}  calls the execute tool; answers its
+//                        structuredContent and text
+//   mcpClose
 //   close
 import { createRequire } from "node:module";
 import path from "node:path";
 import readline from "node:readline";
 
-const require = createRequire(path.join(process.env.PLAYWRIGHT_CORE || ".", "package.json"));
+const require = createRequire(path.join(process.env.NODE_MODULES || ".", "noop.js"));
 const { chromium } = require("playwright-core");
 const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 15000);
 
@@ -41,11 +55,10 @@ const browser = await chromium.launch({
 });
 const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light" });
 context.setDefaultTimeout(timeout);
-const page = await context.newPage();
 
 // The moment of the person's last click or key, in the page's clock, so a
 // decision's time is measured from the event and not from the driver.
-await page.addInitScript(() => {
+await context.addInitScript(() => {
   const mark = () => {
     /** @type {any} */ (window).__actedAt = performance.now();
   };
@@ -55,10 +68,20 @@ await page.addInitScript(() => {
 
 /** @type {string[]} */
 const errors = [];
-page.on("console", (m) => {
-  if (m.type() === "error") errors.push(`console: ${m.text()}`);
-});
-page.on("pageerror", (e) => errors.push(`page: ${e.message}`));
+/** @type {import("playwright-core").Page[]} */
+const tabs = [];
+async function newTab() {
+  const p = await context.newPage();
+  p.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console: ${m.text()}`);
+  });
+  p.on("pageerror", (e) => errors.push(`page: ${e.message}`));
+  tabs.push(p);
+  return p;
+}
+let page = await newTab();
+/** @type {any} */
+let mcp = null;
 
 /** The paint times of the page's last load, in ms from its navigation start. */
 async function paints() {
@@ -79,16 +102,23 @@ async function paints() {
 }
 
 async function waitPage() {
-  await page.locator("#queue-title").waitFor();
+  await page.locator("#queue-title").waitFor({ state: "attached" });
   // The page has read the session and the queue once.
   await page.waitForFunction(() => document.getElementById("empty")?.textContent !== "Loading…");
 }
 
 const ops = {
-  async open({ url }) {
+  async open({ url, tab }) {
+    if (tab) page = await newTab();
     const resp = await page.goto(url);
     await waitPage();
     return { status: resp?.status(), url: page.url(), paints: await paints() };
+  },
+  async closeTab() {
+    if (tabs.length < 2) throw new Error("closeTab: only one tab");
+    await /** @type {import("playwright-core").Page} */ (tabs.pop()).close();
+    page = tabs[tabs.length - 1];
+    return {};
   },
   async reload() {
     await page.reload();
@@ -146,16 +176,50 @@ const ops = {
     }, pathname);
     return { status: resp.status(), body, path: pathname, ...timing };
   },
-  async screenshot({ path: file, width, height, scheme }) {
+  async screenshot({ path: file, width, height, scheme, scrollTo }) {
     await page.setViewportSize({ width, height });
     await page.emulateMedia({ colorScheme: scheme });
+    if (scrollTo) await page.locator(scrollTo).first().scrollIntoViewIfNeeded();
     // Two frames: the layout and colours of the new size are painted.
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     await page.screenshot({ path: file });
     return {};
   },
+  async click({ selector }) {
+    await page.click(selector);
+    return {};
+  },
+  async press({ keys }) {
+    for (const k of keys) await page.keyboard.press(k);
+    return {};
+  },
+  async text({ selector, contains }) {
+    const el = page.locator(selector, contains ? { hasText: contains } : {}).first();
+    await el.waitFor();
+    return { text: (await el.textContent()) ?? "" };
+  },
+  async count({ selector }) {
+    return { count: await page.locator(selector).count() };
+  },
   async errors() {
     return { errors };
+  },
+  async mcpConnect({ command, args, env }) {
+    const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+    mcp = new Client({ name: "browser-journeys", version: "1.0.0" }, { capabilities: {} });
+    await mcp.connect(new StdioClientTransport({ command, args, env, stderr: "inherit" }));
+    return {};
+  },
+  async execute({ code, resume }) {
+    const r = await mcp.callTool({ name: "execute", arguments: resume ? { resume } : { code } });
+    const text = (r.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+    return { structured: r.structuredContent, text, isError: !!r.isError };
+  },
+  async mcpClose() {
+    await mcp?.close();
+    mcp = null;
+    return {};
   },
   async close() {
     await browser.close();
@@ -180,4 +244,5 @@ for await (const line of lines) {
   }
   if (cmd && cmd.op === "close") break;
 }
+await mcp?.close().catch(() => {});
 await browser.close().catch(() => {});
