@@ -38,6 +38,15 @@ import (
 //   - keyboard only: o, then Enter (the focused once), then Tab to deny and Enter;
 //   - a queue of three pending calls, decided in order, each next call
 //     showing what the last decision did;
+//   - over stdio: an MCP client without elicitation runs serve --stdio; the
+//     write pauses, serve hands the page's link to CAPABILITIES_BROWSER, the
+//     person decides in a new tab, the client resumes: the write once, the
+//     envelope's decisions say approval-page, and no link in the envelope;
+//   - review accept: a source's tools change upstream; the Review screen
+//     shows them changed with the diff; accept reviews them again and the
+//     read-only echo no longer asks;
+//   - the Runs screen's timeline of a finished run (a bar per call), and
+//     the Sources screen;
 //   - screenshots of each screen at 1280×800 and 390×844, light and dark,
 //     under $CAPABILITIES_ARTIFACTS/console (else a temporary directory);
 //   - no console or page error (a CSP or Trusted Types refusal is one).
