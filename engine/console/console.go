@@ -669,6 +669,16 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 			d.Run.Waiting++
 		}
 	}
+	// A "run" choice lets the tool through for the rest of the run: its
+	// later calls were allowed by that decision, not by a policy.
+	byRun := map[string]*model.Decision{}
+	for _, p := range rr.Pending {
+		if p.Decision != nil && p.Decision.Choice == model.ChoiceRun {
+			if prev, ok := byRun[p.Address]; !ok || p.Seq < decidedSeq(rr, prev) {
+				byRun[p.Address] = p.Decision
+			}
+		}
+	}
 	settled := map[int]bool{}
 	for _, je := range journal {
 		if !je.Intent {
@@ -679,12 +689,26 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		if je.Address == "hub.search" || je.Address == "hub.describe" || (je.Intent && settled[je.Seq]) {
 			continue
 		}
+		dec := decisions[je.Seq]
+		if r := byRun[je.Address]; dec == nil && r != nil && je.Seq > decidedSeq(rr, r) {
+			dec = r
+		}
 		d.Calls = append(d.Calls, Call{
 			Seq: je.Seq, Address: je.Address, Connection: je.Connection, OK: je.OK, Error: je.Error,
-			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: decisions[je.Seq],
+			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: dec,
 		})
 	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// decidedSeq is the seq of the pending item d decided.
+func decidedSeq(rr *model.Run, d *model.Decision) int {
+	for _, p := range rr.Pending {
+		if p.Decision == d {
+			return p.Seq
+		}
+	}
+	return 0
 }
 
 // SourceInfo is one source in GET /api/sources: never a credential, an

@@ -376,12 +376,12 @@ func lineDiff(a, b string) string {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			i++
 			j++
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
+			out = append(out, "  - "+x[i]) // what went comes before what replaced it
+			i++
+		default:
 			out = append(out, "  + "+y[j])
 			j++
-		default:
-			out = append(out, "  - "+x[i])
-			i++
 		}
 	}
 	return strings.Join(out, "\n")
