@@ -27,6 +27,7 @@ func newServeCmd(e *env) *cobra.Command {
 		host     string
 		profile  string
 		pagePort int
+		noShim   bool
 	)
 	c := &cobra.Command{
 		Use:   "serve --stdio | --http [--port 4790]",
@@ -40,7 +41,13 @@ When a run waits for a person's decision and the agent's client cannot ask throu
 own form, serve opens the approval page in the person's browser (once per pending call):
 the console on 127.0.0.1 (a free port unless --page-port) behind a one-time link the
 model never sees. The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the
-system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub approve`" + ` always works.`,
+system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub approve`" + ` always works.
+
+While a long-running hub serves (serve --http announces itself in
+$CAPABILITIES_HOME/hub/endpoint.json), serve --stdio relays its session there and starts no
+engine and no upstream of its own: every agent shares one process per source. When that hub
+stops, the next request is answered with an error saying so and the ones after run on this
+process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 		Example: `  capabilities hub serve --stdio
   capabilities hub serve --http --port 4790`,
 		Args: exactArgs(0, "no arguments"),
@@ -62,32 +69,55 @@ system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub 
 			if pagePort < 0 || pagePort > 65535 {
 				return usagef("--page-port %d: pass 1 to 65535, or 0 for a free port", pagePort)
 			}
-			h, st, err := e.openHub()
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			signer, err := elicit.LoadSigner(st.Dir())
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithCancel(c.Context())
 			defer cancel()
-			pages := newPageOpener(ctx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
-			defer pages.Close()
-			srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages})
-			go func() {
-				if err := h.Watch(ctx); err != nil {
-					e.log.Warn("live configuration is off", "err", err)
+			// engine opens the hub and its MCP server; done releases them.
+			engine := func(ctx context.Context) (*mcpserver.Server, *store.File, func(), error) {
+				h, st, err := e.openHub()
+				if err != nil {
+					return nil, nil, nil, err
 				}
-			}()
+				signer, err := elicit.LoadSigner(st.Dir())
+				if err != nil {
+					h.Close()
+					return nil, nil, nil, err
+				}
+				ectx, ecancel := context.WithCancel(ctx)
+				pages := newPageOpener(ectx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
+				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages})
+				go func() {
+					if err := h.Watch(ectx); err != nil {
+						e.log.Warn("live configuration is off", "err", err)
+					}
+				}()
+				return srv, st, func() { ecancel(); pages.Close(); h.Close() }, nil
+			}
 			if stdio {
-				err := srv.Run(ctx)
+				if !noShim && os.Getenv("CAPABILITIES_NO_SHIM") == "" {
+					if shim := e.findShim(ctx); shim != nil {
+						shim.Local = func(ctx context.Context) (*mcpserver.Server, func(), error) {
+							srv, _, done, err := engine(ctx)
+							return srv, done, err
+						}
+						return shim.Serve(ctx, os.Stdin, os.Stdout)
+					}
+				}
+				srv, _, done, err := engine(ctx)
+				if err != nil {
+					return err
+				}
+				defer done()
+				err = srv.Run(ctx)
 				if err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
 					return fmt.Errorf("serving over stdio: %w", err)
 				}
 				return nil
 			}
+			srv, st, done, err := engine(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
 			// The token exists before the port accepts a connection, so a
 			// client that sees the port open can read it; a port in use
 			// leaves the token file as it was (one made for this serve is
@@ -108,7 +138,13 @@ system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub 
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			defer ln.Close()
-			fmt.Fprintf(e.stderr, "capabilities: serving MCP at http://%s/mcp (bearer token in %s)\n", ln.Addr(), filepath.Join(st.Dir(), "http-token"))
+			endpoint := "http://" + ln.Addr().String() + "/mcp"
+			unannounce, err := mcpserver.Announce(st.Dir(), endpoint)
+			if err != nil {
+				return err
+			}
+			defer unannounce()
+			fmt.Fprintf(e.stderr, "capabilities: serving MCP at %s (bearer token in %s)\n", endpoint, filepath.Join(st.Dir(), "http-token"))
 			return srv.ServeHTTP(ctx, ln, token, mcpserver.HTTPLimits{})
 		},
 	}
@@ -117,6 +153,7 @@ system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub 
 	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
 	c.Flags().IntVar(&pagePort, "page-port", 0, "the loopback `PORT` of the approval page (0: a free one)")
+	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
 	c.Flags().StringVar(&profile, "profile", "default", "the profile `NAME` to serve (only default exists for now)")
 	return c
 }
@@ -145,4 +182,21 @@ func httpToken(st *store.File) (tok string, created bool, err error) {
 		return "", created, fmt.Errorf("the HTTP token in %s is too short; remove the file and serve again to make a new one", p)
 	}
 	return tok, created, nil
+}
+
+// findShim returns a relay to the long-running hub announced in the store,
+// or nil when there is none answering (serve --stdio then runs its own
+// engine).
+func (e *env) findShim(ctx context.Context) *mcpserver.Shim {
+	dir, err := hubDir()
+	if err != nil {
+		return nil
+	}
+	ep, tok, ok, why := mcpserver.FindHub(ctx, dir)
+	if !ok {
+		e.log.Debug("serving with this process's own engine", "why", why)
+		return nil
+	}
+	e.log.Info("relaying to the long-running hub", "url", ep.URL, "pid", ep.PID)
+	return &mcpserver.Shim{Endpoint: ep, Token: tok, Logger: e.log}
 }

@@ -1,0 +1,551 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// A long-running hub (`serve --http`, later the desktop app) announces
+// itself in the store so that each agent's `serve --stdio` can relay its
+// session there instead of starting an engine and every upstream of its own.
+
+// Endpoint is the announcement, kept in hub/endpoint.json (mode 600). The
+// bearer token stays in hub/http-token.
+type Endpoint struct {
+	URL       string    `json:"url"`
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+const endpointFile = "endpoint.json"
+
+// Announce writes this process's endpoint into the store directory dir; the
+// returned func removes it (only while it is still this process's: a later
+// hub's announcement stays).
+func Announce(dir, endpointURL string) (remove func(), err error) {
+	p := filepath.Join(dir, endpointFile)
+	b, _ := json.Marshal(Endpoint{URL: endpointURL, PID: os.Getpid(), StartedAt: time.Now().UTC()})
+	if err := store.WriteFileAtomic(p, append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("announcing the hub: %w", err)
+	}
+	return func() {
+		if ep, err := readEndpoint(dir); err == nil && ep.PID == os.Getpid() {
+			_ = os.Remove(p)
+		}
+	}, nil
+}
+
+func readEndpoint(dir string) (Endpoint, error) {
+	var ep Endpoint
+	b, err := os.ReadFile(filepath.Join(dir, endpointFile))
+	if err != nil {
+		return ep, err
+	}
+	if err := json.Unmarshal(b, &ep); err != nil {
+		return ep, fmt.Errorf("reading %s: %w", endpointFile, err)
+	}
+	return ep, nil
+}
+
+// FindHub returns the running hub announced in dir and its bearer token.
+// ok is false when there is none, or the announcement is stale (its process
+// is gone, or nothing answers at its address); why says which.
+func FindHub(ctx context.Context, dir string) (ep Endpoint, token string, ok bool, why string) {
+	ep, err := readEndpoint(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return ep, "", false, "no long-running hub is announced"
+	}
+	if err != nil {
+		return ep, "", false, err.Error()
+	}
+	if ep.PID <= 0 || !pidAlive(ep.PID) {
+		return ep, "", false, fmt.Sprintf("the announced hub (pid %d) is not running", ep.PID)
+	}
+	u, err := url.Parse(ep.URL)
+	if err != nil || u.Scheme != "http" || !loopbackHost(u.Host) {
+		return ep, "", false, fmt.Sprintf("the announced hub address %q is not a loopback HTTP URL", ep.URL)
+	}
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return ep, "", false, fmt.Sprintf("the announced hub at %s does not answer: %v", ep.URL, err)
+	}
+	c.Close()
+	b, err := os.ReadFile(filepath.Join(dir, "http-token"))
+	if err != nil {
+		return ep, "", false, fmt.Sprintf("reading the hub's token: %v", err)
+	}
+	return ep, strings.TrimSpace(string(b)), true, ""
+}
+
+// Shim relays one stdio client to a long-running hub's HTTP endpoint,
+// message by message in both directions (the hub's requests, such as
+// elicitation, and its notifications too). It runs no engine while the hub
+// answers. When the hub stops, the request that finds out is answered with
+// an error saying so, and every later one is served by this process's own
+// engine (Local, started then), given the client's initialize again.
+type Shim struct {
+	Endpoint Endpoint
+	Token    string
+	Logger   *slog.Logger
+	// Local starts this process's own engine; done releases it.
+	Local func(ctx context.Context) (srv *Server, done func(), err error)
+
+	client *http.Client
+	out    *lineWriter
+
+	mu        sync.Mutex
+	sessionID string
+	version   string          // negotiated by initialize
+	initID    json.RawMessage // the client's initialize request id
+	initReq   json.RawMessage // its params, given again to the local engine
+	listening bool
+	fallen    bool // the hub stopped; the rest goes to the local engine
+	owed      bool // the next request gets the "hub stopped" error
+	reason    string
+
+	local    chan struct{} // closed once the local engine is up (or failed)
+	localIn  *io.PipeWriter
+	localErr error
+	localIDs map[string]bool // ids of the local server's requests to the client
+	localEnd chan struct{}
+}
+
+const shimInitID = `"capabilities-shim-initialize"`
+
+// shimMsg is what the shim reads of a JSON-RPC message.
+type shimMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+}
+
+func (m shimMsg) isRequest() bool { return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null" }
+
+// Serve relays in to the hub and the hub's messages to out until in ends.
+func (s *Shim) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.out = &lineWriter{w: out}
+	s.client = &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 16,
+	}}
+	s.local = make(chan struct{})
+	s.localIDs = map[string]bool{}
+	var wg sync.WaitGroup
+	br := bufio.NewReaderSize(in, 64<<10)
+	var readErr error
+	for {
+		line, err := br.ReadBytes('\n')
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if reply := check(t); reply != nil {
+				s.write(reply)
+			} else {
+				s.handle(ctx, &wg, t)
+			}
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+	}
+	s.mu.Lock()
+	fallen, sid := s.fallen, s.sessionID
+	s.mu.Unlock()
+	if fallen {
+		<-s.local
+		if s.localIn != nil {
+			s.localIn.Close()
+			<-s.localEnd
+		}
+	} else if sid != "" {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		if req, err := http.NewRequestWithContext(dctx, http.MethodDelete, s.Endpoint.URL, nil); err == nil {
+			s.headers(req, "", false)
+			if resp, err := s.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		dcancel()
+	}
+	cancel()
+	wg.Wait()
+	if errors.Is(readErr, io.EOF) {
+		return nil
+	}
+	return readErr
+}
+
+func (s *Shim) write(v any) {
+	b, _ := json.Marshal(v)
+	_, _ = s.out.Write(append(b, '\n'))
+}
+
+// handle sends one message from the client on its way.
+func (s *Shim) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
+	var m shimMsg
+	if line[0] == '{' {
+		_ = json.Unmarshal(line, &m)
+	}
+	s.mu.Lock()
+	fallen := s.fallen
+	if !fallen && m.Method == "initialize" && m.isRequest() {
+		s.initID, s.initReq = m.ID, m.Params
+	}
+	s.mu.Unlock()
+	if fallen {
+		s.toLocal(ctx, line, m)
+		return
+	}
+	if m.isRequest() || line[0] == '[' {
+		// Requests run concurrently: a tools/call that waits on the
+		// person must not hold back the answer to the hub's question.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.post(ctx, wg, line, m)
+		}()
+		return
+	}
+	// Notifications and answers go in order.
+	s.post(ctx, wg, line, m)
+}
+
+// headers sets what every request to the hub carries.
+func (s *Shim) headers(req *http.Request, modern string, isInit bool) {
+	req.Header.Set("Authorization", "Bearer "+s.Token)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case modern != "":
+		req.Header.Set("Mcp-Protocol-Version", modern)
+	case !isInit:
+		if s.sessionID != "" {
+			req.Header.Set("Mcp-Session-Id", s.sessionID)
+		}
+		if s.version != "" {
+			req.Header.Set("Mcp-Protocol-Version", s.version)
+		}
+	}
+}
+
+// modernVersion is the protocol version a 2026-07-28 request names in its
+// _meta, or "".
+func modernVersion(m shimMsg) string {
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil || p.Meta.Version < modernProtocol {
+		return ""
+	}
+	return p.Meta.Version
+}
+
+// post sends one message to the hub and relays what comes back.
+func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg) {
+	isInit := m.Method == "initialize" && m.isRequest()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint.URL, bytes.NewReader(line))
+	if err != nil {
+		s.stopped(ctx, m, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	s.headers(req, modernVersion(m), isInit)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.stopped(ctx, m, err)
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if isInit {
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			s.mu.Lock()
+			s.sessionID = sid
+			s.mu.Unlock()
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
+		// The session is gone: another hub answers at that address now.
+		s.stopped(ctx, m, errors.New("the hub no longer knows this session"))
+		return
+	case resp.StatusCode == http.StatusAccepted:
+		return
+	case resp.StatusCode >= 300:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		s.Logger.Warn("the hub refused a relayed message", "status", resp.StatusCode, "body", strings.TrimSpace(string(body)))
+		if m.isRequest() {
+			s.write(errorReply(m.ID, -32603, "the hub at %s refused the request (HTTP %d): %s", s.Endpoint.URL, resp.StatusCode, strings.TrimSpace(string(body))))
+		}
+		return
+	}
+	answered := false
+	relay := func(msg []byte) {
+		var r shimMsg
+		_ = json.Unmarshal(msg, &r)
+		if m.isRequest() && r.Method == "" && string(r.ID) == string(m.ID) {
+			answered = true
+			if isInit {
+				var res struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				}
+				_ = json.Unmarshal(r.Result, &res)
+				s.mu.Lock()
+				s.version = res.ProtocolVersion
+				s.mu.Unlock()
+			}
+		}
+		_, _ = s.out.Write(append(msg, '\n'))
+	}
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "text/event-stream") {
+		err = readSSE(resp.Body, relay)
+	} else {
+		var body []byte
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if t := bytes.TrimSpace(body); err == nil && len(t) > 0 {
+			var c bytes.Buffer
+			if json.Compact(&c, t) == nil {
+				relay(c.Bytes())
+			}
+		}
+	}
+	if m.isRequest() && !answered && ctx.Err() == nil {
+		if err == nil {
+			err = errors.New("the hub closed the response without an answer")
+		}
+		s.stopped(ctx, m, err)
+		return
+	}
+	if m.Method == "notifications/initialized" && modernVersion(m) == "" {
+		s.mu.Lock()
+		start := !s.listening && s.version != "" && s.version < modernProtocol
+		s.listening = s.listening || start
+		s.mu.Unlock()
+		if start {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.listen(ctx)
+			}()
+		}
+	}
+}
+
+// listen relays the hub's messages outside any request (list_changed and
+// the like) from the session's event stream.
+func (s *Shim) listen(ctx context.Context) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint.URL, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	s.headers(req, "", false)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	_ = readSSE(resp.Body, func(msg []byte) {
+		s.mu.Lock()
+		fallen := s.fallen
+		s.mu.Unlock()
+		if !fallen {
+			_, _ = s.out.Write(append(msg, '\n'))
+		}
+	})
+}
+
+// readSSE calls fn with the data of each event of an event stream.
+func readSSE(r io.Reader, fn func([]byte)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data bytes.Buffer
+	for {
+		line, err := br.ReadBytes('\n')
+		l := bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 && len(l) == 0 {
+			if t := bytes.TrimSpace(data.Bytes()); len(t) > 0 {
+				var c bytes.Buffer
+				if json.Compact(&c, t) == nil {
+					fn(c.Bytes())
+				}
+			}
+			data.Reset()
+		} else if v, ok := bytes.CutPrefix(l, []byte("data:")); ok {
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(v, []byte(" ")))
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// stopped records that the hub stopped answering: m, if a request, is
+// answered with an error saying so, or else the next request will be. The
+// local engine starts now, in the background.
+func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
+	s.mu.Lock()
+	first := !s.fallen
+	if first {
+		s.fallen, s.owed = true, true
+		s.reason = fmt.Sprintf("the hub at %s (pid %d) stopped: %v", s.Endpoint.URL, s.Endpoint.PID, cause)
+	}
+	owe := m.isRequest()
+	if owe {
+		s.owed = false
+	}
+	reason := s.reason
+	s.mu.Unlock()
+	if first {
+		s.Logger.Warn("the long-running hub stopped; serving with this process's own engine from now on", "url", s.Endpoint.URL, "err", cause)
+		go s.startLocal(ctx)
+	}
+	if owe {
+		s.write(hubStoppedReply(m.ID, reason))
+	}
+}
+
+func hubStoppedReply(id json.RawMessage, reason string) *rpcError {
+	return errorReply(id, -32603, "%s; this request's outcome is unknown (`capabilities hub runs` lists the runs). The next request runs on this process's own engine.", reason)
+}
+
+// startLocal starts the local engine and gives it the client's initialize.
+func (s *Shim) startLocal(ctx context.Context) {
+	defer close(s.local)
+	srv, done, err := s.Local(ctx)
+	if err != nil {
+		s.localErr = fmt.Errorf("starting this process's own engine: %w", err)
+		s.Logger.Error("the long-running hub stopped and this process's own engine did not start", "err", err)
+		return
+	}
+	pr, pw := io.Pipe()
+	initDone := make(chan struct{})
+	lo := &localOut{s: s, initDone: initDone}
+	s.localIn, s.localEnd = pw, make(chan struct{})
+	go func() {
+		defer close(s.localEnd)
+		defer done()
+		if err := srv.Serve(ctx, pr, lo); err != nil && !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "EOF") {
+			s.Logger.Warn("serving over stdio", "err", err)
+		}
+	}()
+	s.mu.Lock()
+	params := s.initReq
+	s.mu.Unlock()
+	if params != nil {
+		_, _ = fmt.Fprintf(pw, `{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`+"\n", shimInitID, params)
+		select {
+		case <-initDone:
+		case <-ctx.Done():
+			return
+		}
+		_, _ = io.WriteString(pw, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	}
+}
+
+// toLocal serves a message once the hub has stopped.
+func (s *Shim) toLocal(ctx context.Context, line []byte, m shimMsg) {
+	s.mu.Lock()
+	owe := m.isRequest() && s.owed
+	if owe {
+		s.owed = false
+	}
+	reason := s.reason
+	s.mu.Unlock()
+	if owe {
+		s.write(hubStoppedReply(m.ID, reason))
+		return
+	}
+	if m.Method == "" && line[0] == '{' {
+		s.mu.Lock()
+		mine := s.localIDs[string(m.ID)]
+		s.mu.Unlock()
+		if !mine {
+			return // an answer to the stopped hub's question
+		}
+	}
+	select {
+	case <-s.local:
+	case <-ctx.Done():
+		return
+	}
+	if s.localErr != nil {
+		if m.isRequest() {
+			s.write(errorReply(m.ID, -32603, "%s, and %v", s.reason, s.localErr))
+		}
+		return
+	}
+	_, _ = s.localIn.Write(append(line, '\n'))
+}
+
+// localOut takes the local engine's output: the answer to the initialize
+// the shim gave it is kept back, the rest goes to the client.
+type localOut struct {
+	s        *Shim
+	initDone chan struct{}
+	buf      []byte
+	once     sync.Once
+}
+
+func (o *localOut) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	for {
+		i := bytes.IndexByte(o.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := o.buf[:i+1]
+		var m shimMsg
+		_ = json.Unmarshal(line, &m)
+		switch {
+		case m.Method == "" && string(m.ID) == shimInitID:
+			o.once.Do(func() { close(o.initDone) })
+		default:
+			if m.isRequest() {
+				o.s.mu.Lock()
+				o.s.localIDs[string(m.ID)] = true
+				o.s.mu.Unlock()
+			}
+			if _, err := o.s.out.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		o.buf = o.buf[i+1:]
+	}
+}
