@@ -157,7 +157,14 @@ function show(item) {
   const where = { index, total: state.queue.length, now: Date.now() };
   const { card, first } = renderApproval(item, where, (c) => choose(item, c), dismiss, notice);
   replace(ui.dialog, card);
-  state.shownAt = performance.now();
+  const shownAt = performance.now();
+  state.shownAt = shownAt;
+  // data-armed says the shortcuts work now (they wait SETTLE_MS after a
+  // call is shown): what a test waits for before it presses a key.
+  ui.dialog.removeAttribute("data-armed");
+  setTimeout(() => {
+    if (state.shownAt === shownAt) ui.dialog.setAttribute("data-armed", "true");
+  }, SETTLE_MS);
   if (!ui.dialog.open) ui.dialog.showModal();
   if (first) first.focus();
 }

@@ -159,8 +159,9 @@ const ops = {
   async choose({ choice, keys }) {
     const answered = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.startsWith("/api/approvals/"));
     if (keys) {
-      // Shortcuts are ignored for 300 ms after a call is shown.
-      await page.waitForTimeout(400);
+      // Shortcuts are ignored for 300 ms after a call is shown; the dialog
+      // says when they work (however slow the machine).
+      await page.locator('dialog#approval[data-armed="true"]').waitFor({ state: "attached" });
       for (const k of keys) await page.keyboard.press(k);
     } else {
       await page.click(`dialog#approval button[data-choice="${choice}"]`);
