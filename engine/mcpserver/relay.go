@@ -276,6 +276,18 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	s.headers(req, modernVersion(m), isInit)
+	if m.Method != "" {
+		// 2026-07-28 wants the method and the name in headers as well.
+		req.Header.Set("Mcp-Method", m.Method)
+		var p struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if n := p.Name + p.URI; n != "" && (m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read") {
+			req.Header.Set("Mcp-Name", n)
+		}
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -299,7 +311,16 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	case resp.StatusCode == http.StatusAccepted:
 		return
 	case resp.StatusCode >= 300:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var r shimMsg
+		if m.isRequest() && json.Unmarshal(body, &r) == nil && string(r.ID) == string(m.ID) && r.Method == "" {
+			// The hub's own JSON-RPC error: the client reads it as it is.
+			var c bytes.Buffer
+			if json.Compact(&c, bytes.TrimSpace(body)) == nil {
+				_, _ = s.out.Write(append(c.Bytes(), '\n'))
+				return
+			}
+		}
 		s.Logger.Warn("the hub refused a relayed message", "status", resp.StatusCode, "body", strings.TrimSpace(string(body)))
 		if m.isRequest() {
 			s.write(errorReply(m.ID, -32603, "the hub at %s refused the request (HTTP %d): %s", s.Endpoint.URL, resp.StatusCode, strings.TrimSpace(string(body))))

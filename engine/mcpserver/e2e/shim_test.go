@@ -131,12 +131,14 @@ func starts(t testing.TB, events string) int {
 // same CAPABILITIES_HOME, each agent's `serve --stdio` relays its session
 // there: search, describe and execute answer through it, a write's form
 // (elicitation, a request from the hub to the client) reaches the client and
-// the hub runs the write once, and three concurrent sessions start no
-// upstream of their own (each source started once, by the hub). Killed with
+// the hub runs the write once, a 2026-07-28 client's J2 (input requests) goes
+// through as well, and these sessions start no upstream of their own (each
+// source started once, by the hub). Killed with
 // -9 mid-session, the hub leaves its announcement behind: the session's next
 // request fails saying the hub stopped and that the next runs on this
 // process's own engine, and the one after does; a new session ignores the
-// stale announcement and runs its own engine from the start.
+// stale announcement and runs its own engine from the start. With
+// CAPABILITIES_NO_SHIM=1 a session runs its own engine while the hub runs.
 func TestShimRelaysToTheLongRunningHub(t *testing.T) {
 	t.Parallel()
 	h := newHub(t)
@@ -205,10 +207,36 @@ func TestShimRelaysToTheLongRunningHub(t *testing.T) {
 	if shown := h.cli("hub", "runs", "show", "--json", j2.Structured.RunID); !strings.Contains(shown, `"channel": "elicitation"`) {
 		t.Errorf("the decision is not recorded with the elicitation channel:\n%s", shown)
 	}
+
+	// A 2026-07-28 client (@modelcontextprotocol/client 2.x): its requests
+	// reach the hub's stateless handler, the input request round trip too.
+	var c2 struct {
+		ProtocolVersion              string
+		J2                           toolResult
+		Elicitations                 []elicitation
+		TransportErrors, NotProtocol []string
+	}
+	h.client(&c2, nil, "client2_stdio.mjs", "once")
+	if c2.ProtocolVersion != "2026-07-28" || len(c2.TransportErrors)+len(c2.NotProtocol) > 0 {
+		t.Errorf("2026-07-28 through the shim: negotiated %q, transport errors %q, lines %q", c2.ProtocolVersion, c2.TransportErrors, c2.NotProtocol)
+	}
+	if e := c2.J2.Structured; e == nil || e.Status != "completed" || len(c2.Elicitations) != 1 {
+		t.Errorf("J2 over 2026-07-28 through the shim (asked %d times): %s", len(c2.Elicitations), c2.J2.Text)
+	}
+	if n := lines(t, filepath.Join(h.work, "writer-calls.jsonl")); n != 2 {
+		t.Errorf("writer called %d times, want 2", n)
+	}
 	for ns, ev := range map[string]string{"reader": readerEv, "writer": writerEv} {
 		if got := starts(t, ev) - base[ns]; got != 1 {
-			t.Errorf("%s started %d times for 3 sessions and the long-running hub, want once (the hub's)", ns, got)
+			t.Errorf("%s started %d times for 5 sessions and the long-running hub, want once (the hub's)", ns, got)
 		}
+	}
+
+	// --no-shim's variable: that session runs its own engine.
+	own := h.shimClient("CAPABILITIES_NO_SHIM=1")
+	own.call("execute", map[string]any{"code": echo}).mustOK(t, "execute with CAPABILITIES_NO_SHIM=1")
+	if got := starts(t, readerEv) - base["reader"]; got != 2 {
+		t.Errorf("with CAPABILITIES_NO_SHIM=1, reader started %d times in all, want 2 (the hub's, then the session's own)", got)
 	}
 
 	// The hub dies mid-session.
@@ -232,7 +260,7 @@ func TestShimRelaysToTheLongRunningHub(t *testing.T) {
 	}
 	fresh := h.shimClient()
 	fresh.call("execute", map[string]any{"code": echo}).mustOK(t, "execute with a stale announcement")
-	if got := starts(t, readerEv) - base["reader"]; got != 3 {
-		t.Errorf("reader started %d times, want 3 (the hub, then each stdio session's own engine)", got)
+	if got := starts(t, readerEv) - base["reader"]; got != 4 {
+		t.Errorf("reader started %d times, want 4 (the hub, the CAPABILITIES_NO_SHIM=1 session, then each stdio session's own engine)", got)
 	}
 }
