@@ -3,6 +3,7 @@ module github.com/capabilities-sh/capabilities
 go 1.26.0
 
 require (
+	fyne.io/systray v1.12.2
 	github.com/evanw/esbuild v0.28.2
 	github.com/fastschema/qjs v0.0.6
 	github.com/fsnotify/fsnotify v1.10.1

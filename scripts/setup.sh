@@ -44,6 +44,14 @@ if [ "$tests" = 1 ]; then
     "/usr/include/stdio.h libc6-dev"
     # The console's journeys run in a real headless Chromium (playwright-core drives it).
     "chromium-headless-shell chromium-headless-shell"
+    # The desktop app's tests: a notification daemon with actions (dunstctl picks one),
+    # a StatusNotifierWatcher (tray host), screenshots and window lookups.
+    "dunst dunst"
+    "notify-send libnotify-bin"
+    "status-notifier-watcher haskell-status-notifier-item-utils"
+    "xwd x11-apps"
+    "convert imagemagick"
+    "xdotool xdotool"
   )
 fi
 

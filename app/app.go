@@ -1,0 +1,122 @@
+// Package app is the desktop app's pure-Go part: it lives in the tray,
+// watches the shared store's runs/ for calls waiting for a person (from any
+// process: `hub exec`, an agent's `serve --stdio`), raises one native
+// notification per pending call, records a decision made in a notification
+// (channel desktop), withdraws a notification when the call is decided
+// elsewhere, and opens the console on loopback in the browser. Its own
+// windows (Wails) come later.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/godbus/dbus/v5"
+)
+
+// ErrNoDisplay is returned by Run when there is no graphical session.
+var ErrNoDisplay = errors.New("no display")
+
+// Options configure Run.
+type Options struct {
+	// Logger receives the app's log (slog to stderr); nil discards it.
+	Logger *slog.Logger
+	// Stderr is where the app says what a person must know: a piece of
+	// the desktop it runs without. Nil: os.Stderr.
+	Stderr io.Writer
+	// Open hands a link to the browser; nil: CAPABILITIES_BROWSER, else
+	// $BROWSER, else the system's opener (xdg-open, open).
+	Open func(link string) error
+}
+
+// CheckDisplay says whether a graphical session is there.
+func CheckDisplay() error {
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return fmt.Errorf("%w: the desktop app needs a graphical session (DISPLAY or WAYLAND_DISPLAY is unset); run the hub without it with `capabilities hub serve`", ErrNoDisplay)
+	}
+	return nil
+}
+
+// Run runs the app until ctx ends or the person quits from the tray. It
+// opens the hub at $CAPABILITIES_HOME/hub (as the CLI does) and closes it
+// before returning; a nil error is a clean quit.
+func Run(ctx context.Context, opts Options) error {
+	if err := CheckDisplay(); err != nil {
+		return err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	home, err := store.Home()
+	if err != nil {
+		return fmt.Errorf("opening the hub: %w", err)
+	}
+	dir := filepath.Join(home, "hub")
+	st, err := store.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)
+	}
+	defer st.Close()
+	h := hub.New(st, hub.Options{Logger: log, NoKeychain: os.Getenv("NO_KEYRING") != ""})
+	defer h.Close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := &App{
+		log:     log,
+		st:      st,
+		hub:     h,
+		dir:     dir,
+		pending: map[string]*call{},
+		byNote:  map[uint32]string{},
+		events:  make(chan func(), 64),
+		quit:    make(chan struct{}),
+	}
+	a.pages = newPages(ctx, h, log, opts.Open)
+	defer a.pages.Close()
+
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications and no tray; pending calls open the approval page in the browser\n", err)
+	} else {
+		defer conn.Close()
+		n, err := newNotifier(conn, a.events, a)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "capabilities-desktop: notifications are unavailable (%v): pending calls open the approval page in the browser\n", err)
+		case n == nil:
+			fmt.Fprintln(stderr, "capabilities-desktop: no notification daemon on the session bus: pending calls open the approval page in the browser instead")
+		default:
+			a.notes = n
+			log.Info("notifications", "actions", n.actions)
+		}
+		if hasOwner(conn, watcherName) {
+			a.tray = startTray(a.events, a)
+			defer a.tray.end()
+		} else {
+			fmt.Fprintln(stderr, "capabilities-desktop: the tray is unavailable (no StatusNotifierWatcher on the session bus): running without it; stop the app with Ctrl-C or SIGTERM")
+		}
+	}
+	return a.loop(ctx)
+}
+
+// hasOwner reports whether a name has an owner on the bus.
+func hasOwner(conn *dbus.Conn, name string) bool {
+	var ok bool
+	if err := conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, name).Store(&ok); err != nil {
+		return false
+	}
+	return ok
+}

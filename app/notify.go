@@ -1,0 +1,100 @@
+package app
+
+import (
+	"fmt"
+	"html"
+	"slices"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// The freedesktop notification service.
+const (
+	notifyName = "org.freedesktop.Notifications"
+	notifyPath = "/org/freedesktop/Notifications"
+)
+
+// Action keys of a pending call's notification.
+const (
+	actionOnce    = "once"
+	actionDeny    = "deny"
+	actionDefault = "default" // a click on the notification: Open
+)
+
+// notifier raises the pending calls' notifications over D-Bus and hands the
+// server's signals (an action picked, a notification closed) to the loop.
+type notifier struct {
+	obj     dbus.BusObject
+	actions bool // the server shows actions
+	markup  bool // the server reads markup in bodies
+}
+
+// newNotifier connects to the notification server; nil, nil when none is
+// on the bus.
+func newNotifier(conn *dbus.Conn, events chan<- func(), a *App) (*notifier, error) {
+	if !hasOwner(conn, notifyName) {
+		return nil, nil
+	}
+	n := &notifier{obj: conn.Object(notifyName, notifyPath)}
+	var caps []string
+	if err := n.obj.Call(notifyName+".GetCapabilities", 0).Store(&caps); err != nil {
+		return nil, fmt.Errorf("asking the notification server what it shows: %w", err)
+	}
+	n.actions = slices.Contains(caps, "actions")
+	n.markup = slices.Contains(caps, "body-markup")
+	if err := conn.AddMatchSignal(dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
+		return nil, fmt.Errorf("listening to the notification server: %w", err)
+	}
+	signals := make(chan *dbus.Signal, 32)
+	conn.Signal(signals)
+	go func() {
+		for s := range signals {
+			switch {
+			case s.Name == notifyName+".ActionInvoked" && len(s.Body) == 2:
+				id, _ := s.Body[0].(uint32)
+				key, _ := s.Body[1].(string)
+				events <- func() { a.act(id, key) }
+			case s.Name == notifyName+".NotificationClosed" && len(s.Body) >= 1:
+				id, _ := s.Body[0].(uint32)
+				events <- func() { a.closed(id) }
+			}
+		}
+	}()
+	return n, nil
+}
+
+// notify raises c's notification: its summary names the tool's address;
+// where the server shows actions, "Allow once", "Deny" and the default
+// "Open". It stays until acted on or withdrawn.
+func (n *notifier) notify(c *call) (uint32, error) {
+	body := c.message
+	if c.summary != "" {
+		body = c.summary + "\n" + body
+	}
+	body += "\nrun " + c.run + ", call " + c.id
+	if n.markup {
+		body = html.EscapeString(body)
+	}
+	var actions []string
+	if n.actions {
+		actions = []string{actionDefault, "Open", actionOnce, "Allow once", actionDeny, "Deny"}
+	} else {
+		body += "\nDecide in the tray's menu or with `capabilities hub approve " + c.run + "`."
+	}
+	hints := map[string]dbus.Variant{
+		"urgency":  dbus.MakeVariant(byte(1)),
+		"resident": dbus.MakeVariant(true),
+	}
+	var id uint32
+	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", uint32(0), "dialog-question",
+		"Approve "+c.address+"?", body, actions, hints, int32(0)).Store(&id)
+	if err != nil {
+		return 0, fmt.Errorf("raising a notification: %w", err)
+	}
+	return id, nil
+}
+
+// close withdraws a notification (it may be gone already).
+func (n *notifier) close(id uint32) {
+	_ = n.obj.Call(notifyName+".CloseNotification", 0, id).Err
+}

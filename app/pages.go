@@ -1,0 +1,162 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+)
+
+// pages serves the console on loopback behind a Guard (started on first
+// use, again after its 24 h expire) and opens it in the browser with a
+// one-time link per opening. Decisions made there are recorded with channel
+// desktop. (The app's own Wails windows will replace the browser.)
+type pages struct {
+	ctx  context.Context
+	hub  *hub.Hub
+	log  *slog.Logger
+	open func(link string) error
+
+	mu     sync.Mutex
+	guard  *console.Guard
+	stop   context.CancelFunc
+	served chan struct{}
+}
+
+func newPages(ctx context.Context, h *hub.Hub, log *slog.Logger, open func(string) error) *pages {
+	if open == nil {
+		open = openBrowser
+	}
+	return &pages{ctx: ctx, hub: h, log: log, open: open}
+}
+
+// Show opens the console at a screen: "" (the pending calls), "review",
+// "runs", "sources".
+func (p *pages) Show(screen string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g, err := p.console()
+	if err != nil {
+		return err
+	}
+	link, err := g.Link()
+	if err != nil {
+		return fmt.Errorf("opening the console: %w", err)
+	}
+	if screen != "" {
+		link += "#" + screen
+	}
+	if err := p.open(link); err != nil {
+		return err
+	}
+	p.log.Info("opened the console in the browser", "screen", screen)
+	return nil
+}
+
+func (p *pages) console() (*console.Guard, error) {
+	if p.guard != nil && time.Now().Before(p.guard.Expires()) {
+		return p.guard, nil
+	}
+	if p.stop != nil {
+		p.stop()
+		<-p.served
+		p.guard, p.stop = nil, nil
+	}
+	ln, err := console.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("starting the console: %w", err)
+	}
+	g, err := console.NewGuard(console.New(p.hub, console.Options{Logger: p.log, Channel: approval.ChannelDesktop}), ln.Addr().String(), console.GuardOptions{Logger: p.log})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("starting the console: %w", err)
+	}
+	ctx, stop := context.WithDeadline(p.ctx, g.Expires())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := console.Serve(ctx, ln, g); err != nil {
+			p.log.Warn("the console stopped", "err", err)
+		}
+	}()
+	p.guard, p.stop, p.served = g, stop, served
+	p.log.Info("serving the console on loopback", "port", ln.Addr().(*net.TCPAddr).Port)
+	return g, nil
+}
+
+// Close stops the console, if it was started.
+func (p *pages) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		p.stop()
+		<-p.served
+		p.guard, p.stop = nil, nil
+	}
+}
+
+// errNoBrowser says no browser can be used.
+var errNoBrowser = errors.New("no browser")
+
+// browserArgv is the command that opens a link, as the CLI picks it:
+// CAPABILITIES_BROWSER, else $BROWSER (its first entry), else the system's
+// opener.
+func browserArgv() ([]string, error) {
+	if os.Getenv("CAPABILITIES_NO_BROWSER") == "1" {
+		return nil, fmt.Errorf("%w: opening pages is turned off (CAPABILITIES_NO_BROWSER=1)", errNoBrowser)
+	}
+	cmdline := os.Getenv("CAPABILITIES_BROWSER")
+	if cmdline == "" {
+		cmdline, _, _ = strings.Cut(os.Getenv("BROWSER"), string(os.PathListSeparator))
+	}
+	if argv := strings.Fields(cmdline); len(argv) > 0 {
+		return argv, nil
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		return []string{"open"}, nil
+	case "windows":
+		return []string{"rundll32", "url.dll,FileProtocolHandler"}, nil
+	}
+	if _, err := exec.LookPath("xdg-open"); err != nil {
+		return nil, fmt.Errorf("%w: no xdg-open and no $BROWSER", errNoBrowser)
+	}
+	return []string{"xdg-open"}, nil
+}
+
+// openBrowser starts the browser on a link without waiting for it. A "%s"
+// in the command stands for the link; else the link is the last argument.
+// An error never holds the link.
+func openBrowser(link string) error {
+	argv, err := browserArgv()
+	if err != nil {
+		return fmt.Errorf("opening the browser: %w", err)
+	}
+	substituted := false
+	for i, a := range argv[1:] {
+		if strings.Contains(a, "%s") {
+			argv[i+1] = strings.ReplaceAll(a, "%s", link)
+			substituted = true
+		}
+	}
+	if !substituted {
+		argv = append(argv, link)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("opening the browser with %s: %w", argv[0], err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}

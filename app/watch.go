@@ -1,0 +1,303 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/fsnotify/fsnotify"
+)
+
+// App is the running desktop app. Its state belongs to the loop goroutine:
+// the watcher's events, the notifications' signals and the tray's clicks
+// all reach it through events, one at a time.
+type App struct {
+	log   *slog.Logger
+	st    *store.File
+	hub   *hub.Hub
+	dir   string // the hub's directory
+	ctx   context.Context
+	pages *pages
+	notes *notifier // nil: no notification daemon (the page opens instead)
+	tray  *tray     // nil: no tray host
+
+	pending map[string]*call  // run/call → the call waiting for a person
+	byNote  map[uint32]string // notification id → run/call
+	review  int               // new or changed tools not reviewed
+
+	events   chan func()
+	quit     chan struct{}
+	quitOnce sync.Once
+}
+
+// call is one pending call the app shows.
+type call struct {
+	run, id  string
+	address  string
+	summary  string // the tool's first sentence
+	message  string // why it waits
+	seq      int
+	created  time.Time
+	note     uint32 // its open notification, 0: none
+	notified time.Time
+}
+
+func (c *call) key() string { return c.run + "/" + c.id }
+
+// Quit ends the app (from the tray's Quit): Run returns nil.
+func (a *App) Quit() { a.quitOnce.Do(func() { close(a.quit) }) }
+
+// loop watches the store and runs the events until ctx ends or Quit.
+func (a *App) loop(ctx context.Context) error {
+	a.ctx = ctx
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching the hub: %w", err)
+	}
+	defer w.Close()
+	runs := filepath.Join(a.dir, string(store.Runs))
+	// Records are replaced by rename: watch the directories, not the files.
+	for _, k := range []store.Kind{store.Runs, store.Policies, store.Manifests, store.Sources} {
+		if err := w.Add(filepath.Join(a.dir, string(k))); err != nil {
+			return fmt.Errorf("watching the hub's %s: %w", k, err)
+		}
+	}
+	a.scan(ctx)
+	a.countReview(ctx)
+	a.show()
+	for {
+		select {
+		case <-ctx.Done():
+			a.withdrawAll()
+			return nil
+		case <-a.quit:
+			a.withdrawAll()
+			return nil
+		case f := <-a.events:
+			f()
+		case err := <-w.Errors:
+			// An overflowed queue lost events: read every run again.
+			a.log.Warn("watching the hub", "err", err)
+			a.scan(ctx)
+			a.show()
+		case ev := <-w.Events:
+			// A burst of writes is one pass: each run read once.
+			dirty, review := map[string]bool{}, false
+			for more := true; more; {
+				if filepath.Dir(ev.Name) == runs {
+					if id, ok := runID(ev.Name); ok {
+						dirty[id] = true
+					}
+				} else {
+					review = true
+				}
+				select {
+				case ev = <-w.Events:
+				default:
+					more = false
+				}
+			}
+			for id := range dirty {
+				a.sync(ctx, id)
+			}
+			if review {
+				a.countReview(ctx)
+			}
+			a.show()
+		}
+	}
+}
+
+// runID is the run a file of runs/ records; journals and spares are not
+// runs.
+func runID(path string) (string, bool) {
+	name := filepath.Base(path)
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok || store.ValidID(id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// scan reads every run (at start, and after lost events).
+func (a *App) scan(ctx context.Context) {
+	ids, err := a.st.List(ctx, store.Runs)
+	if err != nil {
+		a.log.Warn("listing runs", "err", err)
+		return
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+		a.sync(ctx, id)
+	}
+	for _, c := range a.pending {
+		if !seen[c.run] {
+			a.withdraw(c)
+		}
+	}
+}
+
+// sync brings run id's pending calls in line with its record: a call that
+// waits and is not shown is raised; a shown call that no longer waits
+// (decided here or elsewhere, expired, the run gone) is withdrawn.
+func (a *App) sync(ctx context.Context, id string) {
+	var r model.Run
+	err := a.st.Get(ctx, store.Runs, id, &r)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		a.log.Warn("reading a run", "run", id, "err", err)
+		return
+	}
+	waiting := map[string]*model.Pending{}
+	if err == nil && r.Status.Paused() {
+		now := time.Now()
+		for i := range r.Pending {
+			p := &r.Pending[i]
+			if p.AwaitsDecision() && (p.ExpiresAt.IsZero() || now.Before(p.ExpiresAt)) {
+				waiting[p.ID] = p
+			}
+		}
+	}
+	for _, c := range a.pending {
+		if c.run == id && waiting[c.id] == nil {
+			a.withdraw(c)
+		}
+	}
+	var fresh []*call
+	for _, p := range waiting {
+		if a.pending[id+"/"+p.ID] != nil {
+			continue
+		}
+		c := &call{run: id, id: p.ID, address: p.Address, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
+		a.pending[c.key()] = c
+		fresh = append(fresh, c)
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].seq < fresh[j].seq })
+	a.raise(fresh)
+}
+
+// raise shows new pending calls: one notification each, or the approval
+// page when there is no notification daemon (once for the batch).
+func (a *App) raise(fresh []*call) {
+	if len(fresh) == 0 {
+		return
+	}
+	if a.notes == nil {
+		if err := a.pages.Show(""); err != nil {
+			a.log.Warn("opening the approval page", "err", err)
+		}
+		return
+	}
+	for _, c := range fresh {
+		id, err := a.notes.notify(c)
+		if err != nil {
+			a.log.Warn("raising a notification", "run", c.run, "call", c.id, "err", err)
+			continue
+		}
+		c.note, c.notified = id, time.Now()
+		a.byNote[id] = c.key()
+		a.log.Info("notified", "run", c.run, "call", c.id, "address", c.address, "notification", id)
+	}
+}
+
+// withdraw forgets a call that no longer waits and closes its notification.
+func (a *App) withdraw(c *call) {
+	delete(a.pending, c.key())
+	if c.note != 0 {
+		delete(a.byNote, c.note)
+		if a.notes != nil {
+			a.notes.close(c.note)
+		}
+		a.log.Info("withdrew the notification", "run", c.run, "call", c.id, "notification", c.note)
+	}
+}
+
+func (a *App) withdrawAll() {
+	for _, c := range a.pending {
+		a.withdraw(c)
+	}
+}
+
+// act handles an action picked in a notification: once and deny are
+// recorded as the person's decision (channel desktop); the default action
+// opens the console.
+func (a *App) act(note uint32, action string) {
+	k, ok := a.byNote[note]
+	if !ok {
+		return
+	}
+	c := a.pending[k]
+	switch action {
+	case "once", "deny":
+		run, id, choice := c.run, c.id, model.Choice(action)
+		go func() {
+			_, err := approval.Record(a.ctx, a.st, approval.Request{RunID: run, CallID: id, Choice: choice, Channel: approval.ChannelDesktop})
+			if err != nil {
+				a.log.Warn("recording the decision from a notification", "run", run, "call", id, "err", err)
+				return
+			}
+			a.log.Info("recorded the decision from a notification", "run", run, "call", id, "choice", choice)
+		}()
+	case "default":
+		if err := a.pages.Show(""); err != nil {
+			a.log.Warn("opening the approval page", "err", err)
+		}
+	}
+}
+
+// closed forgets a notification the server closed (dismissed, expired or
+// acted on); its call stays pending in the tray.
+func (a *App) closed(note uint32) {
+	if k, ok := a.byNote[note]; ok {
+		delete(a.byNote, note)
+		if c := a.pending[k]; c != nil {
+			c.note = 0
+		}
+	}
+}
+
+// countReview counts the new or changed tools not reviewed yet.
+func (a *App) countReview(ctx context.Context) {
+	a.hub.Invalidate()
+	r, err := a.hub.PendingReview(ctx, "")
+	if err != nil {
+		a.log.Warn("counting the tools to review", "err", err)
+		return
+	}
+	a.review = len(r.Items)
+}
+
+// sorted is the pending calls, oldest first.
+func (a *App) sorted() []*call {
+	out := make([]*call, 0, len(a.pending))
+	for _, c := range a.pending {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].created.Equal(out[j].created) {
+			return out[i].created.Before(out[j].created)
+		}
+		if out[i].run != out[j].run {
+			return out[i].run < out[j].run
+		}
+		return out[i].seq < out[j].seq
+	})
+	return out
+}
+
+// show updates the tray.
+func (a *App) show() {
+	if a.tray != nil {
+		a.tray.update(a.sorted(), a.review)
+	}
+}

@@ -1,0 +1,35 @@
+// Command capabilities-desktop is the hub's desktop app: it lives in the
+// tray, raises a notification for every call waiting for a person and opens
+// the console. Without a display it exits 2 (run `capabilities hub serve`).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/capabilities-sh/capabilities/app"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		fmt.Fprintln(os.Stderr, "usage: capabilities-desktop (no arguments; the hub is $CAPABILITIES_HOME/hub, default ~/.capabilities/hub)")
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := app.Run(ctx, app.Options{Logger: log, Stderr: os.Stderr})
+	stop()
+	switch {
+	case errors.Is(err, app.ErrNoDisplay):
+		fmt.Fprintln(os.Stderr, "capabilities-desktop:", err)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "capabilities-desktop:", err)
+		os.Exit(1)
+	}
+}
