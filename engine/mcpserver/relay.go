@@ -268,9 +268,18 @@ func modernVersion(m shimMsg) string {
 // post sends one message to the hub and relays what comes back.
 func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg) {
 	isInit := m.Method == "initialize" && m.isRequest()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint.URL, bytes.NewReader(line))
+	rctx := ctx
+	if isInit {
+		// A hub that does not answer the handshake is not waited for:
+		// nothing is under way yet, so this process's own engine takes
+		// the session from the start.
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, initTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, bytes.NewReader(line))
 	if err != nil {
-		s.stopped(ctx, m, err)
+		s.fail(ctx, line, m, err)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -291,7 +300,7 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.stopped(ctx, m, err)
+			s.fail(ctx, line, m, err)
 		}
 		return
 	}
@@ -306,7 +315,7 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	switch {
 	case resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
 		// The session is gone: another hub answers at that address now.
-		s.stopped(ctx, m, errors.New("the hub no longer knows this session"))
+		s.fail(ctx, line, m, errors.New("the hub no longer knows this session"))
 		return
 	case resp.StatusCode == http.StatusAccepted:
 		return
@@ -320,6 +329,12 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 				_, _ = s.out.Write(append(c.Bytes(), '\n'))
 				return
 			}
+		}
+		if isInit {
+			// Not a hub this process can use (a wrong token, another
+			// server at that port): serve on the own engine instead.
+			s.fail(ctx, line, m, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body))))
+			return
 		}
 		s.Logger.Warn("the hub refused a relayed message", "status", resp.StatusCode, "body", strings.TrimSpace(string(body)))
 		if m.isRequest() {
@@ -362,7 +377,7 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		if err == nil {
 			err = errors.New("the hub closed the response without an answer")
 		}
-		s.stopped(ctx, m, err)
+		s.fail(ctx, line, m, err)
 		return
 	}
 	if m.Method == "notifications/initialized" && modernVersion(m) == "" {
@@ -435,6 +450,31 @@ func readSSE(r io.Reader, fn func([]byte)) error {
 			return err
 		}
 	}
+}
+
+// initTimeout bounds the wait for the hub's answer to initialize.
+const initTimeout = 15 * time.Second
+
+// fail handles a message the hub did not take. An initialize the hub did
+// not answer goes to this process's own engine, as if no hub were running;
+// anything else means the hub stopped mid-session.
+func (s *Shim) fail(ctx context.Context, line []byte, m shimMsg, cause error) {
+	if m.Method == "initialize" && m.isRequest() {
+		s.mu.Lock()
+		first := !s.fallen
+		if first {
+			s.fallen, s.initReq = true, nil
+			s.reason = fmt.Sprintf("the hub at %s (pid %d) did not answer initialize: %v", s.Endpoint.URL, s.Endpoint.PID, cause)
+		}
+		s.mu.Unlock()
+		if first {
+			s.Logger.Warn("the long-running hub did not answer; serving with this process's own engine", "url", s.Endpoint.URL, "err", cause)
+			go s.startLocal(ctx)
+			s.toLocal(ctx, line, m)
+			return
+		}
+	}
+	s.stopped(ctx, m, cause)
 }
 
 // stopped records that the hub stopped answering: m, if a request, is

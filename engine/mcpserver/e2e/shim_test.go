@@ -3,13 +3,18 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
@@ -262,5 +267,57 @@ func TestShimRelaysToTheLongRunningHub(t *testing.T) {
 	fresh.call("execute", map[string]any{"code": echo}).mustOK(t, "execute with a stale announcement")
 	if got := starts(t, readerEv) - base["reader"]; got != 4 {
 		t.Errorf("reader started %d times, want 4 (the hub, the CAPABILITIES_NO_SHIM=1 session, then each stdio session's own engine)", got)
+	}
+}
+
+// TestShimIgnoresAnAnnouncementItCannotUse: serve --stdio runs its own
+// engine when the announced hub's process is gone (the address is not even
+// tried) or when what answers there refuses the session (a wrong token, or
+// another server on that port): the session works from its first request.
+func TestShimIgnoresAnAnnouncementItCannotUse(t *testing.T) {
+	t.Parallel()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		pid      int
+		wantHits bool
+	}{
+		{"its process is gone", dead.Process.Pid, false},
+		{"it refuses the session", os.Getpid(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHub(t)
+			ev := h.addScriptedEvents("reader", false)
+			before := starts(t, ev)
+			var hits atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				http.Error(w, "wrong bearer token", http.StatusUnauthorized)
+			}))
+			t.Cleanup(srv.Close)
+			ann, _ := json.Marshal(map[string]any{"url": srv.URL + "/mcp", "pid": tc.pid, "startedAt": time.Now()})
+			if err := os.WriteFile(filepath.Join(h.home, "hub", "endpoint.json"), ann, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(h.home, "hub", "http-token"), []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := h.serveStdio()
+			s.initialize()
+			res := s.request("tools/call", map[string]any{"name": "execute", "arguments": map[string]any{"code": `return await reader.echo({message: "own"})`}})
+			if res["error"] != nil || !strings.Contains(fmt.Sprint(res["result"]), "Echo: own") {
+				t.Fatalf("execute: %v", res)
+			}
+			if got := starts(t, ev) - before; got != 1 {
+				t.Errorf("reader started %d times, want once (by this session's own engine)", got)
+			}
+			if got := hits.Load() > 0; got != tc.wantHits {
+				t.Errorf("the announced address was tried: %v, want %v", got, tc.wantHits)
+			}
+		})
 	}
 }
