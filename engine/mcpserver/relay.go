@@ -113,8 +113,7 @@ type Shim struct {
 	mu        sync.Mutex
 	sessionID string
 	version   string          // negotiated by initialize
-	initID    json.RawMessage // the client's initialize request id
-	initReq   json.RawMessage // its params, given again to the local engine
+	initReq   json.RawMessage // the client's initialize params, given again to the local engine
 	listening bool
 	fallen    bool // the hub stopped; the rest goes to the local engine
 	owed      bool // the next request gets the "hub stopped" error
@@ -212,7 +211,7 @@ func (s *Shim) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 	s.mu.Lock()
 	fallen := s.fallen
 	if !fallen && m.Method == "initialize" && m.isRequest() {
-		s.initID, s.initReq = m.ID, m.Params
+		s.initReq = m.Params
 	}
 	s.mu.Unlock()
 	if fallen {
