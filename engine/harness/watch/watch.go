@@ -141,7 +141,8 @@ func New(env harness.Env, opts Options) (*Watcher, error) {
 	return w, nil
 }
 
-// Offers delivers the offers; it is closed when Run returns.
+// Offers delivers the offers; it is closed when Run returns. It holds 16:
+// past that, Run waits for the reader (and reads no file meanwhile).
 func (w *Watcher) Offers() <-chan Offer { return w.offers }
 
 // Paths lists the config files watched (existing or not).
