@@ -52,6 +52,8 @@ if [ "$tests" = 1 ]; then
     "xwd x11-apps"
     "convert imagemagick"
     "xdotool xdotool"
+    # The Debian package's test validates its .desktop files.
+    "desktop-file-validate desktop-file-utils"
   )
 fi
 
