@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
@@ -89,7 +90,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	conn, err := dbus.ConnectSessionBus()
 	if err != nil {
-		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications and no tray; pending calls open the approval page in the browser\n", err)
+		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications; pending calls open the approval page in the browser\n", err)
 	} else {
 		defer conn.Close()
 		n, err := newNotifier(conn, a.events, a)
@@ -102,12 +103,17 @@ func Run(ctx context.Context, opts Options) error {
 			a.notes = n
 			log.Info("notifications", "actions", n.actions)
 		}
-		if hasOwner(conn, watcherName) {
-			a.tray = startTray(a.events, a)
-			defer a.tray.end()
-		} else {
-			fmt.Fprintln(stderr, "capabilities-desktop: the tray is unavailable (no StatusNotifierWatcher on the session bus): running without it; stop the app with Ctrl-C or SIGTERM")
-		}
+	}
+	// On Linux and the BSDs the tray is a StatusNotifierItem: it needs a
+	// tray host (StatusNotifierWatcher) on the session bus.
+	freedesktop := runtime.GOOS != "darwin" && runtime.GOOS != "windows"
+	if freedesktop && (conn == nil || !hasOwner(conn, watcherName)) {
+		fmt.Fprintln(stderr, "capabilities-desktop: the tray is unavailable (no StatusNotifierWatcher on the session bus): running without it; stop the app with Ctrl-C or SIGTERM")
+	} else if t, err := startTray(a.events, a); err != nil {
+		fmt.Fprintf(stderr, "capabilities-desktop: the tray is unavailable (%v): running without it; stop the app with Ctrl-C or SIGTERM\n", err)
+	} else {
+		a.tray = t
+		defer t.end()
 	}
 	return a.loop(ctx)
 }

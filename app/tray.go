@@ -1,115 +1,13 @@
 package app
 
 import (
-	"bytes"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os/exec"
 	"runtime"
-
-	"fyne.io/systray"
 )
 
 // watcherName is the tray host (StatusNotifierWatcher) on the session bus.
 const watcherName = "org.kde.StatusNotifierWatcher"
-
-// slots is how many pending calls the menu lists one by one; the last slot
-// says how many more there are.
-const slots = 8
-
-// tray is the app's tray item (fyne.io/systray: a StatusNotifierItem with a
-// dbusmenu on Linux, pure Go over D-Bus). Its menu: the pending calls (a
-// count, then one item per call, each opening the console), "Review N new or
-// changed tools", "Runs…", "Sources…", "Open hub folder", "Quit".
-type tray struct {
-	end    func()
-	status *systray.MenuItem
-	calls  [slots]*systray.MenuItem
-	review *systray.MenuItem
-	shown  string // the icon shown: "idle" or "pending"
-}
-
-// startTray registers the tray item; its clicks reach the loop as events.
-func startTray(events chan<- func(), a *App) *tray {
-	t := &tray{}
-	ready := make(chan struct{})
-	start, end := systray.RunWithExternalLoop(func() {
-		systray.SetIcon(icons["idle"])
-		t.shown = "idle"
-		systray.SetTitle("capabilities")
-		systray.SetTooltip("capabilities: idle")
-		t.status = systray.AddMenuItem("No pending calls", "Calls waiting for your decision")
-		t.status.Disable()
-		for i := range t.calls {
-			t.calls[i] = systray.AddMenuItem("", "Open the call's approval in the console")
-			t.calls[i].Hide()
-			on(t.calls[i], events, func() { a.openPage("") })
-		}
-		systray.AddSeparator()
-		t.review = systray.AddMenuItem("Review new or changed tools", "Review the tools that are new or changed since you last looked")
-		on(t.review, events, func() { a.openPage("review") })
-		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, func() { a.openPage("runs") })
-		on(systray.AddMenuItem("Sources…", "The hub's MCP servers"), events, func() { a.openPage("sources") })
-		systray.AddSeparator()
-		on(systray.AddMenuItem("Open hub folder", a.dir), events, func() {
-			if err := openFolder(a.dir); err != nil {
-				a.log.Warn("opening the hub folder", "err", err)
-			}
-		})
-		on(systray.AddMenuItem("Quit", "Quit the desktop app"), events, a.Quit)
-		close(ready)
-	}, nil)
-	start()
-	<-ready
-	t.end = end
-	return t
-}
-
-// on runs f in the loop each time item is clicked.
-func on(item *systray.MenuItem, events chan<- func(), f func()) {
-	go func() {
-		for range item.ClickedCh {
-			events <- f
-		}
-	}()
-}
-
-// update shows the pending calls and the review count.
-func (t *tray) update(calls []*call, review int) {
-	state := "idle"
-	switch n := len(calls); n {
-	case 0:
-		t.status.SetTitle("No pending calls")
-		systray.SetTooltip("capabilities: idle")
-	default:
-		state = "pending"
-		t.status.SetTitle(fmt.Sprintf("%d pending %s", n, plural(n, "call", "calls")))
-		systray.SetTooltip(fmt.Sprintf("capabilities: %d pending", n))
-	}
-	if state != t.shown {
-		systray.SetIcon(icons[state])
-		t.shown = state
-	}
-	for i, item := range t.calls {
-		switch {
-		case i == slots-1 && len(calls) > slots:
-			item.SetTitle(fmt.Sprintf("… and %d more", len(calls)-slots+1))
-			item.Show()
-		case i < len(calls):
-			item.SetTitle(fmt.Sprintf("Approve %s? (run %s)", calls[i].address, calls[i].run))
-			item.Show()
-		default:
-			item.Hide()
-		}
-	}
-	if review > 0 {
-		t.review.SetTitle(fmt.Sprintf("Review %d new or changed %s", review, plural(review, "tool", "tools")))
-	} else {
-		t.review.SetTitle("Review new or changed tools")
-	}
-}
 
 func plural(n int, one, many string) string {
 	if n == 1 {
@@ -140,36 +38,4 @@ func openFolder(dir string) error {
 	}
 	go func() { _ = cmd.Wait() }()
 	return nil
-}
-
-// icons are the tray's icons, drawn here (a ring; filled amber with a dot
-// when calls wait), so no image file ships with the binary.
-var icons = map[string][]byte{"idle": drawIcon(false), "pending": drawIcon(true)}
-
-func drawIcon(pending bool) []byte {
-	const size = 32
-	img := image.NewNRGBA(image.Rect(0, 0, size, size))
-	ring := color.NRGBA{0x3b, 0x6e, 0xa5, 0xff}
-	fill := color.NRGBA{0, 0, 0, 0}
-	if pending {
-		ring = color.NRGBA{0xd9, 0x7a, 0x00, 0xff}
-		fill = color.NRGBA{0xff, 0xc1, 0x4d, 0xff}
-	}
-	for y := range size {
-		for x := range size {
-			dx, dy := float64(x)-15.5, float64(y)-15.5
-			d := dx*dx + dy*dy
-			switch {
-			case d <= 15*15 && d >= 11*11:
-				img.SetNRGBA(x, y, ring)
-			case d < 11*11 && pending && d <= 4*4:
-				img.SetNRGBA(x, y, ring)
-			case d < 11*11:
-				img.SetNRGBA(x, y, fill)
-			}
-		}
-	}
-	var b bytes.Buffer
-	_ = png.Encode(&b, img)
-	return b.Bytes()
 }

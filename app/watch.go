@@ -38,6 +38,7 @@ type App struct {
 	events   chan func()
 	quit     chan struct{}
 	quitOnce sync.Once
+	records  sync.WaitGroup // decisions being recorded; the store closes after them
 }
 
 // call is one pending call the app shows.
@@ -65,6 +66,7 @@ func (a *App) loop(ctx context.Context) error {
 		return fmt.Errorf("watching the hub: %w", err)
 	}
 	defer w.Close()
+	defer a.records.Wait()
 	runs := filepath.Join(a.dir, string(store.Runs))
 	// Records are replaced by rename: watch the directories, not the files.
 	for _, k := range []store.Kind{store.Runs, store.Policies, store.Manifests, store.Sources} {
@@ -240,14 +242,14 @@ func (a *App) act(note uint32, action string) {
 	switch action {
 	case "once", "deny":
 		run, id, choice := c.run, c.id, model.Choice(action)
-		go func() {
+		a.records.Go(func() {
 			_, err := approval.Record(a.ctx, a.st, approval.Request{RunID: run, CallID: id, Choice: choice, Channel: approval.ChannelDesktop})
 			if err != nil {
 				a.log.Warn("recording the decision from a notification", "run", run, "call", id, "err", err)
 				return
 			}
 			a.log.Info("recorded the decision from a notification", "run", run, "call", id, "choice", choice)
-		}()
+		})
 	case "default":
 		if err := a.pages.Show(""); err != nil {
 			a.log.Warn("opening the approval page", "err", err)
