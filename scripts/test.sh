@@ -38,13 +38,13 @@ fi
 "$staticcheck" ./...
 
 # The packages whose goroutines share state (the store, runs, the hub, the
-# code pipeline) run under the race detector, the others without it: each
+# code pipeline, the harness watcher) run under the race detector, the others without it: each
 # package runs once. The kill -9 trials of I6 run without it: each trial
 # starts the test binary again, and a race-built one starts slowly (387 s
 # under load).
-race=(./store/... ./engine/run/ ./engine/hub/ ./engine/code/)
+race=(./store/... ./engine/run/ ./engine/hub/ ./engine/code/ ./engine/harness/watch/)
 mapfile -t plain < <(go list ./... | grep -v -x -F \
-  -e "$(go list ./store/...)" -e "$(go list ./engine/run/)" -e "$(go list ./engine/hub/)" -e "$(go list ./engine/code/)")
+  -e "$(go list ./store/...)" -e "$(go list ./engine/run/)" -e "$(go list ./engine/hub/)" -e "$(go list ./engine/code/)" -e "$(go list ./engine/harness/watch/)")
 crash='^TestInvariantI6CrashNeverRepeatsAnApprovedWrite$'
 
 step "go test"
