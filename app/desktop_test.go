@@ -125,9 +125,12 @@ func TestNoDisplayExitsTwo(t *testing.T) {
 //     address, with the actions Open (default), Allow once and Deny, and the
 //     menu lists the call; "Allow once" picked through dunst's context menu
 //     (pick-action.sh) → the run's decision is once via desktop, and
-//     `hub exec --resume` makes the upstream write exactly once; a call
-//     decided with `hub approve` → the app closes its notification
-//     (CloseNotification; dunst shows none); "Quit" (dbusmenu Event) → exit 0.
+//     `hub exec --resume` makes the upstream write exactly once; the
+//     default action (`dunstctl action`) opens the console's one-time link
+//     in the browser (CAPABILITIES_BROWSER), the tray's "Runs…" the same at
+//     #runs; a call decided with `hub approve` → the app closes its
+//     notification (CloseNotification; dunst shows none) and the menu lists
+//     no call; "Quit" (dbusmenu Event) → exit 0.
 //   - fallbacks (NO_NOTIFYD=1 NO_TRAY_HOST=1): the app says the tray is
 //     unavailable and runs; a pending call opens the console's page with
 //     the browser (CAPABILITIES_BROWSER) instead of a notification.
@@ -326,6 +329,12 @@ func (d *desktop) run(id string) model.Run {
 	return r
 }
 
+// links are the links the browser stand-in was handed, in order.
+func (d *desktop) links() []string {
+	b, _ := os.ReadFile(d.opened)
+	return strings.Fields(string(b))
+}
+
 // rss is the app's resident set in MB.
 func (d *desktop) rss() float64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(d.app.Process.Pid) + "/status")
@@ -401,6 +410,20 @@ func (d *desktop) trayScenario() {
 	// (c) Decided elsewhere (`hub approve`) → the notification is withdrawn.
 	run2 := d.exec("awaiting_approval", `try { return await writer.record({item: "decided elsewhere"}) } catch (e) { return "caught " + e.code }`)
 	note2 := d.mon.notifyAfter(t, "writer.record", note.serial)
+	// The default action (a click on the notification) opens the console's
+	// pending calls; the tray's "Runs…" opens its runs screen.
+	if out, err := exec.Command("dunstctl", "action", "0").CombinedOutput(); err != nil {
+		t.Fatalf("dunstctl action: %v\n%s", err, out)
+	}
+	d.waitFor("the default action to open the console", func() bool { return len(d.links()) == 1 })
+	if err := d.menu(item).event(d.bus, "Runs…"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("Runs… to open the console", func() bool { return len(d.links()) == 2 })
+	link := regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/\?token=[A-Za-z0-9_-]+$`)
+	if l := d.links(); !link.MatchString(l[0]) || !link.MatchString(strings.TrimSuffix(l[1], "#runs")) || !strings.HasSuffix(l[1], "#runs") {
+		t.Fatalf("the browser got %q; want the console's one-time link, then the same with #runs", l)
+	}
 	d.cli("hub", "approve", run2, "--choice", "deny")
 	d.waitFor("the app to close the notification of the call decided with hub approve", func() bool {
 		return d.mon.closed(note2.id)
@@ -435,8 +458,9 @@ func (d *desktop) fallbackScenario() {
 	d.exec("awaiting_approval", `return await writer.record({item: "no daemon"})`)
 	var link string
 	d.waitFor("the app to open the approval page in the browser", func() bool {
-		b, _ := os.ReadFile(d.opened)
-		link = strings.TrimSpace(string(b))
+		if l := d.links(); len(l) > 0 {
+			link = l[0]
+		}
 		return link != ""
 	})
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/\?token=[A-Za-z0-9_-]+$`).MatchString(link) {
