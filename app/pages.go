@@ -2,20 +2,16 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
-	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/internal/browser"
 )
 
 // pages serves the console on loopback behind a Guard (started on first
@@ -36,7 +32,7 @@ type pages struct {
 
 func newPages(ctx context.Context, h *hub.Hub, log *slog.Logger, open func(string) error) *pages {
 	if open == nil {
-		open = openBrowser
+		open = browser.Open
 	}
 	return &pages{ctx: ctx, hub: h, log: log, open: open}
 }
@@ -104,59 +100,4 @@ func (p *pages) Close() {
 		<-p.served
 		p.guard, p.stop = nil, nil
 	}
-}
-
-// errNoBrowser says no browser can be used.
-var errNoBrowser = errors.New("no browser")
-
-// browserArgv is the command that opens a link, as the CLI picks it:
-// CAPABILITIES_BROWSER, else $BROWSER (its first entry), else the system's
-// opener.
-func browserArgv() ([]string, error) {
-	if os.Getenv("CAPABILITIES_NO_BROWSER") == "1" {
-		return nil, fmt.Errorf("%w: opening pages is turned off (CAPABILITIES_NO_BROWSER=1)", errNoBrowser)
-	}
-	cmdline := os.Getenv("CAPABILITIES_BROWSER")
-	if cmdline == "" {
-		cmdline, _, _ = strings.Cut(os.Getenv("BROWSER"), string(os.PathListSeparator))
-	}
-	if argv := strings.Fields(cmdline); len(argv) > 0 {
-		return argv, nil
-	}
-	switch runtime.GOOS {
-	case "darwin":
-		return []string{"open"}, nil
-	case "windows":
-		return []string{"rundll32", "url.dll,FileProtocolHandler"}, nil
-	}
-	if _, err := exec.LookPath("xdg-open"); err != nil {
-		return nil, fmt.Errorf("%w: no xdg-open and no $BROWSER", errNoBrowser)
-	}
-	return []string{"xdg-open"}, nil
-}
-
-// openBrowser starts the browser on a link without waiting for it. A "%s"
-// in the command stands for the link; else the link is the last argument.
-// An error never holds the link.
-func openBrowser(link string) error {
-	argv, err := browserArgv()
-	if err != nil {
-		return fmt.Errorf("opening the browser: %w", err)
-	}
-	substituted := false
-	for i, a := range argv[1:] {
-		if strings.Contains(a, "%s") {
-			argv[i+1] = strings.ReplaceAll(a, "%s", link)
-			substituted = true
-		}
-	}
-	if !substituted {
-		argv = append(argv, link)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("opening the browser with %s: %w", argv[0], err)
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
 }

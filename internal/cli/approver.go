@@ -12,6 +12,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/internal/browser"
 )
 
 // pageOpener is the approval page of the process that owns a run: when a
@@ -24,7 +25,7 @@ type pageOpener struct {
 	hub  *hub.Hub
 	log  *slog.Logger
 	addr string // where the console listens ("127.0.0.1:0")
-	// open hands a link to the browser (openBrowser).
+	// open hands a link to the browser (browser.Open).
 	open func(link string) error
 
 	mu     sync.Mutex
@@ -37,7 +38,7 @@ type pageOpener struct {
 var _ mcpserver.PageOpener = (*pageOpener)(nil)
 
 func newPageOpener(ctx context.Context, h *hub.Hub, log *slog.Logger, addr string) *pageOpener {
-	return &pageOpener{ctx: ctx, hub: h, log: log, addr: addr, open: openBrowser, shown: map[string]bool{}}
+	return &pageOpener{ctx: ctx, hub: h, log: log, addr: addr, open: browser.Open, shown: map[string]bool{}}
 }
 
 // Open shows the page for run's pending calls ids. A call that had a page
@@ -45,7 +46,7 @@ func newPageOpener(ctx context.Context, h *hub.Hub, log *slog.Logger, addr strin
 // link goes to the browser only; neither it nor its token is returned,
 // logged or kept.
 func (o *pageOpener) Open(ctx context.Context, run string, ids []string) (mcpserver.Page, error) {
-	_, why, err := browserArgv()
+	_, why, err := browser.Argv()
 	if err != nil {
 		return mcpserver.Page{Why: why}, nil
 	}
@@ -69,7 +70,7 @@ func (o *pageOpener) Open(ctx context.Context, run string, ids []string) (mcpser
 		return mcpserver.Page{}, err
 	}
 	if err := o.open(link); err != nil {
-		if errors.Is(err, errNoBrowser) || errors.Is(err, errNoDisplay) {
+		if errors.Is(err, browser.ErrOff) || errors.Is(err, browser.ErrNoDisplay) {
 			return mcpserver.Page{Why: why}, nil
 		}
 		return mcpserver.Page{}, err

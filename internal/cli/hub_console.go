@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/internal/browser"
 	"github.com/spf13/cobra"
 )
 
@@ -84,9 +85,9 @@ The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the system's ope
 				return err
 			}
 			opened := ""
-			if err := openBrowser(link); err == nil {
+			if err := browser.Open(link); err == nil {
 				opened = " (opened in your browser)"
-			} else if !errors.Is(err, errNoBrowser) && !errors.Is(err, errNoDisplay) {
+			} else if !errors.Is(err, browser.ErrOff) && !errors.Is(err, browser.ErrNoDisplay) {
 				e.log.Warn("could not open a browser; open the link yourself", "err", err)
 			}
 			fmt.Fprintf(e.stdout, "Console: %s%s\n", link, opened)

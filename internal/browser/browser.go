@@ -1,4 +1,6 @@
-package cli
+// Package browser opens a link in the person's browser: the command in
+// CAPABILITIES_BROWSER, else $BROWSER, else the system's opener.
+package browser
 
 import (
 	"errors"
@@ -9,19 +11,19 @@ import (
 	"strings"
 )
 
-// errNoBrowser says CAPABILITIES_NO_BROWSER=1 asked for no browser.
-var errNoBrowser = errors.New("no browser wanted")
+// ErrOff says CAPABILITIES_NO_BROWSER=1 asked for no browser.
+var ErrOff = errors.New("no browser wanted")
 
-// errNoDisplay says no browser can be shown: no display, or no opener.
-var errNoDisplay = errors.New("no display or browser")
+// ErrNoDisplay says no browser can be shown: no display, or no opener.
+var ErrNoDisplay = errors.New("no display or browser")
 
-// browserArgv is the command that opens a link: CAPABILITIES_BROWSER if
+// Argv is the command that opens a link: CAPABILITIES_BROWSER if
 // set, else $BROWSER (its first entry), else the system's opener. why says,
 // in a clause the model may read, why none can be used: opening is turned
 // off, or the system's opener needs a display there is not, or is missing.
-func browserArgv() (argv []string, why string, err error) {
+func Argv() (argv []string, why string, err error) {
 	if os.Getenv("CAPABILITIES_NO_BROWSER") == "1" {
-		return nil, "opening pages is turned off here (CAPABILITIES_NO_BROWSER=1)", errNoBrowser
+		return nil, "opening pages is turned off here (CAPABILITIES_NO_BROWSER=1)", ErrOff
 	}
 	cmdline := os.Getenv("CAPABILITIES_BROWSER")
 	if cmdline == "" {
@@ -37,19 +39,19 @@ func browserArgv() (argv []string, why string, err error) {
 		return []string{"rundll32", "url.dll,FileProtocolHandler"}, "", nil
 	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-		return nil, "this machine has no display and no browser is configured ($BROWSER)", errNoDisplay
+		return nil, "this machine has no display and no browser is configured ($BROWSER)", ErrNoDisplay
 	}
 	if _, err := exec.LookPath("xdg-open"); err != nil {
-		return nil, "this machine has no browser opener (xdg-open) and no browser is configured ($BROWSER)", errNoDisplay
+		return nil, "this machine has no browser opener (xdg-open) and no browser is configured ($BROWSER)", ErrNoDisplay
 	}
 	return []string{"xdg-open"}, "", nil
 }
 
-// openBrowser starts the person's browser on a link, without waiting for
-// it (see browserArgv). A "%s" in the command stands for the link; else
+// Open starts the person's browser on a link, without waiting for
+// it (see Argv). A "%s" in the command stands for the link; else
 // the link is the last argument. An error never holds the link.
-func openBrowser(link string) error {
-	argv, _, err := browserArgv()
+func Open(link string) error {
+	argv, _, err := Argv()
 	if err != nil {
 		return err
 	}
