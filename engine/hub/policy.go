@@ -156,7 +156,8 @@ func validConnectionName(c string) error {
 }
 
 // Verdict decides one call under the current policy. For a tool that
-// changed since it was reviewed, the message says what changed.
+// changed since it was reviewed, the message says what changed. While the
+// hub is paused, a call that would run asks.
 func (h *Hub) Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error) {
 	p, err := h.Policy(ctx)
 	if err != nil {
@@ -171,7 +172,7 @@ func (h *Hub) Verdict(ctx context.Context, t *model.Tool, conn string) (policy.V
 		}
 		v.Message += " (changed: " + strings.Join(what, ", ") + "; `capabilities hub review` shows the diff)"
 	}
-	return v, nil
+	return h.pause(v), nil
 }
 
 // ReviewItem is one new or changed tool awaiting review.

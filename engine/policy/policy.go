@@ -85,6 +85,7 @@ const (
 	ReasonReadOnly  = "read_only"  // no rule; annotated read-only
 	ReasonMayWrite  = "may_write"  // no rule; not annotated read-only
 	ReasonStaleRule = "stale_rule" // only a rule pinned to an old contract matched
+	ReasonPaused    = "paused"     // the hub is paused: every call that would run asks
 )
 
 // Verdict is the decision for one call.

@@ -383,7 +383,7 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 // was denied, and (nil, false) after adding a pending approval and pausing.
 func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, t *model.Tool, v policy.Verdict) (*sandbox.CallResult, bool) {
 	id := "c" + strconv.Itoa(call.Seq)
-	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged {
+	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
 	// A decision names exactly what it allows: this address, these
@@ -400,7 +400,8 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		}
 		return nil, true
 	}
-	if slices.Contains(h.run.AllowedTools, t.Address) {
+	// A tool allowed for the session runs, unless the hub is paused.
+	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
 	preview := h.preview(call.Args)

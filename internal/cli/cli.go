@@ -198,6 +198,8 @@ func newRoot(e *env) *cobra.Command {
 		newApproveCmd(e),
 		newConsoleCmd(e),
 		newServeCmd(e),
+		newPauseCmd(e),
+		newResumeCmd(e),
 		newAuthCmd(e),
 		newConnectionsCmd(e),
 		newDoctorCmd(e),

@@ -1,0 +1,74 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// PausedFile, in the store directory, pauses the hub while it exists: every
+// call that policy would run asks a person first (a deny stays a deny).
+// Every process over the store sees it on its next call.
+const PausedFile = "paused"
+
+// PausedMessage is the verdict's message while the hub is paused.
+const PausedMessage = "the hub is paused: every call asks, nothing runs unseen (`capabilities hub resume` ends the pause)"
+
+// dirStore is a store kept in a directory (store.File).
+type dirStore interface{ Dir() string }
+
+func (h *Hub) pausedPath() (string, error) {
+	d, ok := h.store.(dirStore)
+	if !ok {
+		return "", errors.New("this hub's store is not a directory; it cannot be paused")
+	}
+	return filepath.Join(d.Dir(), PausedFile), nil
+}
+
+// Paused says whether the hub is paused.
+func (h *Hub) Paused() bool {
+	p, err := h.pausedPath()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(p)
+	return err == nil
+}
+
+// SetPaused pauses the hub (the flag is written atomically, mode 600) or
+// resumes it (the flag is removed). Either is a no-op when already so.
+func (h *Hub) SetPaused(paused bool) error {
+	p, err := h.pausedPath()
+	if err != nil {
+		return fmt.Errorf("pausing the hub: %w", err)
+	}
+	if !paused {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("resuming the hub: %w", err)
+		}
+		return nil
+	}
+	if err := store.WriteFileAtomic(p, []byte(time.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
+		return fmt.Errorf("pausing the hub: %w", err)
+	}
+	return nil
+}
+
+// pause turns a verdict that is not a deny into one that asks, with the
+// reason paused, while the hub is paused: a tool allowed for the session
+// asks too. The message keeps why it would have asked anyway.
+func (h *Hub) pause(v policy.Verdict) policy.Verdict {
+	if v.Action == policy.Deny || !h.Paused() {
+		return v
+	}
+	msg := PausedMessage
+	if v.Action == policy.Ask && v.Message != "" {
+		msg += "; " + v.Message
+	}
+	return policy.Verdict{Action: policy.Ask, Reason: policy.ReasonPaused, Message: msg, Rule: v.Rule}
+}

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/store"
+
+	"github.com/spf13/cobra"
+)
+
+func newResumeCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume the hub after `capabilities hub pause`: policy decides again",
+		Long:  "Resume the hub: the pause ends and each call is decided by policy again (removes the file paused in the hub's folder).",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+			if err := h.SetPaused(false); err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(map[string]any{"paused": false})
+			}
+			fmt.Fprintln(e.stdout, "The hub is running: policy decides each call again.")
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
