@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -122,7 +120,7 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 			// client that sees the port open can read it; a port in use
 			// leaves the token file as it was (one made for this serve is
 			// taken back).
-			token, created, err := httpToken(st)
+			token, created, err := mcpserver.HTTPToken(st.Dir())
 			if err != nil {
 				return err
 			}
@@ -130,7 +128,7 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				if created {
-					_ = os.Remove(filepath.Join(st.Dir(), "http-token"))
+					_ = os.Remove(filepath.Join(st.Dir(), mcpserver.TokenFile))
 				}
 				if errors.Is(err, syscall.EADDRINUSE) {
 					return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another --port)", addr, port)
@@ -156,32 +154,6 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
 	c.Flags().StringVar(&profile, "profile", "default", "the profile `NAME` to serve (only default exists for now)")
 	return c
-}
-
-// httpToken reads the bearer token, creating it (mode 600) on first serve;
-// created says it did.
-func httpToken(st *store.File) (tok string, created bool, err error) {
-	p := filepath.Join(st.Dir(), "http-token")
-	b, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		k := make([]byte, 32)
-		if _, err := rand.Read(k); err != nil {
-			return "", false, fmt.Errorf("creating the HTTP token: %w", err)
-		}
-		if err := store.WriteFileAtomic(p, []byte(hex.EncodeToString(k)+"\n")); err != nil {
-			return "", false, fmt.Errorf("creating the HTTP token: %w", err)
-		}
-		created = true
-		b, err = os.ReadFile(p)
-	}
-	if err != nil {
-		return "", created, fmt.Errorf("reading the HTTP token: %w", err)
-	}
-	tok = strings.TrimSpace(string(b))
-	if len(tok) < 32 {
-		return "", created, fmt.Errorf("the HTTP token in %s is too short; remove the file and serve again to make a new one", p)
-	}
-	return tok, created, nil
 }
 
 // findShim returns a relay to the long-running hub announced in the store,
