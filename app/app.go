@@ -16,8 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/godbus/dbus/v5"
 )
@@ -35,6 +37,9 @@ type Options struct {
 	// Open hands a link to the browser; nil: CAPABILITIES_BROWSER, else
 	// $BROWSER, else the system's opener (xdg-open, open).
 	Open func(link string) error
+	// Port is where the hub's MCP endpoint is served on 127.0.0.1 (taken:
+	// the next free one); 0 is DefaultPort.
+	Port int
 }
 
 // CheckDisplay says whether a graphical session is there.
@@ -104,6 +109,23 @@ func Run(ctx context.Context, opts Options) error {
 			log.Info("notifications", "actions", n.actions)
 		}
 	}
+	// The hub's MCP endpoint: agents' `serve --stdio` relay here.
+	port := opts.Port
+	if port == 0 {
+		port = DefaultPort
+	}
+	if ep, stop, err := a.serveMCP(ctx, port); err != nil {
+		fmt.Fprintf(stderr, "capabilities-desktop: not serving MCP (%v): each agent's `capabilities hub serve --stdio` runs its own engine\n", err)
+	} else {
+		defer stop()
+		a.endpoint = ep
+		if want := fmt.Sprintf("127.0.0.1:%d", port); !strings.Contains(ep, want+"/") {
+			fmt.Fprintf(stderr, "capabilities-desktop: port %d is in use: serving MCP at %s instead (announced in %s)\n", port, ep, filepath.Join(dir, "endpoint.json"))
+		} else {
+			fmt.Fprintf(stderr, "capabilities-desktop: serving MCP at %s (bearer token in %s)\n", ep, filepath.Join(dir, mcpserver.TokenFile))
+		}
+	}
+	a.paused = h.Paused()
 	// On Linux and the BSDs the tray is a StatusNotifierItem: it needs a
 	// tray host (StatusNotifierWatcher) on the session bus.
 	freedesktop := runtime.GOOS != "darwin" && runtime.GOOS != "windows"

@@ -150,6 +150,7 @@ func TestDesktopApp(t *testing.T) {
 		env  []string
 	}{
 		{"tray", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
+		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 	}
 	for _, sc := range scenarios {
@@ -181,6 +182,8 @@ func TestInsideDesktopSession(t *testing.T) {
 	switch scenario {
 	case "tray":
 		d.trayScenario()
+	case "hub":
+		d.hubScenario()
 	case "fallbacks":
 		d.fallbackScenario()
 	default:
@@ -195,6 +198,7 @@ type desktop struct {
 	work    string
 	home    string // CAPABILITIES_HOME
 	calls   string // the writer's call log
+	events  string // the writer's events (a line "start" each time it starts)
 	opened  string // the links the browser stand-in got
 	env     []string
 	bus     *dbus.Conn
@@ -209,7 +213,7 @@ func newDesktop(t *testing.T) *desktop {
 	t.Helper()
 	work := os.Getenv("HOME")
 	d := &desktop{t: t, bins: os.Getenv(binEnv), work: work, home: filepath.Join(work, "caps"),
-		calls: filepath.Join(work, "writer-calls.jsonl"), opened: filepath.Join(work, "opened")}
+		calls: filepath.Join(work, "writer-calls.jsonl"), events: filepath.Join(work, "writer-events"), opened: filepath.Join(work, "opened")}
 	browser := filepath.Join(work, "browser.sh")
 	script := "#!/bin/sh\nprintf '%s\\n' \"$1\" >> " + d.opened + "\n"
 	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
@@ -218,7 +222,7 @@ func newDesktop(t *testing.T) *desktop {
 	d.env = append(os.Environ(), "CAPABILITIES_HOME="+d.home, "NO_KEYRING=1", "CAPABILITIES_BROWSER="+browser,
 		"CAPABILITIES_CONNECT_TIMEOUT="+testenv.Timeout(source.DefaultConnectTimeout).String())
 	d.cli("hub", "init")
-	argv := append([]string{"hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_CALLS=" + d.calls, "--env", "SCRIPTED_TOOLS=4", "--"}, testenv.Scripted(t)...)
+	argv := append([]string{"hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_CALLS=" + d.calls, "--env", "SCRIPTED_EVENTS=" + d.events, "--env", "SCRIPTED_TOOLS=4", "--"}, testenv.Scripted(t)...)
 	d.cli(argv...)
 	bus, err := dbus.ConnectSessionBus()
 	if err != nil {
@@ -364,7 +368,7 @@ func (d *desktop) trayScenario() {
 	})
 	t.Logf("measured: launch → tray item registered %.1f ms", ms(time.Since(t0)))
 	menu := d.menu(item)
-	want := []string{"No pending calls", "—", "Review N new or changed tools", "Runs…", "Sources…", "—", "Open hub folder", "Quit"}
+	want := []string{"No pending calls", "—", "Review N new or changed tools", "Runs…", "Sources…", "—", "Pause hub", "Serving MCP at " + d.endpoint(), "—", "Open hub folder", "Quit"}
 	if diff := cmp.Diff(want, menu.labels()); diff != "" {
 		t.Fatalf("the tray menu (-want +got):\n%s", diff)
 	}

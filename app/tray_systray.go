@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/url"
 
 	"fyne.io/systray"
 )
@@ -19,24 +20,27 @@ const slots = 8
 // tray is the app's tray item (fyne.io/systray: a StatusNotifierItem with a
 // dbusmenu on Linux, pure Go over D-Bus). Its menu: the pending calls (a
 // count, then one item per call, each opening the console), "Review N new or
-// changed tools", "Runs…", "Sources…", "Open hub folder", "Quit".
+// changed tools", "Runs…", "Sources…", "Pause hub" (or "Resume hub"),
+// where MCP is served, "Open hub folder", "Quit".
 type tray struct {
-	end    func()
-	status *systray.MenuItem
-	calls  [slots]*systray.MenuItem
-	review *systray.MenuItem
-	shown  string // the icon shown: "idle" or "pending"
+	end      func()
+	endpoint string // host:port of the MCP endpoint, "" when not serving
+	status   *systray.MenuItem
+	calls    [slots]*systray.MenuItem
+	review   *systray.MenuItem
+	pause    *systray.MenuItem
+	shown    string // the icon shown: "idle", "pending" or "paused"
 }
 
 // startTray registers the tray item; its clicks reach the loop as events.
 func startTray(events chan<- func(), a *App) (*tray, error) {
-	t := &tray{}
+	t := &tray{endpoint: hostPort(a.endpoint)}
 	ready := make(chan struct{})
 	start, end := systray.RunWithExternalLoop(func() {
 		systray.SetIcon(icons["idle"])
 		t.shown = "idle"
 		systray.SetTitle("capabilities")
-		systray.SetTooltip("capabilities: idle")
+		systray.SetTooltip(t.tooltip("idle"))
 		t.status = systray.AddMenuItem("No pending calls", "Calls waiting for your decision")
 		t.status.Disable()
 		for i := range t.calls {
@@ -49,6 +53,14 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		on(t.review, events, func() { a.openPage("review") })
 		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, func() { a.openPage("runs") })
 		on(systray.AddMenuItem("Sources…", "The hub's MCP servers"), events, func() { a.openPage("sources") })
+		systray.AddSeparator()
+		t.pause = systray.AddMenuItem("Pause hub", "Paused: every call asks, nothing runs unseen")
+		on(t.pause, events, a.togglePause)
+		serving := "Not serving MCP"
+		if t.endpoint != "" {
+			serving = "Serving MCP at " + t.endpoint
+		}
+		systray.AddMenuItem(serving, "Where agents reach the hub (announced in the hub's endpoint.json)").Disable()
 		systray.AddSeparator()
 		on(systray.AddMenuItem("Open hub folder", a.dir), events, func() {
 			if err := openFolder(a.dir); err != nil {
@@ -73,18 +85,28 @@ func on(item *systray.MenuItem, events chan<- func(), f func()) {
 	}()
 }
 
-// update shows the pending calls and the review count.
-func (t *tray) update(calls []*call, review int) {
+// update shows the pending calls, the review count and the pause.
+func (t *tray) update(calls []*call, review int, paused bool) {
 	state := "idle"
 	switch n := len(calls); n {
 	case 0:
 		t.status.SetTitle("No pending calls")
-		systray.SetTooltip("capabilities: idle")
 	default:
 		state = "pending"
 		t.status.SetTitle(fmt.Sprintf("%d pending %s", n, plural(n, "call", "calls")))
-		systray.SetTooltip(fmt.Sprintf("capabilities: %d pending", n))
 	}
+	tip := state
+	if state == "pending" {
+		tip = fmt.Sprintf("%d pending", len(calls))
+	}
+	if paused {
+		state = "paused"
+		tip = "paused, every call asks; " + tip
+		t.pause.SetTitle("Resume hub")
+	} else {
+		t.pause.SetTitle("Pause hub")
+	}
+	systray.SetTooltip(t.tooltip(tip))
 	if state != t.shown {
 		systray.SetIcon(icons[state])
 		t.shown = state
@@ -108,18 +130,41 @@ func (t *tray) update(calls []*call, review int) {
 	}
 }
 
-// icons are the tray's icons, drawn here (a ring; filled amber with a dot
-// when calls wait), so no image file ships with the binary.
-var icons = map[string][]byte{"idle": drawIcon(false), "pending": drawIcon(true)}
+// tooltip is the tray's tooltip for a state, with where MCP is served.
+func (t *tray) tooltip(state string) string {
+	if t.endpoint == "" {
+		return "capabilities: " + state + " (not serving MCP)"
+	}
+	return "capabilities: " + state + " (MCP at " + t.endpoint + ")"
+}
 
-func drawIcon(pending bool) []byte {
+// hostPort is the host:port of an endpoint URL.
+func hostPort(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// icons are the tray's icons, drawn here (a ring; filled amber with a dot
+// when calls wait; grey with a dot while paused), so no image file ships
+// with the binary.
+var icons = map[string][]byte{"idle": drawIcon("idle"), "pending": drawIcon("pending"), "paused": drawIcon("paused")}
+
+func drawIcon(state string) []byte {
 	const size = 32
 	img := image.NewNRGBA(image.Rect(0, 0, size, size))
 	ring := color.NRGBA{0x3b, 0x6e, 0xa5, 0xff}
 	fill := color.NRGBA{0, 0, 0, 0}
-	if pending {
+	pending := state != "idle"
+	switch state {
+	case "pending":
 		ring = color.NRGBA{0xd9, 0x7a, 0x00, 0xff}
 		fill = color.NRGBA{0xff, 0xc1, 0x4d, 0xff}
+	case "paused":
+		ring = color.NRGBA{0x70, 0x70, 0x70, 0xff}
+		fill = color.NRGBA{0xc8, 0xc8, 0xc8, 0xff}
 	}
 	for y := range size {
 		for x := range size {

@@ -35,6 +35,9 @@ type App struct {
 	byNote  map[uint32]string // notification id → run/call
 	review  int               // new or changed tools not reviewed
 
+	endpoint string // the MCP endpoint served, "" when not serving
+	paused   bool   // the hub is paused (hub/paused)
+
 	events   chan func()
 	quit     chan struct{}
 	quitOnce sync.Once
@@ -55,6 +58,17 @@ type call struct {
 
 func (c *call) key() string { return c.run + "/" + c.id }
 
+// togglePause pauses the hub, or resumes it (the tray's "Pause hub" /
+// "Resume hub").
+func (a *App) togglePause() {
+	if err := a.hub.SetPaused(!a.paused); err != nil {
+		a.log.Warn("pausing the hub", "err", err)
+	}
+	a.paused = a.hub.Paused()
+	a.log.Info("the hub", "paused", a.paused)
+	a.show()
+}
+
 // Quit ends the app (from the tray's Quit): Run returns nil.
 func (a *App) Quit() { a.quitOnce.Do(func() { close(a.quit) }) }
 
@@ -73,6 +87,10 @@ func (a *App) loop(ctx context.Context) error {
 		if err := w.Add(filepath.Join(a.dir, string(k))); err != nil {
 			return fmt.Errorf("watching the hub's %s: %w", k, err)
 		}
+	}
+	// The hub's folder itself: the pause flag, set by `hub pause` too.
+	if err := w.Add(a.dir); err != nil {
+		return fmt.Errorf("watching the hub's folder: %w", err)
 	}
 	a.scan(ctx)
 	a.countReview(ctx)
@@ -96,11 +114,14 @@ func (a *App) loop(ctx context.Context) error {
 			// A burst of writes is one pass: each run read once.
 			dirty, review := map[string]bool{}, false
 			for more := true; more; {
-				if filepath.Dir(ev.Name) == runs {
+				switch filepath.Dir(ev.Name) {
+				case runs:
 					if id, ok := runID(ev.Name); ok {
 						dirty[id] = true
 					}
-				} else {
+				case a.dir:
+					// Only the pause flag matters here.
+				default:
 					review = true
 				}
 				select {
@@ -115,6 +136,7 @@ func (a *App) loop(ctx context.Context) error {
 			if review {
 				a.countReview(ctx)
 			}
+			a.paused = a.hub.Paused()
 			a.show()
 		}
 	}
@@ -300,6 +322,6 @@ func (a *App) sorted() []*call {
 // show updates the tray.
 func (a *App) show() {
 	if a.tray != nil {
-		a.tray.update(a.sorted(), a.review)
+		a.tray.update(a.sorted(), a.review, a.paused)
 	}
 }
