@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/capabilities-sh/capabilities/store"
@@ -87,6 +88,7 @@ func Run(ctx context.Context, opts Options) error {
 		dir:     dir,
 		pending: map[string]*call{},
 		byNote:  map[uint32]string{},
+		offers:  map[uint32]watch.Offer{},
 		events:  make(chan func(), 64),
 		quit:    make(chan struct{}),
 	}
@@ -126,6 +128,14 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	a.paused = h.Paused()
+	// The agents' configs: a server added to one is offered for import.
+	wctx, wcancel := context.WithCancel(ctx)
+	if wait, err := a.watchHarnesses(wctx); err != nil {
+		wcancel()
+		fmt.Fprintf(stderr, "capabilities-desktop: not watching the agents' configs (%v): import new servers with `capabilities hub import`\n", err)
+	} else {
+		defer func() { wcancel(); wait() }()
+	}
 	// On Linux and the BSDs the tray is a StatusNotifierItem: it needs a
 	// tray host (StatusNotifierWatcher) on the session bus.
 	freedesktop := runtime.GOOS != "darwin" && runtime.GOOS != "windows"

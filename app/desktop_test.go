@@ -151,6 +151,7 @@ func TestDesktopApp(t *testing.T) {
 	}{
 		{"tray", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
+		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 	}
 	for _, sc := range scenarios {
@@ -184,6 +185,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.trayScenario()
 	case "hub":
 		d.hubScenario()
+	case "offers":
+		d.offersScenario()
 	case "fallbacks":
 		d.fallbackScenario()
 	default:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/store"
@@ -35,8 +36,10 @@ type App struct {
 	byNote  map[uint32]string // notification id → run/call
 	review  int               // new or changed tools not reviewed
 
-	endpoint string // the MCP endpoint served, "" when not serving
-	paused   bool   // the hub is paused (hub/paused)
+	endpoint string                 // the MCP endpoint served, "" when not serving
+	watcher  *watch.Watcher         // the agents' configs; nil: not watched
+	offers   map[uint32]watch.Offer // notification id → its import offer
+	paused   bool                   // the hub is paused (hub/paused)
 
 	events   chan func()
 	quit     chan struct{}
@@ -256,6 +259,10 @@ func (a *App) withdrawAll() {
 // recorded as the person's decision (channel desktop); the default action
 // opens the console.
 func (a *App) act(note uint32, action string) {
+	if o, ok := a.offers[note]; ok {
+		a.actOffer(note, o, action)
+		return
+	}
 	k, ok := a.byNote[note]
 	if !ok {
 		return
@@ -282,6 +289,7 @@ func (a *App) act(note uint32, action string) {
 // closed forgets a notification the server closed (dismissed, expired or
 // acted on); its call stays pending in the tray.
 func (a *App) closed(note uint32) {
+	delete(a.offers, note)
 	if k, ok := a.byNote[note]; ok {
 		delete(a.byNote, note)
 		if c := a.pending[k]; c != nil {

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"os"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/harness"
+	"github.com/capabilities-sh/capabilities/engine/harness/watch"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/godbus/dbus/v5"
+)
+
+// Action keys of an import offer's notification.
+const (
+	actionAdd    = "add"
+	actionNotNow = "not-now"
+)
+
+// watchHarnesses runs the harness watcher over the person's agent configs
+// (their user configs: the app's working directory is no project) and
+// hands each offer to the loop. wait returns once it stopped.
+func (a *App) watchHarnesses(ctx context.Context) (wait func(), err error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("watching the agents' configs: %w", err)
+	}
+	w, err := watch.New(harness.Env{Home: home, Getenv: os.Getenv}, watch.Options{
+		Dir: a.dir,
+		Sources: func(ctx context.Context) ([]model.Source, error) {
+			recs, err := a.hub.Sources(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]model.Source, len(recs))
+			for i, r := range recs {
+				out[i] = r.Source
+			}
+			return out, nil
+		},
+		Log: a.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.watcher = w
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx); err != nil {
+			a.log.Warn("watching the agents' configs", "err", err)
+		}
+	}()
+	go func() {
+		for o := range w.Offers() {
+			select {
+			case a.events <- func() { a.offer(o) }:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	a.log.Info("watching the agents' configs", "files", len(w.Paths()))
+	return func() { <-done }, nil
+}
+
+// offer shows an import offer: a notification "Claude Code added `linear`
+// — add it to the hub?" with Add and Not now. Without a notification
+// daemon that shows actions, it says so in the log (`hub import` adds it).
+func (a *App) offer(o watch.Offer) {
+	a.log.Info("import offer", "harness", o.Harness, "server", o.Server.Name, "namespace", o.Proposal.Namespace, "seen", o.At)
+	if a.notes == nil || !a.notes.actions {
+		a.log.Warn("an agent's config gained a server; no notification can offer it: run `capabilities hub import`", "message", o.Message())
+		return
+	}
+	id, err := a.notes.offer(o)
+	if err != nil {
+		a.log.Warn("raising an import offer", "server", o.Server.Name, "err", err)
+		return
+	}
+	a.offers[id] = o
+}
+
+// actOffer handles Add or Not now picked in an offer's notification.
+func (a *App) actOffer(note uint32, o watch.Offer, action string) {
+	delete(a.offers, note)
+	switch action {
+	case actionAdd:
+		// Adding starts the server to list its tools: not in the loop.
+		a.records.Go(func() {
+			ns, err := importOffer(a.ctx, a.hub, o.Proposal)
+			if err != nil {
+				a.log.Warn("adding an offered server", "server", o.Server.Name, "err", err)
+				return
+			}
+			a.log.Info("added an offered server", "server", o.Server.Name, "namespace", ns)
+			if err := a.pages.Show("review"); err != nil {
+				a.log.Warn("opening the review", "err", err)
+			}
+		})
+	case actionNotNow:
+		if err := a.watcher.Decline(o); err != nil {
+			a.log.Warn("declining an import offer", "server", o.Server.Name, "err", err)
+		}
+	}
+}
+
+// importOffer adds an offered server as `hub import` does (propose, accept,
+// and a plain-text credential moved into the keychain); its tools then wait
+// for the person's review.
+func importOffer(ctx context.Context, h *hub.Hub, p harness.Proposal) (string, error) {
+	req, _, err := p.Request()
+	if err != nil {
+		return "", err
+	}
+	prop, err := h.Propose(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if err := h.Accept(ctx, prop); err != nil {
+		return "", err
+	}
+	ns := prop.Source.Namespace
+	if req.Secret != "" {
+		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
+			return ns, fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
+		}
+	}
+	return ns, nil
+}
+
+// offer raises an import offer's notification.
+func (n *notifier) offer(o watch.Offer) (uint32, error) {
+	what := o.Server.URL
+	if what == "" {
+		what = strings.Join(append([]string{o.Server.Command}, o.Server.Args...), " ")
+	}
+	body := fmt.Sprintf("%s\nin %s\nIt would be the hub's source %q; its tools wait for your review.", what, o.Path, o.Proposal.Namespace)
+	if n.markup {
+		body = html.EscapeString(body)
+	}
+	var id uint32
+	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", uint32(0), "list-add",
+		o.Message(), body, []string{actionAdd, "Add", actionNotNow, "Not now"},
+		map[string]dbus.Variant{"resident": dbus.MakeVariant(true)}, int32(0)).Store(&id)
+	if err != nil {
+		return 0, fmt.Errorf("raising an import offer: %w", err)
+	}
+	return id, nil
+}

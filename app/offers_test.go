@@ -1,0 +1,99 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/google/go-cmp/cmp"
+)
+
+// offersScenario: a server written into Claude Code's ~/.claude.json in the
+// session's HOME while the app runs → a notification offering it ("Claude
+// Code added `linear` — add it to the hub?", actions Add and Not now) →
+// "Add" picked in dunst's menu (pick-action.sh) → `capabilities hub list`
+// shows the source, and the console opens at #review. It logs write →
+// offer (the issue's budget is 2 s; never asserted).
+//
+// The watcher reads the configs as they are when it starts (not offered),
+// and the app does not say when that is: the test writes a server with a
+// new name until one is offered, each write waiting long enough for the
+// offer of the one before.
+func (d *desktop) offersScenario() {
+	t := d.t
+	d.start()
+	d.trayItem()
+	cfg := filepath.Join(d.work, ".claude.json")
+	scripted := testenv.Scripted(t)
+	var (
+		name    string
+		written time.Time
+		found   note
+	)
+	for i := 1; found.summary == ""; i++ {
+		if i > 10 {
+			t.Fatalf("no import offer after %d servers written into %s; the app's stderr:\n%s", i-1, cfg, d.stderr)
+		}
+		name = fmt.Sprintf("linear%d", i)
+		doc := map[string]any{"mcpServers": map[string]any{name: map[string]any{"command": scripted[0], "args": append(scripted[1:], "--name", name)}}}
+		b, _ := json.MarshalIndent(doc, "", "  ")
+		tmp := cfg + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfg); err != nil { // as harnesses write: a rename over the file
+			t.Fatal(err)
+		}
+		written = time.Now()
+		deadline := time.Now().Add(testenv.Timeout(3 * time.Second))
+		for time.Now().Before(deadline) {
+			if n, ok := d.mon.find("added `"+name+"`", 0); ok {
+				found = n
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("measured: server written into ~/.claude.json → import offer Notify %.1f ms", ms(found.at.Sub(written)))
+	if diff := cmp.Diff("Claude Code added `"+name+"` — add it to the hub?", found.summary); diff != "" {
+		t.Errorf("the offer's summary (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"add", "Add", "not-now", "Not now"}, found.actions); diff != "" {
+		t.Errorf("the offer's actions (-want +got):\n%s", diff)
+	}
+	if out, err := exec.Command("dunstctl", "context").CombinedOutput(); err != nil {
+		t.Fatalf("dunstctl context: %v\n%s", err, out)
+	}
+	d.waitFor("Add to add the source and open the console at #review", func() bool {
+		l := d.links()
+		return len(l) == 1 && strings.HasSuffix(l[0], "#review")
+	})
+	var list struct {
+		Sources []struct {
+			Namespace string `json:"namespace"`
+		} `json:"sources"`
+	}
+	out := d.cli("hub", "list", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("hub list --json: %v\n%s", err, out)
+	}
+	var got []string
+	for _, s := range list.Sources {
+		got = append(got, s.Namespace)
+	}
+	if !contains(got, name) {
+		t.Fatalf("hub list shows %q after Add, want %s among them", got, name)
+	}
+
+	if err := d.app.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.wait(); code != 0 {
+		t.Fatalf("SIGINT: exit %d, want 0; stderr:\n%s", code, d.stderr)
+	}
+}
