@@ -151,6 +151,7 @@ type menuItem struct {
 	label   string
 	kind    string
 	visible bool
+	checked bool // a checkmark item's toggle-state is 1
 }
 
 // menu reads the menu of the registered item ("service" or
@@ -193,6 +194,10 @@ func (d *desktop) menu(item string) trayMenu {
 		if p, ok := props["visible"]; ok {
 			it.visible, _ = p.Value().(bool)
 		}
+		if p, ok := props["toggle-state"]; ok {
+			v, _ := p.Value().(int32)
+			it.checked = v == 1
+		}
 		m.items = append(m.items, it)
 	}
 	return m
@@ -216,6 +221,16 @@ func (m trayMenu) labels() []string {
 		}
 	}
 	return out
+}
+
+// checked says whether the item labelled label is checked.
+func (m trayMenu) checked(label string) bool {
+	for _, it := range m.items {
+		if it.label == label {
+			return it.checked
+		}
+	}
+	return false
 }
 
 // event clicks the item labelled label, as a tray host does.

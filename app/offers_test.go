@@ -17,7 +17,10 @@ import (
 // session's HOME while the app runs → a notification offering it ("Claude
 // Code added `linear` — add it to the hub?", actions Add and Not now) →
 // "Add" picked in dunst's menu (pick-action.sh) → `capabilities hub list`
-// shows the source, and the console opens at #review. It logs write →
+// shows the source, and the console opens at #review. Then "Start at
+// login" (dbusmenu Event) writes $XDG_CONFIG_HOME/autostart/
+// capabilities.desktop starting the app by its path and checks the item; a
+// second click removes it and unchecks it. It logs write →
 // offer (the issue's budget is 2 s; never asserted).
 //
 // The watcher reads the configs as they are when it starts (not offered),
@@ -27,7 +30,7 @@ import (
 func (d *desktop) offersScenario() {
 	t := d.t
 	d.start()
-	d.trayItem()
+	item := d.trayItem()
 	cfg := filepath.Join(d.work, ".claude.json")
 	scripted := testenv.Scripted(t)
 	var (
@@ -88,6 +91,36 @@ func (d *desktop) offersScenario() {
 	}
 	if !contains(got, name) {
 		t.Fatalf("hub list shows %q after Add, want %s among them", got, name)
+	}
+
+	// "Start at login" writes the autostart entry (build/linux) starting
+	// this app by its path (it is not on PATH here), and removes it.
+	cfgHome := os.Getenv("XDG_CONFIG_HOME")
+	if cfgHome == "" {
+		cfgHome = filepath.Join(d.work, ".config")
+	}
+	entry := filepath.Join(cfgHome, "autostart", "capabilities.desktop")
+	if d.menu(item).checked("Start at login") {
+		t.Fatalf("Start at login is checked before any click")
+	}
+	if err := d.menu(item).event(d.bus, "Start at login"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("Start at login to be checked", func() bool { return d.menu(item).checked("Start at login") })
+	b, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatalf("Start at login wrote no autostart entry: %v", err)
+	}
+	exe := filepath.Join(d.bins, "capabilities-desktop")
+	if !strings.Contains(string(b), "[Desktop Entry]") || !strings.Contains(string(b), "\nExec="+exe+"\n") {
+		t.Errorf("the autostart entry does not start %s:\n%s", exe, b)
+	}
+	if err := d.menu(item).event(d.bus, "Start at login"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("Start at login to be unchecked", func() bool { return !d.menu(item).checked("Start at login") })
+	if _, err := os.Stat(entry); !os.IsNotExist(err) {
+		t.Errorf("the autostart entry is still there after Start at login was turned off (%v)", err)
 	}
 
 	if err := d.app.Process.Signal(os.Interrupt); err != nil {

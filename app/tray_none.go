@@ -13,3 +13,4 @@ func startTray(chan<- func(), *App) (*tray, error) {
 
 func (*tray) end()                      {}
 func (*tray) update([]*call, int, bool) {}
+func (*tray) showLogin(bool)            {}

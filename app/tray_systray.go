@@ -29,6 +29,7 @@ type tray struct {
 	calls    [slots]*systray.MenuItem
 	review   *systray.MenuItem
 	pause    *systray.MenuItem
+	login    *systray.MenuItem // nil where start at login is not built
 	shown    string // the icon shown: "idle", "pending" or "paused"
 }
 
@@ -61,6 +62,10 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 			serving = "Serving MCP at " + t.endpoint
 		}
 		systray.AddMenuItem(serving, "Where agents reach the hub (announced in the hub's endpoint.json)").Disable()
+		if loginSupported() {
+			t.login = systray.AddMenuItemCheckbox("Start at login", "Start the desktop app when you log in", startsAtLogin())
+			on(t.login, events, a.toggleLogin)
+		}
 		systray.AddSeparator()
 		on(systray.AddMenuItem("Open hub folder", a.dir), events, func() {
 			if err := openFolder(a.dir); err != nil {
@@ -127,6 +132,18 @@ func (t *tray) update(calls []*call, review int, paused bool) {
 		t.review.SetTitle(fmt.Sprintf("Review %d new or changed %s", review, plural(review, "tool", "tools")))
 	} else {
 		t.review.SetTitle("Review new or changed tools")
+	}
+}
+
+// showLogin checks or unchecks "Start at login".
+func (t *tray) showLogin(on bool) {
+	if t.login == nil {
+		return
+	}
+	if on {
+		t.login.Check()
+	} else {
+		t.login.Uncheck()
 	}
 }
 
