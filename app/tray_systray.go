@@ -30,7 +30,7 @@ type tray struct {
 	review   *systray.MenuItem
 	pause    *systray.MenuItem
 	login    *systray.MenuItem // nil where start at login is not built
-	shown    string // the icon shown: "idle", "pending" or "paused"
+	shown    string            // the icon shown: "idle", "pending" or "paused"
 }
 
 // startTray registers the tray item; its clicks reach the loop as events.
