@@ -49,6 +49,8 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"hub auth":        {[]string{"nope"}, "hub", codeNotFound, 1},
 		"hub connections": {[]string{"nope"}, "hub", codeNotFound, 1},
 		"hub doctor":      {[]string{"extra"}, "hub", codeUsage, 2},
+		"hub pause":       {nil, "none", codeNoHub, 1},
+		"hub resume":      {nil, "none", codeNoHub, 1},
 		"hub connect":     {[]string{"--client", "nope"}, "hub", codeUsage, 2},
 		"hub disconnect":  {[]string{"--client", "nope"}, "hub", codeUsage, 2},
 		"hub rollback":    {nil, "hub", codeError, 1},
