@@ -179,20 +179,22 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	wait := testenv.Timeout(10 * time.Second)
 	deadline := time.Now().Add(wait)
-	// Serve binds the port first and writes a missing token next (a port in
-	// use leaves no token behind): wait for both.
+	// Serve writes a missing token, binds the port, then announces itself
+	// in endpoint.json (for the stdio shim): wait for all three.
 	tokenFile := filepath.Join(h.home, "hub", "http-token")
+	announced := filepath.Join(h.home, "hub", "endpoint.json")
 	var tok []byte
 	for {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
 			c.Close()
-			if tok, err = os.ReadFile(tokenFile); err == nil && len(strings.TrimSpace(string(tok))) >= 32 {
+			_, aerr := os.Stat(announced)
+			if tok, err = os.ReadFile(tokenFile); err == nil && aerr == nil && len(strings.TrimSpace(string(tok))) >= 32 {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("hub serve --http did not listen on %s with its token in %s within %v\n%s", addr, tokenFile, wait, stderr.String())
+			h.t.Fatalf("hub serve --http did not listen on %s with its token in %s and its announcement within %v\n%s", addr, tokenFile, wait, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
