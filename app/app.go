@@ -3,8 +3,11 @@
 // process: `hub exec`, an agent's `serve --stdio`), raises one native
 // notification per pending call, records a decision made in a notification
 // (channel desktop), withdraws a notification when the call is decided
-// elsewhere, and opens the console on loopback in the browser. Its own
-// windows (Wails) come later.
+// elsewhere, and opens the console on loopback in the browser. It serves
+// the hub's MCP endpoint on 127.0.0.1:4790 (or the next free port) and
+// announces it, so agents' `serve --stdio` relay to it; offers to import a
+// server an agent's config gained; pauses and resumes the hub; and turns
+// "Start at login" on and off. Its own windows (Wails) come later.
 package app
 
 import (

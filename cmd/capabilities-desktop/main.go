@@ -1,6 +1,7 @@
 // Command capabilities-desktop is the hub's desktop app: it lives in the
-// tray, raises a notification for every call waiting for a person and opens
-// the console. Without a display it exits 2 (run `capabilities hub serve`).
+// tray, serves the hub's MCP endpoint (agents' `serve --stdio` relay to
+// it), raises a notification for every call waiting for a person and for
+// every server an agent's config gained, and opens the console. Without a display it exits 2 (run `capabilities hub serve`).
 package main
 
 import (
