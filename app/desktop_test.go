@@ -207,7 +207,7 @@ type desktop struct {
 	bus     *dbus.Conn
 	mon     *monitor
 	app     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testenv.Buffer
 	exited  chan struct{} // closed when the app exited
 	exitErr error
 }
@@ -268,7 +268,7 @@ func (d *desktop) exec(status string, args ...string) string {
 // start launches the app.
 func (d *desktop) start() time.Time {
 	d.t.Helper()
-	d.stderr = &lockedBuffer{}
+	d.stderr = &testenv.Buffer{}
 	d.app = exec.Command(filepath.Join(d.bins, "capabilities-desktop"))
 	d.app.Env = d.env
 	d.app.Stderr = d.stderr
@@ -506,22 +506,4 @@ func lines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(b, []byte("\n"))
-}
-
-// lockedBuffer is a process's stderr, read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

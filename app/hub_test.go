@@ -79,7 +79,7 @@ type agent struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Scanner
-	errout *lockedBuffer
+	errout *testenv.Buffer
 }
 
 type agentResult struct {
@@ -95,7 +95,7 @@ func (d *desktop) agent() *agent {
 	d.t.Helper()
 	cmd := exec.Command(testenv.Node(d.t), filepath.Join(testenv.Root(d.t), "testdata", "clients", "sdk1_repl.mjs"))
 	cmd.Env = append(d.env, "CAP_BIN="+filepath.Join(d.bins, "capabilities"))
-	a := &agent{d: d, cmd: cmd, errout: &lockedBuffer{}}
+	a := &agent{d: d, cmd: cmd, errout: &testenv.Buffer{}}
 	cmd.Stderr = a.errout
 	var err error
 	if a.in, err = cmd.StdinPipe(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"log/slog"
@@ -35,7 +36,7 @@ func TestApprovalPageDecidesAndTheAgentResumes(t *testing.T) {
 	if n := f.upstreamCalls(t); n != 1 {
 		t.Fatalf("before the decision the upstream acted %d times, want 1 (the read)", n)
 	}
-	consoleLogs := &syncBuffer{}
+	consoleLogs := &testenv.Buffer{}
 	h := console.New(f.h, console.Options{Logger: slog.New(slog.NewTextHandler(consoleLogs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	g, link := serve(t, h, console.GuardOptions{})
 	b := newBrowser(t, g.Origin())

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,24 +24,6 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
-// syncBuffer is a log destination several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a hub in a temporary home with one real upstream, the
 // scripted MCP server as namespace "up" (echo and sleep read, record
 // writes), reviewed, with a credential.
@@ -51,7 +32,7 @@ type fixture struct {
 	st    *store.File
 	calls string // the upstream appends a line per call it acts on
 	state string // SCRIPTED_STATE: change the upstream's tools between refreshes
-	logs  *syncBuffer
+	logs  *testenv.Buffer
 }
 
 const theSecret = "sk-console-test-9f8e7d6c5b4a"
@@ -63,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{st: st, calls: filepath.Join(dir, "calls.jsonl"), state: filepath.Join(dir, "state.json"), logs: &syncBuffer{}}
+	f := &fixture{st: st, calls: filepath.Join(dir, "calls.jsonl"), state: filepath.Join(dir, "state.json"), logs: &testenv.Buffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.h = hub.New(st, hub.Options{
 		Logger:  log,

@@ -83,26 +83,8 @@ func (f *fakeKeychain) count() int {
 	return f.calls
 }
 
-// logBuffer is a logger whose records a test can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newLog() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func newLog() (*slog.Logger, *testenv.Buffer) {
+	b := &testenv.Buffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 

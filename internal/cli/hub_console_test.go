@@ -22,31 +22,13 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
-// lockedBuffer is a command's stdout, read while the command runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 var consoleLink = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[A-Za-z0-9_-]+`)
 
 // startConsole runs `capabilities hub console args…` until the test ends
 // and returns its stdout and a way to stop it and get its error.
-func startConsole(t *testing.T, args ...string) (*lockedBuffer, func() error) {
+func startConsole(t *testing.T, args ...string) (*testenv.Buffer, func() error) {
 	t.Helper()
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
 	root := newRoot(e)
 	root.SetArgs(append([]string{"hub", "console"}, args...))
