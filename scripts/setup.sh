@@ -79,27 +79,47 @@ fi
 command -v go >/dev/null 2>&1 || { log "Go 1.26 is required: https://go.dev/doc/install"; exit 1; }
 command -v node >/dev/null 2>&1 || { log "Node.js 20 is required"; exit 1; }
 
-# npm packages the tests run (real MCP servers, TypeScript, MCP clients),
-# pinned by the committed lockfile. Reinstalled only when the lockfile changed.
-lock=testdata/npm/package-lock.json
-stamp=testdata/npm/node_modules/.lock-stamp
-if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
-  log "installing npm packages from $lock"
-  (cd testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+# npm_ci DIR: the npm packages pinned by DIR/package-lock.json, installed
+# only when the lockfile changed. A tree installed once is kept in
+# ~/.cache/capabilities/node_modules, keyed by the lockfile's hash, and a new
+# checkout gets it as hard links (a fraction of a second instead of npm ci's
+# 15-30 s; npm replaces files, it never writes into them, so the links stay
+# true). Where hard links do not work (another filesystem), npm ci runs.
+npm_ci() {
+  local dir=$1 what=$2
+  local lock="$dir/package-lock.json" stamp="$dir/node_modules/.lock-stamp"
+  if [ -f "$stamp" ] && cmp -s "$lock" "$stamp"; then
+    return
+  fi
+  local key cache
+  key=$(sha256sum "$lock" | cut -c1-16)
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/capabilities/node_modules/$(basename "$dir")-$key"
+  rm -rf "$dir/node_modules"
+  if [ -f "$cache/node_modules/.lock-stamp" ] && cp -al "$cache/node_modules" "$dir/node_modules" 2>/dev/null; then
+    log "$what: from the cache ($cache)"
+    return
+  fi
+  rm -rf "$dir/node_modules"
+  log "installing $what from $lock"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$lock" "$stamp"
-fi
+  mkdir -p "$cache"
+  rm -rf "$cache/node_modules.tmp"
+  if cp -al "$dir/node_modules" "$cache/node_modules.tmp" 2>/dev/null; then
+    rm -rf "$cache/node_modules" && mv "$cache/node_modules.tmp" "$cache/node_modules"
+  else
+    rm -rf "$cache/node_modules.tmp"
+  fi
+}
+
+# npm packages the tests run (real MCP servers, TypeScript, MCP clients).
+npm_ci testdata/npm "npm packages"
 
 # The real agent CLIs (Claude Code, Codex, Gemini CLI) the harness tests
 # drive, pinned by their own lockfile (about 860 MB: each ships its native
 # binary in a registry package). Only the tests use them.
 if [ "$tests" = 1 ]; then
-  lock=testdata/harnesses/package-lock.json
-  stamp=testdata/harnesses/node_modules/.lock-stamp
-  if [ ! -f "$stamp" ] || ! cmp -s "$lock" "$stamp"; then
-    log "installing the real agent CLIs from $lock"
-    (cd testdata/harnesses && npm ci --no-audit --no-fund --loglevel=error)
-    cp "$lock" "$stamp"
-  fi
+  npm_ci testdata/harnesses "the real agent CLIs"
 fi
 
 log "building bin/capabilities"
