@@ -8,66 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const sink = (name) => () => {
-  throw new Error(`${name} was used`);
-};
-
-class FakeNode {
-  constructor() {
-    this.childNodes = [];
-    this.parentNode = null;
-  }
-  appendChild(c) {
-    c.parentNode = this;
-    this.childNodes.push(c);
-    return c;
-  }
-  removeChild(c) {
-    this.childNodes = this.childNodes.filter((x) => x !== c);
-    c.parentNode = null;
-    return c;
-  }
-  get firstChild() {
-    return this.childNodes[0] ?? null;
-  }
-  get textContent() {
-    return this.childNodes.map((c) => c.textContent).join("");
-  }
-}
-
-class FakeText extends FakeNode {
-  constructor(data) {
-    super();
-    this.data = String(data);
-  }
-  get textContent() {
-    return this.data;
-  }
-}
-
-class FakeElement extends FakeNode {
-  constructor(tag) {
-    super();
-    this.tagName = String(tag).toUpperCase();
-    this.attributes = new Map();
-  }
-  setAttribute(name, value) {
-    this.attributes.set(String(name), String(value));
-  }
-  addEventListener() {}
-  focus() {}
-}
-for (const name of ["innerHTML", "outerHTML"]) {
-  Object.defineProperty(FakeElement.prototype, name, { get: sink(name), set: sink(name) });
-}
-FakeElement.prototype.insertAdjacentHTML = sink("insertAdjacentHTML");
-
-globalThis.document = {
-  createElement: (tag) => new FakeElement(tag),
-  createTextNode: (data) => new FakeText(data),
-  write: sink("document.write"),
-  writeln: sink("document.writeln"),
-};
+import { FakeElement } from "./fakedom.mjs";
 
 const [dir, itemsFile] = process.argv.slice(2);
 const { renderApproval, renderQueue } = await import(pathToFileURL(path.join(dir, "approval.js")).href);
