@@ -1,10 +1,14 @@
 package index
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
@@ -138,10 +142,13 @@ var baseline = params{
 	flat: true,
 }
 
-type evalScore struct{ r1, r5, mrr float64 }
+type evalScore struct {
+	n           int
+	r1, r5, mrr float64
+}
 
 func (s evalScore) String() string {
-	return fmt.Sprintf("recall@1 %.3f  recall@5 %.3f  MRR@10 %.3f", s.r1, s.r5, s.mrr)
+	return fmt.Sprintf("recall@1 %.3f  recall@5 %.3f  MRR@10 %.3f  (%d queries)", s.r1, s.r5, s.mrr, s.n)
 }
 
 // evaluate ranks every query and scores the first correct tool's rank.
@@ -181,8 +188,71 @@ func evaluateOn(t testing.TB, ix *Index, queries []evalQuery, verbose bool) eval
 			t.Logf("rank %d for %q (want %s); top: %s", rank, e.q, e.want[0], strings.Join(got, ", "))
 		}
 	}
-	n := float64(len(queries))
-	return evalScore{s.r1 / n, s.r5 / n, s.mrr / n}
+	n := float64(max(len(queries), 1))
+	return evalScore{len(queries), s.r1 / n, s.r5 / n, s.mrr / n}
+}
+
+// intents reads the held-out set of testdata/intents.txt and splits it:
+// the 2nd, 4th, … query tune, the 1st, 3rd, … report.
+func intents(t testing.TB) (tuneHalf, reportHalf []evalQuery) {
+	t.Helper()
+	f, err := os.Open("testdata/intents.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	i := 0
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		q, want, ok := strings.Cut(line, "|")
+		if !ok {
+			t.Fatalf("intents.txt: %q has no | between query and tools", line)
+		}
+		e := evalQuery{q: strings.TrimSpace(q)}
+		for _, w := range strings.Split(want, ",") {
+			e.want = append(e.want, strings.TrimSpace(w))
+		}
+		if i%2 == 1 {
+			tuneHalf = append(tuneHalf, e)
+		} else {
+			reportHalf = append(reportHalf, e)
+		}
+		i++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return tuneHalf, reportHalf
+}
+
+// hard keeps the queries that share no term (after the analyzer: split,
+// stop words dropped, stemmed) with the name or description of any of
+// their right tools.
+func hard(tools []model.Tool, queries []evalQuery) []evalQuery {
+	an := newAnalyzer(true, true, true)
+	byAddr := map[string]*model.Tool{}
+	for i := range tools {
+		byAddr[tools[i].Address] = &tools[i]
+	}
+	var out []evalQuery
+	for _, e := range queries {
+		words := map[string]bool{}
+		for _, w := range e.want {
+			if t := byAddr[w]; t != nil {
+				an.each(t.Name+" "+t.Description, nil, func(term string) { words[term] = true })
+			}
+		}
+		shared := false
+		an.each(e.q, nil, func(term string) { shared = shared || words[term] })
+		if !shared {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func TestSearchQuality(t *testing.T) {
@@ -249,4 +319,53 @@ func TestTune(t *testing.T) {
 		}
 	}
 	t.Logf("best %v with %+v", best, bestP)
+}
+
+// TestHeldOutIntents checks the held-out set is what it claims (150
+// queries or more, a third sharing no word with their right tools, every
+// answer a tool of the corpus) and logs the scores of each slice.
+func TestHeldOutIntents(t *testing.T) {
+	tools := testenv.CorpusTools(t)
+	tuneHalf, reportHalf := intents(t)
+	all := append(append([]evalQuery(nil), tuneHalf...), reportHalf...)
+	if len(all) < 150 {
+		t.Errorf("%d held-out queries; keep at least 150", len(all))
+	}
+	if h := len(hard(tools, all)); 3*h < len(all) {
+		t.Errorf("%d of %d held-out queries share no word with their right tools; keep at least a third", h, len(all))
+	}
+	known := map[string]bool{}
+	for _, tl := range tools {
+		known[tl.Address] = true
+	}
+	for _, e := range all {
+		for _, w := range e.want {
+			if !known[w] {
+				t.Errorf("%q: %s is no tool of the corpus", e.q, w)
+			}
+		}
+	}
+	for _, s := range slices(t, tools) {
+		t.Logf("%-28s ours: %v", s.name, evaluateOn(t, build(tools, Options{}, tuned), s.q, testing.Verbose() && s.verbose))
+		t.Logf("%-28s BM25: %v", "", evaluateOn(t, build(tools, Options{}, baseline), s.q, false))
+	}
+}
+
+type slice struct {
+	name    string
+	q       []evalQuery
+	verbose bool
+}
+
+// slices are the query sets scores are reported on.
+func slices(t testing.TB, tools []model.Tool) []slice {
+	tuneHalf, reportHalf := intents(t)
+	return []slice{
+		{"own (eval_test.go)", evalQueries, false},
+		{"own, hard", hard(tools, evalQueries), false},
+		{"held out, tune half", tuneHalf, true},
+		{"held out, tune half, hard", hard(tools, tuneHalf), false},
+		{"held out, report half", reportHalf, false},
+		{"held out, report half, hard", hard(tools, reportHalf), false},
+	}
 }
