@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// BenchmarkTSClient measures the hub the way an agent meets it: the
+// TypeScript SDK 1.x client (testdata/clients/bench_client.mjs) starting
+// `hub serve --stdio`, or talking to a running `hub serve --http`, over hubs
+// of three sizes. Every hub has the scripted upstream as "up" (the tool
+// called through execute, and directly for the floor); "1-source" has
+// nothing else, "corpus" adds the 19 corpus servers' manifests (501 tools),
+// "10k-tools" adds the corpus 20 times under renamed namespaces (380
+// namespaces, 10,020 tools). Those sources are never started: trivial code
+// and search do not need them.
+//
+// Reported per run (the script starts a fresh process each time, so the
+// first execute is included): start → tools/list, the first execute, and
+// p50/p90 of trivial executes, one-call executes, search and the direct call,
+// back to back and with BENCH_GAP_MS (50) between calls; BENCH_N (30) each.
+//
+//	go test ./engine/mcpserver/e2e -run '^$' -bench BenchmarkTSClient -benchtime 1x -count 3
+func BenchmarkTSClient(b *testing.B) {
+	for _, size := range []struct {
+		name   string
+		copies int
+	}{{"1-source", 0}, {"corpus", 1}, {"10k-tools", 20}} {
+		h := newHub(b)
+		h.addScripted("up", false)
+		addCorpusCopies(b, h, size.copies)
+		for _, mode := range []string{"stdio", "http"} {
+			b.Run(size.name+"/"+mode, func(b *testing.B) {
+				env := []string{"BENCH_TOOL=up.echo"}
+				direct, _ := json.Marshal(testenv.Scripted(b))
+				env = append(env, "BENCH_DIRECT="+string(direct))
+				if mode == "http" {
+					url, token := h.serveHTTP()
+					env = append(env, "BENCH_URL="+url, "BENCH_TOKEN="+token)
+				}
+				for b.Loop() {
+					var res benchResult
+					h.client(&res, env, "bench_client.mjs")
+					res.report(b)
+				}
+			})
+		}
+	}
+}
+
+type benchStats struct {
+	N        int
+	P50, P90 float64
+	Min, Max float64
+}
+
+type benchResult struct {
+	StartMs        float64
+	FirstExecuteMs float64
+	Series         map[string]benchStats
+}
+
+func (r benchResult) report(b *testing.B) {
+	b.ReportMetric(r.StartMs, "start-ms")
+	b.ReportMetric(r.FirstExecuteMs, "first-execute-ms")
+	names := make([]string, 0, len(r.Series))
+	for name := range r.Series {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	line := fmt.Sprintf("start %.1f ms, first execute %.1f ms", r.StartMs, r.FirstExecuteMs)
+	for _, name := range names {
+		s := r.Series[name]
+		b.ReportMetric(s.P50, name+"-p50-ms")
+		b.ReportMetric(s.P90, name+"-p90-ms")
+		line += fmt.Sprintf("; %s p50 %.2f p90 %.2f (min %.2f, max %.2f, n %d)", name, s.P50, s.P90, s.Min, s.Max, s.N)
+	}
+	b.Log(line)
+}
+
+// addCorpusCopies writes the corpus's manifests into the hub's store, copies
+// times (the second copy's namespaces end in 1, …), as sources that would run
+// "node server.js" if anything started them.
+func addCorpusCopies(tb testing.TB, h *hubEnv, copies int) {
+	tb.Helper()
+	if copies == 0 {
+		return
+	}
+	st, err := store.Open(filepath.Join(h.home, "hub"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	for k := range copies {
+		for _, m := range testenv.CorpusManifests(tb) {
+			ns := m.Namespace
+			if k > 0 {
+				ns += strconv.Itoa(k)
+			}
+			src := model.Source{Namespace: ns, Kind: model.KindStdio, Command: "node", Args: []string{"server.js"}}
+			if err := st.Put(ctx, store.Sources, ns, src); err != nil {
+				tb.Fatal(err)
+			}
+			tools := make([]model.Tool, len(m.Tools))
+			for i, t := range m.Tools {
+				_, name, _ := model.SplitAddress(t.Address)
+				t.Address = ns + "." + name
+				tools[i] = t
+			}
+			m.Namespace, m.Tools = ns, tools
+			if err := st.Put(ctx, store.Manifests, ns, hub.Manifest{Manifest: m, Health: "ok", CheckedAt: time.Now()}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+}
