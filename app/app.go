@@ -1,13 +1,16 @@
-// Package app is the desktop app's pure-Go part: it lives in the tray,
-// watches the shared store's runs/ for calls waiting for a person (from any
-// process: `hub exec`, an agent's `serve --stdio`), raises one native
-// notification per pending call, records a decision made in a notification
-// (channel desktop), withdraws a notification when the call is decided
-// elsewhere, and opens the console on loopback in the browser. It serves
-// the hub's MCP endpoint on 127.0.0.1:4790 (or the next free port) and
-// announces it, so agents' `serve --stdio` relay to it; offers to import a
-// server an agent's config gained; pauses and resumes the hub; and turns
-// "Start at login" on and off. Its own windows (Wails) come later.
+// Package app is the desktop app: it lives in the tray, watches the shared
+// store's runs/ for calls waiting for a person (from any process: `hub
+// exec`, an agent's `serve --stdio`), raises one native notification per
+// pending call, records a decision made in a notification (channel
+// desktop), withdraws a notification and the approval window when the call
+// is decided elsewhere, and shows the console's screens. Built with the
+// desktop tag (scripts/setup.sh: -tags desktop,production,webkit2_41), the
+// screens are in the app's own Wails window, served by the console's
+// handler as Wails' asset server; without it (the pure-Go build), in the
+// browser on loopback. It serves the hub's MCP endpoint on 127.0.0.1:4790
+// (or the next free port) and announces it, so agents' `serve --stdio`
+// relay to it; offers to import a server an agent's config gained; pauses
+// and resumes the hub; and turns "Start at login" on and off.
 package app
 
 import (
@@ -74,6 +77,15 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("opening the hub: %w", err)
 	}
 	dir := filepath.Join(home, "hub")
+	sh := newShell(shellOptions{log: log, stderr: stderr, open: opts.Open, dir: dir})
+	return sh.run(ctx, func(ctx context.Context, newWindows func(*hub.Hub) windows) error {
+		return run(ctx, opts, log, stderr, dir, newWindows)
+	})
+}
+
+// run is the app's body: the hub, its MCP endpoint, notifications, the
+// agents' configs, the tray and the loop.
+func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, dir string, newWindows func(*hub.Hub) windows) error {
 	st, err := store.Open(dir)
 	if err != nil {
 		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)
@@ -95,8 +107,8 @@ func Run(ctx context.Context, opts Options) error {
 		events:  make(chan func(), 64),
 		quit:    make(chan struct{}),
 	}
-	a.pages = newPages(ctx, h, log, opts.Open)
-	defer a.pages.Close()
+	a.win = newWindows(h)
+	defer a.win.Close()
 
 	conn, err := dbus.ConnectSessionBus()
 	if err != nil {

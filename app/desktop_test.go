@@ -60,12 +60,15 @@ var (
 	buildOnce sync.Once
 	binDir    string
 	buildErr  error
+	wailsErr  error // why the build with the window is missing
 )
 
 // binaries builds capabilities and capabilities-desktop (CGO_ENABLED=0:
-// the desktop app's pure-Go slice must build without cgo) once.
+// the desktop app's pure-Go slice must build without cgo) once, and the
+// desktop app with its window (capabilities-desktop-wails) where it can.
 func binaries(t *testing.T) string {
 	t.Helper()
+	root := testenv.Root(t)
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "capabilities-desktop-test-")
 		if buildErr != nil {
@@ -79,6 +82,7 @@ func binaries(t *testing.T) string {
 				return
 			}
 		}
+		wailsErr = buildWails(binDir, root)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -153,9 +157,16 @@ func TestDesktopApp(t *testing.T) {
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
+		{"windows", nil},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			if sc.name == "windows" && wailsErr != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatal(wailsErr)
+				}
+				t.Skip(wailsErr)
+			}
 			cmd := exec.Command(session, os.Args[0], "-test.run", "^TestInsideDesktopSession$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), scenarioEnv+"="+sc.name, binEnv+"="+bins, "TEST_HOME="+t.TempDir())
 			cmd.Env = append(cmd.Env, sc.env...)
@@ -189,6 +200,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.offersScenario()
 	case "fallbacks":
 		d.fallbackScenario()
+	case "windows":
+		d.windowsScenario()
 	default:
 		t.Fatalf("no scenario %q", scenario)
 	}
@@ -265,11 +278,17 @@ func (d *desktop) exec(status string, args ...string) string {
 	return env.RunID
 }
 
-// start launches the app.
+// start launches the app (the pure-Go build: pages in the browser).
 func (d *desktop) start() time.Time {
 	d.t.Helper()
+	return d.startBin(filepath.Join(d.bins, "capabilities-desktop"))
+}
+
+// startBin launches a build of the app.
+func (d *desktop) startBin(bin string) time.Time {
+	d.t.Helper()
 	d.stderr = &testenv.Buffer{}
-	d.app = exec.Command(filepath.Join(d.bins, "capabilities-desktop"))
+	d.app = exec.Command(bin)
 	d.app.Env = d.env
 	d.app.Stderr = d.stderr
 	d.app.WaitDelay = testenv.Timeout(2 * time.Second) // a child holding stderr does not hang Wait
@@ -360,15 +379,7 @@ func (d *desktop) trayScenario() {
 	t := d.t
 	t0 := d.start()
 	// (a) The tray item is registered with the watcher; its menu has the items.
-	var item string
-	d.waitFor("the tray item to be registered with the StatusNotifierWatcher", func() bool {
-		v, err := d.bus.Object("org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher").GetProperty("org.kde.StatusNotifierWatcher.RegisteredStatusNotifierItems")
-		items, _ := v.Value().([]string)
-		if err == nil && len(items) > 0 {
-			item = items[0]
-		}
-		return item != ""
-	})
+	item := d.trayItem()
 	t.Logf("measured: launch → tray item registered %.1f ms", ms(time.Since(t0)))
 	menu := d.menu(item)
 	want := []string{"No pending calls", "—", "Review N new or changed tools", "Runs…", "Sources…", "—", "Pause hub", "Serving MCP at " + d.endpoint(), "Start at login", "—", "Open hub folder", "Quit"}

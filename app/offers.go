@@ -96,7 +96,7 @@ func (a *App) actOffer(note uint32, o watch.Offer, action string) {
 				return
 			}
 			a.log.Info("added an offered server", "server", o.Server.Name, "namespace", ns)
-			if err := a.pages.Show("review"); err != nil {
+			if err := a.win.Show("review", false); err != nil {
 				a.log.Warn("opening the review", "err", err)
 			}
 		})

@@ -17,7 +17,8 @@ import (
 // pages serves the console on loopback behind a Guard (started on first
 // use, again after its 24 h expire) and opens it in the browser with a
 // one-time link per opening. Decisions made there are recorded with channel
-// desktop. (The app's own Wails windows will replace the browser.)
+// desktop. The build with the desktop tag shows the screens in its own
+// window instead (shell_wails.go).
 type pages struct {
 	ctx  context.Context
 	hub  *hub.Hub
@@ -39,7 +40,7 @@ func newPages(ctx context.Context, h *hub.Hub, log *slog.Logger, open func(strin
 
 // Show opens the console at a screen: "" (the pending calls), "review",
 // "runs", "sources".
-func (p *pages) Show(screen string) error {
+func (p *pages) Show(screen string, _ bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g, err := p.console()
@@ -90,6 +91,9 @@ func (p *pages) console() (*console.Guard, error) {
 	p.log.Info("serving the console on loopback", "port", ln.Addr().(*net.TCPAddr).Port)
 	return g, nil
 }
+
+// Withdraw does nothing: a page in the browser is the person's to close.
+func (p *pages) Withdraw() {}
 
 // Close stops the console, if it was started.
 func (p *pages) Close() {

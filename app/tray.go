@@ -18,7 +18,7 @@ func plural(n int, one, many string) string {
 
 // openPage opens the console at a screen (from the tray).
 func (a *App) openPage(screen string) {
-	if err := a.pages.Show(screen); err != nil {
+	if err := a.win.Show(screen, false); err != nil {
 		a.log.Warn("opening the console", "screen", screen, "err", err)
 	}
 }

@@ -28,8 +28,8 @@ type App struct {
 	hub   *hub.Hub
 	dir   string // the hub's directory
 	ctx   context.Context
-	pages *pages
-	notes *notifier // nil: no notification daemon (the page opens instead)
+	win   windows   // the console's screens: the app's window, or pages in the browser
+	notes *notifier // nil: no notification daemon (the approval screen opens instead)
 	tray  *tray     // nil: no tray host
 
 	pending map[string]*call  // run/call → the call waiting for a person
@@ -220,7 +220,7 @@ func (a *App) raise(fresh []*call) {
 		return
 	}
 	if a.notes == nil {
-		if err := a.pages.Show(""); err != nil {
+		if err := a.win.Show("", true); err != nil {
 			a.log.Warn("opening the approval page", "err", err)
 		}
 		return
@@ -246,6 +246,9 @@ func (a *App) withdraw(c *call) {
 			a.notes.close(c.note)
 		}
 		a.log.Info("withdrew the notification", "run", c.run, "call", c.id, "notification", c.note)
+	}
+	if len(a.pending) == 0 {
+		a.win.Withdraw()
 	}
 }
 
@@ -280,7 +283,7 @@ func (a *App) act(note uint32, action string) {
 			a.log.Info("recorded the decision from a notification", "run", run, "call", id, "choice", choice)
 		})
 	case "default":
-		if err := a.pages.Show(""); err != nil {
+		if err := a.win.Show("", false); err != nil {
 			a.log.Warn("opening the approval page", "err", err)
 		}
 	}

@@ -11,10 +11,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/capabilities-sh/capabilities/app"
 )
+
+// The window system (GTK, Cocoa) wants its loop on the process's main
+// thread: keep main there.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	if len(os.Args) > 1 {

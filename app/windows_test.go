@@ -1,0 +1,203 @@
+package app_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+)
+
+// wailsTags are the build tags of the desktop app with its own window
+// (Wails v2 over WebKitGTK 4.1), as scripts/setup.sh builds it.
+const wailsTags = "desktop,production,webkit2_41"
+
+// buildWails builds the desktop app with its window into dir, or says why
+// it cannot: it needs cgo, gcc, pkg-config and the GTK 3 and WebKitGTK 4.1
+// headers (libgtk-3-dev, libwebkit2gtk-4.1-dev).
+func buildWails(dir, root string) error {
+	if out, err := exec.Command("pkg-config", "--exists", "--print-errors", "gtk+-3.0", "webkit2gtk-4.1").CombinedOutput(); err != nil {
+		return fmt.Errorf("the desktop app's window needs pkg-config, libgtk-3-dev and libwebkit2gtk-4.1-dev (scripts/setup.sh installs them): %v %s", err, out)
+	}
+	cmd := exec.Command("go", "build", "-tags", wailsTags, "-o", filepath.Join(dir, "capabilities-desktop-wails"), "github.com/capabilities-sh/capabilities/cmd/capabilities-desktop")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building capabilities-desktop with -tags %s: %w\n%s", wailsTags, err, out)
+	}
+	// wm-close: a window manager's close button, for a session without one.
+	src := filepath.Join(root, "testdata", "tools", "desktop", "wm-close.c")
+	if out, err := exec.Command("cc", "-o", filepath.Join(dir, "wm-close"), src, "-lX11").CombinedOutput(); err != nil {
+		return fmt.Errorf("building wm-close (gcc, libx11-dev): %w\n%s", err, out)
+	}
+	return nil
+}
+
+// visible is the title of the app's window when it is mapped, "" when no
+// window of the app is.
+func (d *desktop) visible() string {
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities", "getwindowname", "%@").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// screenshot saves the screen as name.png in $APP_SCREENSHOTS (default: the
+// test's HOME) and logs where.
+func (d *desktop) screenshot(name string) {
+	dir := os.Getenv("APP_SCREENSHOTS")
+	if dir == "" {
+		dir = d.work
+	}
+	path := filepath.Join(dir, name+".png")
+	cmd := exec.Command("sh", "-c", `xwd -root -silent | convert xwd:- "$1"`, "sh", path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		d.t.Errorf("taking a screenshot: %v\n%s", err, out)
+		return
+	}
+	d.t.Logf("screenshot: %s", path)
+}
+
+// windowsScenario: the app built with its own window (Wails).
+//
+//   - launch → the tray item; "Runs…", "Sources…" and "Review…" in the tray
+//     menu each show the window at that screen (its title says which);
+//     a screenshot of each;
+//   - a write paused by another process → its notification; the default
+//     action (a click on it) shows the approval window; pressing `d` in it
+//     records deny (channel desktop), and the window goes away;
+//   - a call decided with `hub approve` while its window is open → the
+//     notification is closed and the window goes away;
+//   - a second launch shows the first's window and exits 0;
+//   - closing the window keeps the app in the tray; "Quit" → exit 0.
+func (d *desktop) windowsScenario() {
+	t := d.t
+	d.app = nil
+	bin := filepath.Join(d.bins, "capabilities-desktop-wails")
+	d.startBin(bin)
+	item := d.trayItem()
+	// The app starts in the tray. (Wails v2 on Linux maps the window and
+	// hides it on the main loop's first turn: a flash, then nothing.)
+	d.waitFor("the window to be hidden at launch (the app starts in the tray)", func() bool { return d.visible() == "" })
+	for _, s := range []struct{ label, title, shot string }{
+		{"Runs…", "capabilities — Runs", "window-runs"},
+		{"Sources…", "capabilities — Sources", "window-sources"},
+		{"Review new or changed tools", "capabilities — Review", "window-review"},
+	} {
+		t0 := time.Now()
+		if err := d.menu(item).event(d.bus, s.label); err != nil {
+			t.Fatal(err)
+		}
+		d.waitFor("the window to show "+s.title, func() bool { return d.visible() == s.title })
+		t.Logf("measured: %s clicked → window %q mapped %.1f ms", s.label, s.title, ms(time.Since(t0)))
+		time.Sleep(500 * time.Millisecond) // let the page paint before the screenshot
+		d.screenshot(s.shot)
+	}
+	// Closing the window (as a window manager's close button does) keeps
+	// the app and the tray running.
+	d.closeWindow()
+	d.waitFor("the window to be hidden after closing it", func() bool { return d.visible() == "" })
+	select {
+	case <-d.exited:
+		t.Fatalf("closing the window ended the app; stderr:\n%s", d.stderr)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// A pending call: its notification's default action opens the approval
+	// window; `d` there denies it.
+	run := d.exec("awaiting_approval", `try { return await writer.record({item: "denied in the window"}) } catch (e) { return "caught " + e.code }`)
+	note := d.mon.notify(t, "writer.record")
+	t0 := time.Now()
+	if out, err := exec.Command("dunstctl", "action", "0").CombinedOutput(); err != nil {
+		t.Fatalf("dunstctl action: %v\n%s", err, out)
+	}
+	d.waitFor("the default action to show the approval window", func() bool { return d.visible() == "capabilities — Approvals" })
+	t.Logf("measured: notification clicked → approval window mapped %.1f ms", ms(time.Since(t0)))
+	time.Sleep(300 * time.Millisecond) // let the page list the call before the screenshot
+	d.screenshot("window-approval")
+	// `d` in the window denies the call. The page lists the call once its
+	// request returns: until the decision is recorded, press again (a
+	// second press finds nothing to decide).
+	decided := func() bool {
+		r := d.run(run)
+		return len(r.Pending) == 1 && r.Pending[0].Decision != nil
+	}
+	d.waitFor("the deny pressed in the window to be recorded", func() bool {
+		d.key("d")
+		for range 20 {
+			if decided() {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	})
+	got := d.run(run).Pending[0].Decision
+	if got.Choice != model.ChoiceDeny || got.Channel != "desktop" {
+		t.Fatalf("the run's decision is %s via %s, want deny via desktop", got.Choice, got.Channel)
+	}
+	d.waitFor("the approval window to go away once nothing waits", func() bool { return d.visible() == "" })
+	d.waitFor("the notification of the call decided in the window to be closed", func() bool { return d.mon.closed(note.id) })
+	if n := lines(t, d.calls); n != 0 {
+		t.Fatalf("the upstream acted %d times on a denied call", n)
+	}
+
+	// Decided elsewhere while its window is open → the window goes away.
+	run2 := d.exec("awaiting_approval", `try { return await writer.record({item: "decided elsewhere"}) } catch (e) { return "caught " + e.code }`)
+	note2 := d.mon.notifyAfter(t, "writer.record", note.serial)
+	d.waitFor("the tray menu to list the call", func() bool {
+		l := d.menu(item).labels()
+		return len(l) > 1 && strings.HasPrefix(l[1], "Approve writer.record?")
+	})
+	if err := d.menu(item).event(d.bus, "Approve writer.record? (run "+run2+")"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the tray's pending call to show the approval window", func() bool { return d.visible() == "capabilities — Approvals" })
+	d.cli("hub", "approve", run2, "--choice", "deny")
+	d.waitFor("the window of the call decided with hub approve to go away", func() bool { return d.visible() == "" })
+	d.waitFor("its notification to be closed", func() bool { return d.mon.closed(note2.id) })
+
+	// A second launch shows the first one's window and exits 0.
+	second := exec.Command(bin)
+	second.Env = d.env
+	out, err := second.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "already running") {
+		t.Fatalf("a second launch: %v\n%s; want exit 0 saying it is already running", err, out)
+	}
+	d.waitFor("the second launch to show the first one's window", func() bool { return d.visible() != "" })
+
+	// Quit from the tray → exit 0.
+	if err := d.menu(item).event(d.bus, "Quit"); err != nil {
+		t.Fatal(err)
+	}
+	if code := d.wait(); code != 0 {
+		t.Fatalf("Quit: exit %d, want 0; stderr:\n%s", code, d.stderr)
+	}
+}
+
+// closeWindow asks the app's window to close the way a window manager's
+// close button does (testdata/tools/desktop/wm-close.c).
+func (d *desktop) closeWindow() {
+	d.t.Helper()
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities").Output()
+	ids := strings.Fields(string(out))
+	if err != nil || len(ids) != 1 {
+		d.t.Fatalf("finding the app's window: %v %q", err, out)
+	}
+	if out, err := exec.Command(filepath.Join(d.bins, "wm-close"), ids[0]).CombinedOutput(); err != nil {
+		d.t.Fatalf("wm-close: %v\n%s", err, out)
+	}
+}
+
+// key types a key into the app's window.
+func (d *desktop) key(k string) {
+	d.t.Helper()
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities",
+		"windowfocus", "--sync", "key", "--clearmodifiers", k).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("xdotool key %s: %v\n%s", k, err, out)
+	}
+}
