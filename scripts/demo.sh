@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up, creates a demo hub in a throwaway home with three real
-# MCP servers (everything, memory, filesystem), and serves it over MCP on
-# http://127.0.0.1:${PORT:-4790}/mcp until Ctrl-C.
+# MCP servers (everything, memory, filesystem), and runs it until Ctrl-C:
+# with a display (DISPLAY or WAYLAND_DISPLAY), the desktop app (the tray,
+# notifications for calls that ask, its window), which serves MCP on
+# http://127.0.0.1:4790/mcp (or the next free port); without one, or with
+# DEMO_HEADLESS=1, the headless hub on http://127.0.0.1:${PORT:-4790}/mcp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -25,10 +28,17 @@ echo "Hello from the capabilities demo." > "$files/hello.txt"
 "$cap" hub list
 
 port="${PORT:-4790}"
+desktop=0
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ "${DEMO_HEADLESS:-0}" != 1 ]; then
+  desktop=1
+  served="by the desktop app at http://127.0.0.1:4790/mcp (or the next free port: the app says which)"
+else
+  served="at http://127.0.0.1:$port/mcp"
+fi
 cat <<MSG
 
 The demo hub lives in $CAPABILITIES_HOME (delete it when done).
-It is served now at http://127.0.0.1:$port/mcp with the bearer token in
+It is served now $served with the bearer token in
 $CAPABILITIES_HOME/hub/http-token. From another terminal:
 
   export CAPABILITIES_HOME=$CAPABILITIES_HOME
@@ -42,4 +52,13 @@ An agent launches it over stdio, e.g. in an MCP client config:
   {"command": "$cap", "args": ["hub", "serve", "--stdio"], "env": {"CAPABILITIES_HOME": "$CAPABILITIES_HOME"}}
 
 MSG
+if [ "$desktop" = 1 ]; then
+  echo "Starting the desktop app: look for capabilities in the tray; quit it from there or with Ctrl-C."
+  exec "$root/bin/capabilities-desktop"
+fi
+if [ "${DEMO_HEADLESS:-0}" = 1 ]; then
+  echo "DEMO_HEADLESS=1: serving the hub without the desktop app."
+else
+  echo "No display (DISPLAY and WAYLAND_DISPLAY are unset): serving the hub without the desktop app (run this from a desktop session to get the tray)."
+fi
 exec "$cap" hub serve --http --port "$port"

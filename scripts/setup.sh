@@ -27,6 +27,11 @@ apt_needs=(
   "node nodejs"
   "npm npm"
   "git git"
+  # The desktop app (bin/capabilities-desktop) is the one cgo binary: Wails over
+  # GTK 3 and WebKitGTK 4.1 (checked with pkg-config below).
+  "gcc gcc"
+  "/usr/include/stdio.h libc6-dev"
+  "pkg-config pkg-config"
 )
 if [ "$tests" = 1 ]; then
   apt_needs+=(
@@ -39,9 +44,6 @@ if [ "$tests" = 1 ]; then
     "dbus-launch dbus-x11"
     "gnome-keyring-daemon gnome-keyring"
     "secret-tool libsecret-tools"
-    # The race detector (go test -race) needs cgo: a C compiler and libc headers.
-    "gcc gcc"
-    "/usr/include/stdio.h libc6-dev"
     # The console's journeys run in a real headless Chromium (playwright-core drives it).
     "chromium-headless-shell chromium-headless-shell"
     # The desktop app's tests: a notification daemon with actions (dunstctl picks one),
@@ -67,6 +69,9 @@ if [ "${SETUP_APT:-1}" = 1 ]; then
       command -v "$1" >/dev/null 2>&1 || missing+=("$2")
     fi
   done
+  if ! pkg-config --exists gtk+-3.0 webkit2gtk-4.1 2>/dev/null; then
+    missing+=(libgtk-3-dev libwebkit2gtk-4.1-dev)
+  fi
   if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -124,4 +129,15 @@ fi
 
 log "building bin/capabilities"
 CGO_ENABLED=0 go build -o bin/capabilities ./cmd/capabilities
-log "done: $(pwd)/bin/capabilities"
+# The desktop app with its own window: the Wails build tags stand in for the
+# Wails CLI (it does not install on Go 1.26). Without the GTK and WebKitGTK
+# headers (SETUP_APT=0 on a machine without them) it is the pure-Go build,
+# whose screens open in the browser.
+if pkg-config --exists gtk+-3.0 webkit2gtk-4.1 2>/dev/null; then
+  log "building bin/capabilities-desktop (Wails, WebKitGTK 4.1)"
+  CGO_ENABLED=1 go build -tags desktop,production,webkit2_41 -o bin/capabilities-desktop ./cmd/capabilities-desktop
+else
+  log "building bin/capabilities-desktop without its window (no GTK 3 / WebKitGTK 4.1 headers: its screens open in the browser)"
+  CGO_ENABLED=0 go build -o bin/capabilities-desktop ./cmd/capabilities-desktop
+fi
+log "done: $(pwd)/bin/capabilities and $(pwd)/bin/capabilities-desktop"
