@@ -156,8 +156,10 @@ func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, 
 	freedesktop := runtime.GOOS != "darwin" && runtime.GOOS != "windows"
 	if freedesktop && (conn == nil || !hasOwner(conn, watcherName)) {
 		fmt.Fprintln(stderr, "capabilities-desktop: the tray is unavailable (no StatusNotifierWatcher on the session bus): running without it; stop the app with Ctrl-C or SIGTERM")
+		a.win.NoTray()
 	} else if t, err := startTray(a.events, a); err != nil {
 		fmt.Fprintf(stderr, "capabilities-desktop: the tray is unavailable (%v): running without it; stop the app with Ctrl-C or SIGTERM\n", err)
+		a.win.NoTray()
 	} else {
 		a.tray = t
 		defer t.end()

@@ -158,10 +158,11 @@ func TestDesktopApp(t *testing.T) {
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 		{"windows", nil},
+		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			if sc.name == "windows" && wailsErr != nil {
+			if strings.HasPrefix(sc.name, "windows") && wailsErr != nil {
 				if os.Getenv("CI") == "true" {
 					t.Fatal(wailsErr)
 				}
@@ -202,6 +203,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.fallbackScenario()
 	case "windows":
 		d.windowsScenario()
+	case "windows-fallbacks":
+		d.windowFallbacksScenario()
 	default:
 		t.Fatalf("no scenario %q", scenario)
 	}

@@ -97,6 +97,9 @@ func (p *pages) console() (*console.Guard, error) {
 // Withdraw does nothing: a page in the browser is the person's to close.
 func (p *pages) Withdraw() {}
 
+// NoTray does nothing: a pending call opens its page.
+func (p *pages) NoTray() {}
+
 // Close stops the console, if it was started.
 func (p *pages) Close() {
 	p.mu.Lock()

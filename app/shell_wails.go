@@ -218,6 +218,13 @@ func (w *window) Withdraw() {
 	w.log.Info("withdrew the window")
 }
 
+// NoTray shows the window: without a tray it is the way to the app.
+func (w *window) NoTray() {
+	if err := w.Show("", false); err != nil {
+		w.log.Warn("showing the window", "err", err)
+	}
+}
+
 // Close does nothing: the window goes with Wails' main loop.
 func (w *window) Close() {}
 

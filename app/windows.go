@@ -21,6 +21,10 @@ type windows interface {
 	// waits any more (the call was decided elsewhere); a page in the
 	// browser cannot be taken away.
 	Withdraw()
+	// NoTray says the tray is unavailable: the app's own window shows
+	// itself, as the one way to reach the app (pages do nothing: pending
+	// calls open them).
+	NoTray()
 	Close()
 }
 

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -199,5 +200,49 @@ func (d *desktop) key(k string) {
 		"windowfocus", "--sync", "key", "--clearmodifiers", k).CombinedOutput()
 	if err != nil {
 		d.t.Fatalf("xdotool key %s: %v\n%s", k, err, out)
+	}
+}
+
+// windowFallbacksScenario: the app with its window, without a tray host or
+// a notification daemon (NO_TRAY_HOST=1 NO_NOTIFYD=1): it says the tray is
+// unavailable and shows its window at launch; a pending call is listed
+// there (no notification), and `o` pressed in it allows it once via
+// desktop; the upstream acts exactly once on resume.
+func (d *desktop) windowFallbacksScenario() {
+	t := d.t
+	d.startBin(filepath.Join(d.bins, "capabilities-desktop-wails"))
+	d.waitFor("the app to say the tray is unavailable", func() bool {
+		return strings.Contains(d.stderr.String(), "the tray is unavailable")
+	})
+	d.waitFor("the window to show itself without a tray", func() bool { return d.visible() == "capabilities — Approvals" })
+	run := d.exec("awaiting_approval", `return await writer.record({item: "no tray, no daemon"})`)
+	decided := func() bool {
+		r := d.run(run)
+		return len(r.Pending) == 1 && r.Pending[0].Decision != nil
+	}
+	d.waitFor("`o` pressed in the window to be recorded", func() bool {
+		d.key("o")
+		for range 20 {
+			if decided() {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	})
+	got := d.run(run).Pending[0].Decision
+	if got.Choice != model.ChoiceOnce || got.Channel != "desktop" {
+		t.Fatalf("the run's decision is %s via %s, want once via desktop", got.Choice, got.Channel)
+	}
+	d.exec("completed", "--resume", run)
+	if n := lines(t, d.calls); n != 1 {
+		t.Fatalf("the upstream acted %d times after Allow once and resume, want exactly once", n)
+	}
+	if n := d.mon.count("Notify"); n != 0 {
+		t.Errorf("%d Notify calls without a notification daemon, want 0", n)
+	}
+	_ = d.app.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d, want 0; stderr:\n%s", code, d.stderr)
 	}
 }
