@@ -40,10 +40,31 @@ func (h *Hub) runEngine() *run.Engine {
 	return h.runs.engine
 }
 
+// Prepare builds, on goroutines of its own, what the first execute needs:
+// the sandbox (QuickJS loaded from the compiled-code cache, or compiled and
+// stored there, and runtimes warmed) and the catalog of tools. serve calls
+// it at start, so the agent's first execute finds them ready while listing
+// tools never waits for them. Close waits for them.
+func (h *Hub) Prepare(ctx context.Context) {
+	h.preparing.Add(2)
+	go func() {
+		defer h.preparing.Done()
+		if _, err := h.sandbox(); err != nil {
+			h.log.Warn("preparing the sandbox", "err", err)
+		}
+	}()
+	go func() {
+		defer h.preparing.Done()
+		if _, err := h.loadCatalog(ctx); err != nil {
+			h.log.Warn("preparing the catalog", "err", err)
+		}
+	}()
+}
+
 // sandbox builds the sandbox once.
 func (h *Hub) sandbox() (*sandbox.Driver, error) {
 	h.runs.sbOnce.Do(func() {
-		d, err := sandbox.New(sandbox.Options{})
+		d, err := sandbox.New(sandbox.Options{CacheDir: sandbox.DefaultCacheDir()})
 		if err != nil {
 			h.runs.err = fmt.Errorf("starting the sandbox: %w", err)
 			return

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,7 @@ type Hub struct {
 
 	refreshes refreshes
 	catalog   atomic.Pointer[catalog]
+	preparing sync.WaitGroup // Prepare's goroutines, waited for by Close
 }
 
 // New returns a hub over st. Close it to reap upstream processes; it also
@@ -72,6 +74,7 @@ func (h *Hub) Store() store.Store { return h.store }
 // Close stops every upstream the hub started. Refreshes announced from now
 // on are refused and those under way are cancelled.
 func (h *Hub) Close() {
+	h.preparing.Wait()
 	h.refreshes.close()
 	h.pool.Close()
 	if h.runs.driver != nil {

@@ -41,13 +41,22 @@ package sandbox
 //     only evaluates code that returns immediately (the model's function is
 //     started by the prelude, results are delivered with Invoke), and drains
 //     the job queue with an Eval of a constant.
+//  8. qjs compiles the wasm with wazero's defaults (debug information on,
+//     no disk cache unless asked) and hashes the 1 MB wasm in every qjs.New
+//     (≈1 ms of CPU per runtime): compileModule compiles it itself, with a
+//     compilation cache on disk and without debug information, and hands it
+//     to qjs through its package variables (go:linkname), under the hash of
+//     a 40-byte marker that newRuntime passes as the wasm.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -71,6 +80,7 @@ var (
 // newRuntime creates a QuickJS runtime whose filesystem is dir (kept empty),
 // whose output goes nowhere, whose linear memory is capped, and whose
 // execution stops when its killSwitch is tripped.
+// It uses the module compileModule made.
 func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *killSwitch, error) {
 	mem := &cappedMemory{limit: uint64(memoryBytes + memorySlack)}
 	ks := &killSwitch{Context: experimental.WithMemoryAllocator(context.Background(), mem), done: make(chan struct{})}
@@ -81,12 +91,130 @@ func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *kill
 		MemoryLimit:        memoryBytes,
 		Stdout:             io.Discard,
 		Stderr:             io.Discard,
+		QuickJSWasmBytes:   qjsMarker,
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating runtime: %w", err)
 	}
 	cacheFunctions(rt)
 	return rt, mem, ks, nil
+}
+
+// DefaultCacheDir is where the sandbox keeps QuickJS's compiled code:
+// $CAPABILITIES_CACHE_DIR, else the user's cache directory's capabilities
+// folder; "" (no disk cache) when neither is known.
+func DefaultCacheDir() string {
+	if d := os.Getenv("CAPABILITIES_CACHE_DIR"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "capabilities")
+}
+
+// cacheLayout names the subdirectory of Options.CacheDir holding wazero's
+// compilation cache (wazero adds a directory per wazero version, architecture
+// and OS; a file's name is a hash of the wasm and the CPU's features). Only
+// this package writes there, always with CloseOnContextDone: wazero's key
+// leaves that setting out, and code compiled without it cannot be stopped.
+const cacheLayout = "sandbox-wasm-v1"
+
+// qjs v0.0.6 keeps its compiled module in package variables and, in every
+// qjs.New, hashes the wasm bytes it is given (1 MB: ≈1 ms of CPU per
+// runtime) to decide whether to compile again. compileModule compiles the
+// module itself, with the settings the sandbox needs, and stores it there
+// under the hash of qjsMarker, which newRuntime passes as the wasm bytes:
+// qjs.New then hashes 40 bytes and reuses the module.
+//
+//go:linkname qjsWasm github.com/fastschema/qjs.wasmBytes
+var qjsWasm []byte
+
+//go:linkname qjsCompiled github.com/fastschema/qjs.compiledQJSModule
+var qjsCompiled wazero.CompiledModule
+
+//go:linkname qjsConfig github.com/fastschema/qjs.cachedRuntimeConfig
+var qjsConfig wazero.RuntimeConfig
+
+//go:linkname qjsHash github.com/fastschema/qjs.cachedBytesHash
+var qjsHash uint64
+
+//go:linkname qjsMutex github.com/fastschema/qjs.compilationMutex
+var qjsMutex sync.Mutex
+
+// compiling makes concurrent Drivers compile once.
+var compiling sync.Mutex
+
+var qjsMarker = []byte("capabilities: QuickJS compiled by sandbox")
+
+func markerHash() uint64 {
+	h := fnv.New64a()
+	h.Write(qjsMarker)
+	return h.Sum64()
+}
+
+// compileModule compiles QuickJS once per process (later calls return at
+// once), loading the machine code from cacheDir's compilation cache when it
+// is there and storing it there when not, then checks that guest code can be
+// interrupted. A cache that cannot be read is emptied and filled again; one
+// that cannot be used at all, or whose code cannot be interrupted, is left
+// out: QuickJS is compiled in memory.
+func compileModule(dir string, memoryBytes int, cacheDir string) error {
+	compiling.Lock()
+	defer compiling.Unlock()
+	qjsMutex.Lock()
+	done := qjsCompiled != nil && qjsHash == markerHash()
+	qjsMutex.Unlock()
+	if done {
+		return nil
+	}
+	if cacheDir != "" {
+		wdir := filepath.Join(cacheDir, cacheLayout)
+		err := compileWith(wdir)
+		if err != nil {
+			slog.Warn("the sandbox's compiled-code cache could not be read; filling it again", "dir", wdir, "err", err)
+			if rmErr := os.RemoveAll(wdir); rmErr == nil {
+				err = compileWith(wdir)
+			}
+		}
+		if err == nil {
+			err = checkInterrupt(dir, memoryBytes)
+		}
+		if err == nil {
+			return nil
+		}
+		slog.Warn("the sandbox's compiled-code cache cannot be used; compiling QuickJS in memory", "dir", wdir, "err", err)
+	}
+	if err := compileWith(""); err != nil {
+		return err
+	}
+	return checkInterrupt(dir, memoryBytes)
+}
+
+// compileWith compiles QuickJS with a compilation cache in cacheDir ("":
+// in memory) and hands it to qjs. Debug information is off: wazero would
+// parse QuickJS's DWARF sections and keep, and store, a source map of its
+// machine code (150,000 reads of 8 bytes each when loaded from the cache).
+func compileWith(cacheDir string) error {
+	ctx := context.Background()
+	cache := wazero.NewCompilationCache()
+	if cacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		if err != nil {
+			return fmt.Errorf("opening the compiled-code cache: %w", err)
+		}
+		cache = c
+	}
+	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true).WithDebugInfoEnabled(false)
+	cm, err := wazero.NewRuntimeWithConfig(ctx, cfg).CompileModule(ctx, qjsWasm)
+	if err != nil {
+		return fmt.Errorf("compiling QuickJS: %w", err)
+	}
+	qjsMutex.Lock()
+	defer qjsMutex.Unlock()
+	qjsCompiled, qjsConfig, qjsHash = cm, cfg, markerHash()
+	return nil
 }
 
 // checkInterrupt proves that a runaway guest can be stopped. qjs compiles the

@@ -83,6 +83,7 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 				ectx, ecancel := context.WithCancel(ctx)
 				pages := newPageOpener(ectx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
 				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages})
+				h.Prepare(ectx)
 				go func() {
 					if err := h.Watch(ectx); err != nil {
 						e.log.Warn("live configuration is off", "err", err)
