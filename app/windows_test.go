@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,6 +73,8 @@ func (d *desktop) screenshot(name string) {
 //     records deny (channel desktop), and the window goes away;
 //   - a call decided with `hub approve` while its window is open → the
 //     notification is closed and the window goes away;
+//   - "Connect agents…" writes the capabilities entry into Claude Code's
+//     config (its other keys kept) and says so in a notification;
 //   - a second launch shows the first's window and exits 0;
 //   - closing the window keeps the app in the tray; "Quit" → exit 0.
 func (d *desktop) windowsScenario() {
@@ -160,6 +163,34 @@ func (d *desktop) windowsScenario() {
 	d.cli("hub", "approve", run2, "--choice", "deny")
 	d.waitFor("the window of the call decided with hub approve to go away", func() bool { return d.visible() == "" })
 	d.waitFor("its notification to be closed", func() bool { return d.mon.closed(note2.id) })
+
+	// "Connect agents…": one capabilities entry in each agent's config (here
+	// Claude Code's, with a key of its own that stays), then a notification.
+	claude := filepath.Join(d.work, ".claude.json")
+	if err := os.WriteFile(claude, []byte("{\n  \"numStartups\": 3\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.menu(item).event(d.bus, "Connect agents…"); err != nil {
+		t.Fatal(err)
+	}
+	d.mon.notifyAfter(t, "Connected Claude Code", note2.serial)
+	var cfg struct {
+		NumStartups int `json:"numStartups"`
+		MCPServers  map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	b, err := os.ReadFile(claude)
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		t.Fatalf("reading Claude Code's config after Connect agents…: %v\n%s", err, b)
+	}
+	if e := cfg.MCPServers["capabilities"]; cfg.NumStartups != 3 || e.Command != filepath.Join(d.bins, "capabilities") || strings.Join(e.Args, " ") != "hub serve --stdio --profile default" {
+		t.Fatalf("Claude Code's config after Connect agents…:\n%s\nwant its numStartups kept and a capabilities entry running %s hub serve --stdio --profile default", b, filepath.Join(d.bins, "capabilities"))
+	}
 
 	// A second launch shows the first one's window and exits 0.
 	second := exec.Command(bin)
