@@ -27,6 +27,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/godbus/dbus/v5"
 )
@@ -143,6 +144,15 @@ func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, 
 		}
 	}
 	a.paused = h.Paused()
+	// A keychain that is locked, missing or hung: the hub keeps secrets in
+	// its fallback file, and the person is told where.
+	a.records.Go(func() {
+		if k, ok := h.Secrets().(interface{ Status() secret.Status }); ok {
+			if s := k.Status(); s.Backend == secret.BackendFile {
+				fmt.Fprintf(stderr, "capabilities-desktop: secrets are kept in %s (mode 600), not in the OS keychain (%s); they move into the keychain when it is back and you store them again\n", s.File, s.Reason)
+			}
+		}
+	})
 	// The agents' configs: a server added to one is offered for import.
 	wctx, wcancel := context.WithCancel(ctx)
 	if wait, err := a.watchHarnesses(wctx); err != nil {

@@ -158,7 +158,7 @@ func TestDesktopApp(t *testing.T) {
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 		{"windows", nil},
-		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
+		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1", "NO_KEYRING=1"}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

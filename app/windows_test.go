@@ -234,16 +234,29 @@ func (d *desktop) key(k string) {
 	}
 }
 
-// windowFallbacksScenario: the app with its window, without a tray host or
-// a notification daemon (NO_TRAY_HOST=1 NO_NOTIFYD=1): it says the tray is
-// unavailable and shows its window at launch; a pending call is listed
+// windowFallbacksScenario: the app with its window, without a tray host, a
+// notification daemon or a keychain (NO_TRAY_HOST=1 NO_NOTIFYD=1
+// NO_KEYRING=1): it says the tray is unavailable and where secrets are kept
+// instead, and shows its window at launch; a pending call is listed
 // there (no notification), and `o` pressed in it allows it once via
 // desktop; the upstream acts exactly once on resume.
 func (d *desktop) windowFallbacksScenario() {
 	t := d.t
+	// No keychain on the bus either (the session runs none): the app is
+	// not told to do without one, it finds out.
+	var env []string
+	for _, e := range d.env {
+		if !strings.HasPrefix(e, "NO_KEYRING=") {
+			env = append(env, e)
+		}
+	}
+	d.env = env
 	d.startBin(filepath.Join(d.bins, "capabilities-desktop-wails"))
 	d.waitFor("the app to say the tray is unavailable", func() bool {
 		return strings.Contains(d.stderr.String(), "the tray is unavailable")
+	})
+	d.waitFor("the app to say where secrets are kept without a keychain", func() bool {
+		return strings.Contains(d.stderr.String(), "secrets are kept in "+filepath.Join(d.home, "hub", "secrets.json")+" (mode 600), not in the OS keychain")
 	})
 	d.waitFor("the window to show itself without a tray", func() bool { return d.visible() == "capabilities — Approvals" })
 	run := d.exec("awaiting_approval", `return await writer.record({item: "no tray, no daemon"})`)
