@@ -142,6 +142,13 @@ var baseline = params{
 	flat: true,
 }
 
+// bm25f is the ranking without its second signal (the WordNet relatives).
+var bm25f = func() params {
+	p := tuned
+	p.rel = [numKinds]float32{}
+	return p
+}()
+
 type evalScore struct {
 	n           int
 	r1, r5, mrr float64
@@ -271,10 +278,11 @@ func TestSearchQuality(t *testing.T) {
 	}{
 		{"BM25, name+description, plain words", baseline},
 		{"+ camelCase split, stop words, Snowball stems", func() params { p := baseline; p.analyze = tuned.analyze; return p }()},
-		{"+ BM25F fields (name, title, description, params, namespace)", func() params { p := tuned; p.syn, p.coord, p.join = 0, 0, false; return p }()},
-		{"+ joined word pairs", func() params { p := tuned; p.syn, p.coord = 0, 0; return p }()},
-		{"+ synonym table", func() params { p := tuned; p.coord = 0; return p }()},
-		{"+ bonus for matching more query words (ours)", tuned},
+		{"+ BM25F fields (name, title, description, params, namespace)", func() params { p := bm25f; p.syn, p.coord, p.join = 0, 0, false; return p }()},
+		{"+ joined word pairs", func() params { p := bm25f; p.syn, p.coord = 0, 0; return p }()},
+		{"+ synonym table", func() params { p := bm25f; p.coord = 0; return p }()},
+		{"+ bonus for matching more query words", bm25f},
+		{"+ WordNet relatives, weighted sum (ours)", tuned},
 	}
 	for _, s := range steps {
 		t.Logf("%-62s %v", s.name, evaluate(t, build(tools, Options{}, s.p), false))
@@ -345,9 +353,10 @@ func TestHeldOutIntents(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range slices(t, tools) {
-		t.Logf("%-28s ours: %v", s.name, evaluateOn(t, build(tools, Options{}, tuned), s.q, testing.Verbose() && s.verbose))
-		t.Logf("%-28s BM25: %v", "", evaluateOn(t, build(tools, Options{}, baseline), s.q, false))
+	for _, s := range evalSlices(t, tools) {
+		t.Logf("%-28s ours:  %v", s.name, evaluateOn(t, build(tools, Options{}, tuned), s.q, testing.Verbose() && s.verbose))
+		t.Logf("%-28s BM25F: %v", "", evaluateOn(t, build(tools, Options{}, bm25f), s.q, false))
+		t.Logf("%-28s BM25:  %v", "", evaluateOn(t, build(tools, Options{}, baseline), s.q, false))
 	}
 }
 
@@ -357,8 +366,8 @@ type slice struct {
 	verbose bool
 }
 
-// slices are the query sets scores are reported on.
-func slices(t testing.TB, tools []model.Tool) []slice {
+// evalSlices are the query sets scores are reported on.
+func evalSlices(t testing.TB, tools []model.Tool) []slice {
 	tuneHalf, reportHalf := intents(t)
 	return []slice{
 		{"own (eval_test.go)", evalQueries, false},

@@ -27,6 +27,17 @@ func TestSearchGolden(t *testing.T) {
 		{Text: "take a screenshot of the page", Limit: 3},
 		{Text: "delete", Namespace: "mongodb", Limit: 3},
 		{Namespace: "memory", Limit: 4},
+		// Issue 17's failure kinds, in queries of our own. The person's
+		// words differ from the tool's:
+		{Text: "altitude of the hut", Limit: 3},
+		{Text: "duplicate the repo into my account", Limit: 3},
+		{Text: "vehicle route to the stadium", Limit: 3},
+		// A namespace-scoped search where no word matches:
+		{Text: "tick a choice in a combo box", Namespace: "puppeteer", Limit: 5},
+		{Text: "who is Ana", Namespace: "memory", Limit: 3},
+		// Generic words:
+		{Text: "list everything in the folder", Limit: 3},
+		{Text: "get the list of teams", Limit: 3},
 	} {
 		name := strings.ReplaceAll(q.Text, " ", "-")
 		if q.Text == "" {

@@ -19,6 +19,17 @@
 // weights, length normalization and the synonym table were tuned on the
 // real manifests in testdata/manifests with the intent queries of eval_test.go;
 // the numbers are in docs/bench-search.md.
+//
+// A second signal bridges vocabulary: each query word's relatives in
+// WordNet 3.0 (lexicon.go: synonyms, derived words, attributes, similar
+// words, broader and narrower terms, and the closest of their relatives
+// in turn; "memorized" → memory, "altitude" → elevation) are scored over
+// the same postings, each tool counting a word's best relative, and added
+// to BM25F at a weight (0.2; 0.6 for a word no tool has). It was tuned on
+// the own queries and the tune half of testdata/intents.txt. When no hit
+// shares a word with the query, the result says so (Fallback), and a
+// namespace-scoped search lists the rest of the namespace after what it
+// found, so it is never empty while the namespace has tools.
 // Each term's weight in each tool is computed at build, so a search only
 // adds up posting lists.
 //
@@ -31,6 +42,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -96,7 +108,23 @@ type params struct {
 	flat    bool    // one field: every text counts as description (the baseline)
 	join    bool    // also try adjacent query words as one ("roll back" → rollback)
 	analyze [3]bool // camel, stem, stop
+
+	// The second signal: the query's words and their WordNet relatives
+	// (lexicon.go), scored over the same postings, fused with BM25F.
+	rel      [numKinds]float32 // weight of a relative, by link kind; all 0: no second signal
+	hop2     float32           // factor for a relative's relative; 0: one hop
+	rrf      float32           // > 0: reciprocal rank fusion with this k; 0: weighted sum
+	relW     float32           // weight of the second signal in the fusion, for a word the index has
+	relMiss  float32           // the same for a query word no tool has, nor its synonyms: its relatives are all it has
+	relSelf  float32           // weight of the query's own word in the second signal
+	relCoord bool              // a word met only through a relative counts for the coordination bonus
+	relFloor float32           // a tool only the second signal finds needs this share of the best score
+	relMaxDF float32           // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
 }
+
+// minMaxDF keeps relatives of a small index: the cap on a relative's tools
+// (params.relMaxDF) bounds the work of a search over thousands of tools.
+const minMaxDF = 100
 
 // tuned are the parameters chosen on the corpus (see eval_test.go).
 var tuned = params{
@@ -107,6 +135,14 @@ var tuned = params{
 	coord:   0.5,
 	join:    true,
 	analyze: [3]bool{true, true, true},
+	rel: [numKinds]float32{kindSynonym: 1, kindDerived: 0.8, kindAttribute: 0.8, kindSimilar: 0.5,
+		kindHypernym: 0.3, kindHyponym: 0.15, kindForm: 1},
+	hop2:     0.5,
+	relW:     0.2,
+	relMiss:  0.6,
+	relSelf:  1,
+	relFloor: 0.3,
+	relMaxDF: 0.02,
 }
 
 type posting struct {
@@ -244,15 +280,27 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 	}
 	ix.an.shared = true
 	ix.pool.New = func() any {
-		return &scratch{score: make([]float32, n), matched: make([]uint8, n)}
+		return &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), relM: make([]uint8, n), best: make([]float32, n)}
 	}
 	return ix
 }
 
 type scratch struct {
-	score   []float32
-	matched []uint8
-	touched []int32
+	score   []float32 // BM25F
+	matched []uint8   // which query words a tool matched (bits)
+	touched []int32   // tools with a BM25F score
+	rel     []float32 // the second signal
+	relM    []uint8   // which query words a tool met only through a relative
+	best    []float32 // one query word's best relative in each tool
+	relT    []int32   // tools with a second-signal score
+	wordT   []int32   // tools one query word's relatives reached
+	cand    []cand
+}
+
+type cand struct {
+	doc    int32
+	a, b   float32 // BM25F, second signal
+	ra, rb int32   // ranks (1-based; 0: not ranked)
 }
 
 // Hit is one tool found.
@@ -269,6 +317,12 @@ type Result struct {
 	Hits   []Hit
 	More   int // further matches beyond the limit
 	Hidden int // matches hidden by policy
+	// Fallback is set when no hit shares a word with the query: Related
+	// (ranked by related words) or Listed (a namespace's tools in order).
+	Fallback Fallback
+	// Listed is how many of the last hits of a namespace-scoped search
+	// matched nothing and were listed from the namespace, in order.
+	Listed int
 	conns  map[string]string
 	query  Query
 	nss    []string
@@ -298,7 +352,7 @@ func (ix *Index) Search(q Query) (Result, error) {
 	if text == "" {
 		top, res.More, res.Hidden = ix.list(q.Namespace, limit)
 	} else {
-		top, res.More, res.Hidden = ix.rank(text, q.Namespace, limit)
+		top, res.More, res.Hidden, res.Listed, res.Fallback = ix.rank(text, q.Namespace, limit)
 	}
 	res.Hits = make([]Hit, len(top))
 	for i, s := range top {
@@ -380,8 +434,12 @@ type queryTerm struct {
 	bit uint8 // which query word it stands for (for coordination)
 }
 
-func (ix *Index) queryTerms(text string) ([]queryTerm, int) {
+// queryTerms returns the index terms a query reaches, how many words it
+// has, and each word's term (by bit; the last bit takes every word after
+// the eighth), whether the index has it or not.
+func (ix *Index) queryTerms(text string) ([]queryTerm, int, [8][]string) {
 	var qt []queryTerm
+	var stems [8][]string
 	seen := map[string]bool{}
 	words := 0
 	prev := ""
@@ -395,12 +453,17 @@ func (ix *Index) queryTerms(text string) ([]queryTerm, int) {
 		// Two words a person writes apart may be one in tool text:
 		// "roll back" → rollback, "log in" → login.
 		if prev != "" && ix.p.join {
-			ix.an.each(prev+word, nil, func(term string) { add(term, 1, uint8(min(words-1, 7))) })
+			ix.an.each(prev+word, nil, func(term string) {
+				bit := uint8(max(min(words-1, 7), 0))
+				stems[bit] = append(stems[bit], term)
+				add(term, 1, bit)
+			})
 		}
 		prev = word
 		ix.an.each(word, nil, func(term string) {
 			bit := uint8(min(words, 7))
 			words++
+			stems[bit] = append(stems[bit], term)
 			add(term, 1, bit)
 			if ix.p.syn > 0 {
 				for _, s := range ix.syn[term] {
@@ -409,7 +472,7 @@ func (ix *Index) queryTerms(text string) ([]queryTerm, int) {
 			}
 		})
 	})
-	return qt, words
+	return qt, words, stems
 }
 
 // eachWord calls fn with each run of letters and digits in s.
@@ -421,11 +484,73 @@ func eachWord(s string, fn func(word string)) {
 	}
 }
 
-func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden int) {
-	qt, words := ix.queryTerms(text)
+// relatives adds to out the index terms related to term in the lexicon,
+// each with its best weight: its relatives (p.rel by link kind) and, for
+// the closest kinds, their relatives in turn (times p.hop2). Relatives in
+// more than p.relMaxDF of the tools are left out.
+func (ix *Index) relatives(term string, out map[int32]float32) {
+	maxDF := len(ix.docs)
+	if ix.p.relMaxDF > 0 {
+		maxDF = max(int(ix.p.relMaxDF*float32(len(ix.docs))), minMaxDF)
+	}
+	put := func(s string, w float32) {
+		if id, ok := ix.terms[s]; ok && w > out[id] && len(ix.post[id]) <= maxDF {
+			out[id] = w
+		}
+	}
+	i := lex.find(term)
+	if i < 0 {
+		return
+	}
+	lex.related(i, func(j, kind int) {
+		w := ix.p.rel[kind]
+		if w == 0 {
+			return
+		}
+		s := lex.stem(j)
+		put(s, w)
+		if ix.p.hop2 == 0 || kind > kindAttribute && kind != kindForm {
+			return
+		}
+		lex.related(j, func(k, kind2 int) {
+			if kind2 > kindAttribute && kind2 != kindForm || k == i {
+				return
+			}
+			put(lex.stem(k), w*ix.p.hop2*ix.p.rel[kind2])
+		})
+	})
+}
+
+func (ix *Index) semantic() bool {
+	for _, w := range ix.p.rel {
+		if w > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Fallback says how a result was found when no tool matched a word of
+// the query.
+type Fallback string
+
+const (
+	// Related: no tool shares a word with the query; the hits share
+	// related words (WordNet: synonyms, derived words, broader terms).
+	Related Fallback = "related"
+	// ListedOnly: a namespace-scoped search where neither signal found a
+	// tool: the namespace's tools in manifest order.
+	ListedOnly Fallback = "listed"
+)
+
+func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, listed int, fb Fallback) {
+	top = make([]scored, 0, limit)
+	qt, words, stems := ix.queryTerms(text)
 	sc := ix.pool.Get().(*scratch)
 	defer ix.pool.Put(sc)
+	var reached uint8 // the query words some tool has (or one of their synonyms)
 	for _, q := range qt {
+		reached |= 1 << q.bit
 		for _, p := range ix.post[q.id] {
 			if sc.matched[p.doc] == 0 {
 				sc.touched = append(sc.touched, p.doc)
@@ -435,39 +560,184 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden in
 		}
 	}
 	words = min(words, 8)
-	for _, i := range sc.touched {
-		s := sc.score[i]
-		m := sc.matched[i]
-		sc.score[i], sc.matched[i] = 0, 0
-		if ns != "" && ix.docs[i].ns != ns {
-			continue
+	if ix.semantic() {
+		exp := map[int32]float32{}
+		for bit, ws := range stems {
+			if len(ws) == 0 {
+				continue
+			}
+			clear(exp)
+			// The word itself, then its relatives: each tool counts the
+			// best of them.
+			for _, w := range ws {
+				if id, ok := ix.terms[w]; ok {
+					exp[id] = ix.p.relSelf
+				}
+			}
+			for _, w := range ws {
+				ix.relatives(w, exp)
+			}
+			ids := make([]int32, 0, len(exp))
+			for id := range exp {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] }) // same sums every time
+			for _, id := range ids {
+				w := exp[id]
+				for _, p := range ix.post[id] {
+					if sc.best[p.doc] == 0 {
+						sc.wordT = append(sc.wordT, p.doc)
+					}
+					sc.best[p.doc] = max(sc.best[p.doc], w*p.w)
+				}
+			}
+			f := ix.p.relW
+			if reached&(1<<bit) == 0 {
+				f = ix.p.relMiss
+			}
+			for _, d := range sc.wordT {
+				if sc.rel[d] == 0 {
+					sc.relT = append(sc.relT, d)
+				}
+				sc.rel[d] += f * sc.best[d]
+				if ix.p.relCoord {
+					sc.relM[d] |= 1 << bit
+				}
+				sc.best[d] = 0
+			}
+			sc.wordT = sc.wordT[:0]
+		}
+	}
+	// Candidates: every tool either signal scored, in the namespace and
+	// not hidden.
+	cs := sc.cand[:0]
+	var maxS float32
+	visit := func(i int32) {
+		a, m, b := sc.score[i], sc.matched[i]|sc.relM[i], sc.rel[i]
+		sc.score[i], sc.matched[i], sc.rel[i], sc.relM[i] = 0, 0, 0, 0
+		if a == 0 && b == 0 || ns != "" && ix.docs[i].ns != ns {
+			return
 		}
 		if ix.hidden(i) {
 			hidden++
-			continue
+			return
 		}
 		if words > 1 && ix.p.coord > 0 {
-			frac := float32(popcount(m)) / float32(words)
-			s *= 1 + float32(ix.p.coord)*frac
+			c := 1 + float32(ix.p.coord)*float32(popcount(m))/float32(words)
+			a *= c
+			if ix.p.rrf == 0 {
+				b *= c
+			}
 		}
-		c := scored{i, s}
+		maxS = max(maxS, a+b)
+		cs = append(cs, cand{doc: i, a: a, b: b})
+	}
+	for _, i := range sc.touched {
+		visit(i)
+	}
+	for _, i := range sc.relT {
+		visit(i)
+	}
+	sc.touched, sc.relT = sc.touched[:0], sc.relT[:0]
+	// A tool only the second signal found must come close to the best.
+	k := 0
+	for _, c := range cs {
+		if c.a > 0 || c.b >= ix.p.relFloor*maxS {
+			cs[k] = c
+			k++
+		}
+	}
+	cs = cs[:k]
+	sc.cand = cs
+	if ix.p.rrf > 0 {
+		sort.Slice(cs, func(x, y int) bool { return betterBy(cs[x].a, cs[y].a, cs[x].doc, cs[y].doc) })
+		for r := range cs {
+			if cs[r].a > 0 {
+				cs[r].ra = int32(r + 1)
+			}
+		}
+		sort.Slice(cs, func(x, y int) bool { return betterBy(cs[x].b, cs[y].b, cs[x].doc, cs[y].doc) })
+		for r := range cs {
+			if cs[r].b > 0 {
+				cs[r].rb = int32(r + 1)
+			}
+		}
+	}
+	related := true
+	for _, c := range cs {
+		var s float32
+		if ix.p.rrf > 0 {
+			if c.ra > 0 {
+				s = 1 / (ix.p.rrf + float32(c.ra))
+			}
+			if c.rb > 0 {
+				s += 1 / (ix.p.rrf + float32(c.rb))
+			}
+		} else {
+			s = c.a + c.b
+		}
+		x := scored{c.doc, s}
 		if len(top) < limit {
-			top = append(top, c)
+			top = append(top, x)
 			for k := len(top) - 1; k > 0 && better(top[k], top[k-1]); k-- {
 				top[k], top[k-1] = top[k-1], top[k]
 			}
 			continue
 		}
 		more++
-		if better(c, top[limit-1]) {
-			top[limit-1] = c
+		if better(x, top[limit-1]) {
+			top[limit-1] = x
 			for k := limit - 1; k > 0 && better(top[k], top[k-1]); k-- {
 				top[k], top[k-1] = top[k-1], top[k]
 			}
 		}
 	}
-	sc.touched = sc.touched[:0]
-	return top, more, hidden
+	for _, c := range cs {
+		if c.a > 0 {
+			related = false
+			break
+		}
+	}
+	if len(top) > 0 && related {
+		fb = Related
+	}
+	if ns != "" && len(top) < limit {
+		// A namespace-scoped search lists the namespace's other tools
+		// after what it found, so it never comes back empty, or with one
+		// tool, while the namespace has tools the caller may see.
+		listed, more = ix.fill(ns, top, limit)
+		if len(top) == 0 && listed > 0 {
+			fb = ListedOnly
+		}
+		top = top[:len(top)+listed]
+	}
+	return top, more, hidden, listed, fb
+}
+
+// fill appends to top, up to limit, the tools of ns top does not hold, in
+// manifest order; it returns how many it appended and how many more there
+// are. top's backing array has room for limit hits.
+func (ix *Index) fill(ns string, top []scored, limit int) (listed, more int) {
+	n := len(top)
+	for _, i := range ix.byNS[ns] {
+		if ix.hidden(i) || slices.ContainsFunc(top[:n], func(s scored) bool { return s.doc == i }) {
+			continue
+		}
+		if n+listed < limit {
+			top = append(top, scored{doc: i})
+			listed++
+		} else {
+			more++
+		}
+	}
+	return listed, more
+}
+
+func betterBy(a, b float32, da, db int32) bool {
+	if a != b {
+		return a > b
+	}
+	return da < db
 }
 
 func popcount(b uint8) int {
@@ -494,6 +764,16 @@ func (r Result) Text() string {
 			fmt.Fprintf(&b, ". Namespaces: %s.\n", strings.Join(r.nss, ", "))
 		}
 	}
+	switch r.Fallback {
+	case Related:
+		if r.query.Namespace != "" {
+			fmt.Fprintf(&b, "No tool in %s shares a word with %q; its tools ranked by related words (synonyms, broader terms):\n", r.query.Namespace, r.query.Text)
+		} else {
+			fmt.Fprintf(&b, "No tool shares a word with %q; these share related words (synonyms, broader terms):\n", r.query.Text)
+		}
+	case ListedOnly:
+		fmt.Fprintf(&b, "No tool in %s shares a word with %q, or a related one; its tools in order:\n", r.query.Namespace, r.query.Text)
+	}
 	done := map[string]bool{}
 	for i, h := range r.Hits {
 		ns, _, _ := model.SplitAddress(h.Address)
@@ -502,9 +782,12 @@ func (r Result) Text() string {
 		}
 		done[ns] = true
 		b.WriteString(ns + r.conns[ns] + "\n")
-		for _, g := range r.Hits[i:] {
+		for j, g := range r.Hits[i:] {
 			if gns, _, _ := model.SplitAddress(g.Address); gns != ns {
 				continue
+			}
+			if r.Listed > 0 && r.Listed < len(r.Hits) && i+j == len(r.Hits)-r.Listed {
+				fmt.Fprintf(&b, "  (no other tool of %s matches; the rest of its tools, in order:)\n", ns)
 			}
 			b.WriteString("  " + g.Signature)
 			if g.Asks {
@@ -517,7 +800,9 @@ func (r Result) Text() string {
 		}
 	}
 	if r.More > 0 {
-		if r.query.Namespace == "" {
+		if r.Listed > 0 {
+			fmt.Fprintf(&b, "%d more tools in %s. Raise limit (up to %d) to see them.\n", r.More, r.query.Namespace, MaxLimit)
+		} else if r.query.Namespace == "" {
 			fmt.Fprintf(&b, "%d more matches. Narrow the query or pass namespace.\n", r.More)
 		} else {
 			fmt.Fprintf(&b, "%d more matches. Narrow the query or raise limit (up to %d).\n", r.More, MaxLimit)
@@ -530,7 +815,10 @@ func (r Result) Text() string {
 }
 
 // MarshalJSON gives the --json shape:
-// {"results":[{"address","signature","description","asks"}],"more":N,"hidden":N}.
+// {"results":[{"address","signature","description","asks"}],"more":N,"hidden":N},
+// plus "fallback":"related"|"listed" when no hit shares a word with the
+// query, and "listed":N when the last N hits of a namespace-scoped search
+// matched nothing and were listed from the namespace.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type hit struct {
 		Address     string `json:"address"`
@@ -539,10 +827,12 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Asks        bool   `json:"asks"`
 	}
 	out := struct {
-		Results []hit `json:"results"`
-		More    int   `json:"more"`
-		Hidden  int   `json:"hidden"`
-	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden}
+		Results  []hit    `json:"results"`
+		More     int      `json:"more"`
+		Hidden   int      `json:"hidden"`
+		Fallback Fallback `json:"fallback,omitempty"`
+		Listed   int      `json:"listed,omitempty"`
+	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden, Fallback: r.Fallback, Listed: r.Listed}
 	for i, h := range r.Hits {
 		out.Results[i] = hit{h.Address, h.Signature, h.Description, h.Asks}
 	}

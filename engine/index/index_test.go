@@ -119,8 +119,8 @@ func TestSearchListNamespace(t *testing.T) {
 	if res.More != 1 {
 		t.Errorf("more = %d, want 1", res.More)
 	}
-	res, _ = ix.Search(Query{Text: "zebra crossing"})
-	if want := `No tools match "zebra crossing". Try other words for what the tool does. Namespaces: github, linear.` + "\n"; res.Text() != want {
+	res, _ = ix.Search(Query{Text: "zebra qwzx"})
+	if want := `No tools match "zebra qwzx". Try other words for what the tool does. Namespaces: github, linear.` + "\n"; res.Text() != want {
 		t.Errorf("no match text = %q, want %q", res.Text(), want)
 	}
 }
