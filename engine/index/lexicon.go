@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"strings"
+	"unsafe"
 )
 
 //go:generate go run ./internal/wngen -wordnet /usr/share/wordnet -out lexicon.bin
@@ -49,7 +50,7 @@ func parseLexicon(b []byte) *lexicon {
 	l.stemOff = b[p : p+4*(n+1)]
 	p += 4 * (n + 1)
 	sl := int(l.u32(l.stemOff, n))
-	l.stems = string(b[p : p+sl])
+	l.stems = unsafe.String(&b[p], sl) // read in place: the embedded bytes never change
 	p += sl
 	l.linkOff = b[p : p+4*(n+1)]
 	p += 4 * (n + 1)
