@@ -113,11 +113,9 @@ type params struct {
 	// (lexicon.go), scored over the same postings, fused with BM25F.
 	rel      [numKinds]float32 // weight of a relative, by link kind; all 0: no second signal
 	hop2     float32           // factor for a relative's relative; 0: one hop
-	rrf      float32           // > 0: reciprocal rank fusion with this k; 0: weighted sum
 	relW     float32           // weight of the second signal in the fusion, for a word the index has
 	relMiss  float32           // the same for a query word no tool has, nor its synonyms: its relatives are all it has
 	relSelf  float32           // weight of the query's own word in the second signal
-	relCoord bool              // a word met only through a relative counts for the coordination bonus
 	relFloor float32           // a tool only the second signal finds needs this share of the best score
 	relMaxDF float32           // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
 }
@@ -169,6 +167,9 @@ type Index struct {
 	nss   []string
 	syn   map[string][]string
 	pool  sync.Pool
+
+	relMu    sync.Mutex
+	relCache map[string][]wterm // query word → relatives (relatedTerms)
 }
 
 // New builds the index over tools.
@@ -190,6 +191,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 		docs: make([]doc, len(tools)), terms: map[string]int32{}, byNS: map[string][]int32{},
 	}
 	ix.syn = synonyms(ix.an)
+	ix.relCache = map[string][]wterm{}
 	n := len(tools)
 	var lens [][numFields]float32 = make([][numFields]float32, n)
 	var sum [numFields]float64
@@ -280,7 +282,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 	}
 	ix.an.shared = true
 	ix.pool.New = func() any {
-		return &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), relM: make([]uint8, n), best: make([]float32, n)}
+		return &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), best: make([]float32, n)}
 	}
 	return ix
 }
@@ -290,7 +292,6 @@ type scratch struct {
 	matched []uint8   // which query words a tool matched (bits)
 	touched []int32   // tools with a BM25F score
 	rel     []float32 // the second signal
-	relM    []uint8   // which query words a tool met only through a relative
 	best    []float32 // one query word's best relative in each tool
 	relT    []int32   // tools with a second-signal score
 	wordT   []int32   // tools one query word's relatives reached
@@ -298,9 +299,8 @@ type scratch struct {
 }
 
 type cand struct {
-	doc    int32
-	a, b   float32 // BM25F, second signal
-	ra, rb int32   // ranks (1-based; 0: not ranked)
+	doc  int32
+	a, b float32 // BM25F, second signal
 }
 
 // Hit is one tool found.
@@ -530,6 +530,50 @@ func (ix *Index) semantic() bool {
 	return false
 }
 
+// best raises each tool's best relative of the current query word to w
+// times its weight for term id.
+func (ix *Index) best(sc *scratch, id int32, w float32) {
+	for _, p := range ix.post[id] {
+		if sc.best[p.doc] == 0 {
+			sc.wordT = append(sc.wordT, p.doc)
+		}
+		sc.best[p.doc] = max(sc.best[p.doc], w*p.w)
+	}
+}
+
+// wterm is an index term and a weight.
+type wterm struct {
+	id int32
+	w  float32
+}
+
+// maxRelCache bounds the query words whose relatives an index keeps.
+const maxRelCache = 1 << 14
+
+// relatedTerms is relatives of term as a list, kept for the next query
+// with the same word. (Their order does not matter: a tool counts the
+// best.)
+func (ix *Index) relatedTerms(term string) []wterm {
+	ix.relMu.Lock()
+	r, ok := ix.relCache[term]
+	ix.relMu.Unlock()
+	if ok {
+		return r
+	}
+	m := map[int32]float32{}
+	ix.relatives(term, m)
+	r = make([]wterm, 0, len(m))
+	for id, w := range m {
+		r = append(r, wterm{id, w})
+	}
+	ix.relMu.Lock()
+	if len(ix.relCache) < maxRelCache {
+		ix.relCache[term] = r
+	}
+	ix.relMu.Unlock()
+	return r
+}
+
 // Fallback says how a result was found when no tool matched a word of
 // the query.
 type Fallback string
@@ -561,34 +605,18 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	}
 	words = min(words, 8)
 	if ix.semantic() {
-		exp := map[int32]float32{}
 		for bit, ws := range stems {
 			if len(ws) == 0 {
 				continue
 			}
-			clear(exp)
 			// The word itself, then its relatives: each tool counts the
-			// best of them.
+			// best of them (a maximum, so the order does not matter).
 			for _, w := range ws {
 				if id, ok := ix.terms[w]; ok {
-					exp[id] = ix.p.relSelf
+					ix.best(sc, id, ix.p.relSelf)
 				}
-			}
-			for _, w := range ws {
-				ix.relatives(w, exp)
-			}
-			ids := make([]int32, 0, len(exp))
-			for id := range exp {
-				ids = append(ids, id)
-			}
-			sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] }) // same sums every time
-			for _, id := range ids {
-				w := exp[id]
-				for _, p := range ix.post[id] {
-					if sc.best[p.doc] == 0 {
-						sc.wordT = append(sc.wordT, p.doc)
-					}
-					sc.best[p.doc] = max(sc.best[p.doc], w*p.w)
+				for _, r := range ix.relatedTerms(w) {
+					ix.best(sc, r.id, r.w)
 				}
 			}
 			f := ix.p.relW
@@ -600,9 +628,6 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 					sc.relT = append(sc.relT, d)
 				}
 				sc.rel[d] += f * sc.best[d]
-				if ix.p.relCoord {
-					sc.relM[d] |= 1 << bit
-				}
 				sc.best[d] = 0
 			}
 			sc.wordT = sc.wordT[:0]
@@ -613,21 +638,21 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	cs := sc.cand[:0]
 	var maxS float32
 	visit := func(i int32) {
-		a, m, b := sc.score[i], sc.matched[i]|sc.relM[i], sc.rel[i]
-		sc.score[i], sc.matched[i], sc.rel[i], sc.relM[i] = 0, 0, 0, 0
+		a, m, b := sc.score[i], sc.matched[i], sc.rel[i]
+		sc.score[i], sc.matched[i], sc.rel[i] = 0, 0, 0
 		if a == 0 && b == 0 || ns != "" && ix.docs[i].ns != ns {
 			return
 		}
 		if ix.hidden(i) {
-			hidden++
+			if a > 0 { // a match by word: say policy hides it
+				hidden++
+			}
 			return
 		}
 		if words > 1 && ix.p.coord > 0 {
 			c := 1 + float32(ix.p.coord)*float32(popcount(m))/float32(words)
 			a *= c
-			if ix.p.rrf == 0 {
-				b *= c
-			}
+			b *= c
 		}
 		maxS = max(maxS, a+b)
 		cs = append(cs, cand{doc: i, a: a, b: b})
@@ -649,33 +674,12 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	}
 	cs = cs[:k]
 	sc.cand = cs
-	if ix.p.rrf > 0 {
-		sort.Slice(cs, func(x, y int) bool { return betterBy(cs[x].a, cs[y].a, cs[x].doc, cs[y].doc) })
-		for r := range cs {
-			if cs[r].a > 0 {
-				cs[r].ra = int32(r + 1)
-			}
-		}
-		sort.Slice(cs, func(x, y int) bool { return betterBy(cs[x].b, cs[y].b, cs[x].doc, cs[y].doc) })
-		for r := range cs {
-			if cs[r].b > 0 {
-				cs[r].rb = int32(r + 1)
-			}
-		}
-	}
 	related := true
 	for _, c := range cs {
-		var s float32
-		if ix.p.rrf > 0 {
-			if c.ra > 0 {
-				s = 1 / (ix.p.rrf + float32(c.ra))
-			}
-			if c.rb > 0 {
-				s += 1 / (ix.p.rrf + float32(c.rb))
-			}
-		} else {
-			s = c.a + c.b
+		if c.a > 0 {
+			related = false
 		}
+		s := c.a + c.b
 		x := scored{c.doc, s}
 		if len(top) < limit {
 			top = append(top, x)
@@ -690,12 +694,6 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			for k := limit - 1; k > 0 && better(top[k], top[k-1]); k-- {
 				top[k], top[k-1] = top[k-1], top[k]
 			}
-		}
-	}
-	for _, c := range cs {
-		if c.a > 0 {
-			related = false
-			break
 		}
 	}
 	if len(top) > 0 && related {
@@ -731,13 +729,6 @@ func (ix *Index) fill(ns string, top []scored, limit int) (listed, more int) {
 		}
 	}
 	return listed, more
-}
-
-func betterBy(a, b float32, da, db int32) bool {
-	if a != b {
-		return a > b
-	}
-	return da < db
 }
 
 func popcount(b uint8) int {
