@@ -86,6 +86,11 @@ func (a *App) offer(o watch.Offer) {
 // actOffer handles Add or Not now picked in an offer's notification.
 func (a *App) actOffer(note uint32, o watch.Offer, action string) {
 	delete(a.offers, note)
+	// The offer is answered: it leaves the screen (it is resident, so the
+	// server keeps it after an action).
+	if a.notes != nil {
+		a.notes.close(note)
+	}
 	switch action {
 	case actionAdd:
 		// Adding starts the server to list its tools: not in the loop.

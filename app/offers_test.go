@@ -17,7 +17,9 @@ import (
 // session's HOME while the app runs → a notification offering it ("Claude
 // Code added `linear` — add it to the hub?", actions Add and Not now) →
 // "Add" picked in dunst's menu (pick-action.sh) → `capabilities hub list`
-// shows the source, and the console opens at #review. Then "Start at
+// shows the source, and the console opens at #review. A second server
+// offered and answered "Not now" is not offered again when the config is
+// written again (a third, new server is). Then "Start at
 // login" (dbusmenu Event) writes $XDG_CONFIG_HOME/autostart/
 // capabilities.desktop starting the app by its path and checks the item; a
 // second click removes it and unchecks it. It logs write →
@@ -76,21 +78,37 @@ func (d *desktop) offersScenario() {
 		l := d.links()
 		return len(l) == 1 && strings.HasSuffix(l[0], "#review")
 	})
-	var list struct {
-		Sources []struct {
-			Namespace string `json:"namespace"`
-		} `json:"sources"`
-	}
-	out := d.cli("hub", "list", "--json")
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("hub list --json: %v\n%s", err, out)
-	}
-	var got []string
-	for _, s := range list.Sources {
-		got = append(got, s.Namespace)
-	}
-	if !contains(got, name) {
+	if got := d.sources(); !contains(got, name) {
 		t.Fatalf("hub list shows %q after Add, want %s among them", got, name)
+	}
+
+	// Answered, the offer leaves the screen.
+	d.waitFor("the offer answered Add to be closed", func() bool { return d.mon.closed(found.id) })
+
+	// "Not now": the offer is declined for good — the config written again
+	// with the declined server and a new one brings an offer for the new one
+	// only.
+	declined := name + "-declined"
+	d.writeClaude(cfg, declined)
+	offer := d.mon.notifyAfter(t, "added `"+declined+"`", found.serial)
+	if err := os.WriteFile(filepath.Join(d.work, ".pick-action"), []byte("Not now"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("dunstctl", "context").CombinedOutput(); err != nil {
+		t.Fatalf("dunstctl context: %v\n%s", err, out)
+	}
+	d.waitFor("Not now to close the offer", func() bool {
+		out, err := exec.Command("dunstctl", "count", "displayed").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "0"
+	})
+	later := name + "-later"
+	d.writeClaude(cfg, declined, later)
+	d.mon.notifyAfter(t, "added `"+later+"`", offer.serial)
+	if n, ok := d.mon.find("added `"+declined+"`", offer.serial); ok {
+		t.Fatalf("the declined server was offered again: %q", n.summary)
+	}
+	if contains(d.sources(), declined) {
+		t.Fatalf("Not now added %s to the hub", declined)
 	}
 
 	// "Start at login" writes the autostart entry (build/linux) starting
@@ -128,5 +146,43 @@ func (d *desktop) offersScenario() {
 	}
 	if code := d.wait(); code != 0 {
 		t.Fatalf("SIGINT: exit %d, want 0; stderr:\n%s", code, d.stderr)
+	}
+}
+
+// sources are the namespaces `hub list` shows.
+func (d *desktop) sources() []string {
+	d.t.Helper()
+	var list struct {
+		Sources []struct {
+			Namespace string `json:"namespace"`
+		} `json:"sources"`
+	}
+	out := d.cli("hub", "list", "--json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		d.t.Fatalf("hub list --json: %v\n%s", err, out)
+	}
+	var got []string
+	for _, s := range list.Sources {
+		got = append(got, s.Namespace)
+	}
+	return got
+}
+
+// writeClaude writes Claude Code's config with these servers (the scripted
+// upstream under each name), as harnesses write: a rename over the file.
+func (d *desktop) writeClaude(cfg string, names ...string) {
+	d.t.Helper()
+	scripted := testenv.Scripted(d.t)
+	servers := map[string]any{}
+	for _, name := range names {
+		servers[name] = map[string]any{"command": scripted[0], "args": append(scripted[1:], "--name", name)}
+	}
+	b, _ := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	tmp := cfg + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cfg); err != nil {
+		d.t.Fatal(err)
 	}
 }
