@@ -159,6 +159,7 @@ func TestDesktopApp(t *testing.T) {
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 		{"windows", nil},
 		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1", "NO_KEYRING=1"}},
+		{"windows-soak", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Deny"}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -205,6 +206,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.windowsScenario()
 	case "windows-fallbacks":
 		d.windowFallbacksScenario()
+	case "windows-soak":
+		d.soakScenario()
 	default:
 		t.Fatalf("no scenario %q", scenario)
 	}

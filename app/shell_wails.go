@@ -153,7 +153,14 @@ func (w *window) domReady() {
 	defer w.mu.Unlock()
 	w.ready = true
 	w.log.Info("the window's page is ready", "screen", w.screen)
-	wruntime.WindowExecJS(w.ctx, "location.hash = "+strconv.Quote("#"+w.screen)+";")
+	wruntime.WindowExecJS(w.ctx, follow(w.screen))
+}
+
+// follow is the script that brings the page to a screen and reads it again
+// (a hashchange even when the fragment is already the screen's).
+func follow(screen string) string {
+	return "if (location.hash.replace(/^#/, '') === " + strconv.Quote(screen) + ") window.dispatchEvent(new HashChangeEvent('hashchange')); " +
+		"else location.hash = " + strconv.Quote("#"+screen) + ";"
 }
 
 // mount serves the console in the window.
@@ -193,7 +200,7 @@ func (w *window) Show(screen string, auto bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wruntime.WindowSetTitle(w.ctx, title)
-	wruntime.WindowExecJS(w.ctx, "location.hash = "+strconv.Quote("#"+screen)+";")
+	wruntime.WindowExecJS(w.ctx, follow(screen))
 	wruntime.WindowShow(w.ctx)
 	if auto && !w.shown {
 		wruntime.WindowMinimise(w.ctx)

@@ -484,6 +484,11 @@ async function main() {
   state.timer = window.setInterval(() => {
     if (document.visibilityState === "visible" && !state.busy) void refresh();
   }, POLL_MS);
+  // Shown again (a tab brought back, the desktop app's window opened for a
+  // new call): read the queue now, not at the next poll.
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible" && !state.busy) void refresh();
+  });
 }
 
 void main();
