@@ -12,7 +12,7 @@
 //
 // The prelude talks to the host through one function, __cap_host(op, payload),
 // which it captures and deletes from the global object before any model code
-// runs. It evaluates to {setup, start, deliver}; engine/sandbox keeps these as
+// runs. It evaluates to {namespaces, setup, start, deliver}; engine/sandbox keeps these as
 // values and never exposes them to the model's code.
 package guest
 

@@ -1,8 +1,8 @@
 // The guest prelude: evaluated once in every fresh QuickJS runtime before the
 // model's code. It captures the host function, removes every engine global
 // that reaches outside the run, and installs the sandbox's own globals.
-// It evaluates to an object of three functions the driver keeps as values
-// (never reachable from the model's code): setup, start and deliver.
+// It evaluates to an object of four functions the driver keeps as values
+// (never reachable from the model's code): namespaces, setup, start and deliver.
 (function () {
   'use strict';
   const host = globalThis.__cap_host;
@@ -271,28 +271,65 @@
     return scored.slice(0, 3).map((s) => s[1]);
   }
   const passThrough = ['then', 'toJSON', 'constructor', 'valueOf', 'toString', 'inspect', 'prototype', '__proto__'];
-  function defineNamespace(ns, tools) {
+  // A namespace's global is a proxy over a target no code can reach. Its
+  // tools are read from the host the first time any trap runs (any use of
+  // the namespace); then the target is filled and frozen, and every trap
+  // forwards to it, so the namespace behaves as the frozen object of its
+  // tools from the first touch on. Materializing runs in the middle of the
+  // model's code, so it uses only what this prelude captured.
+  const RealProxy = Proxy;
+  const reflectOwnKeys = Reflect.ownKeys;
+  const reflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
+  const reflectDefineProperty = Reflect.defineProperty;
+  const reflectDeleteProperty = Reflect.deleteProperty;
+  const reflectSet = Reflect.set;
+  const reflectIsExtensible = Reflect.isExtensible;
+  const reflectPreventExtensions = Reflect.preventExtensions;
+  const reflectSetPrototypeOf = Reflect.setPrototypeOf;
+  const namespaces = new RealMap(); // target -> [namespace, its tools once read, else null]
+  function materialize(t) {
+    const st = apply(mapGet, namespaces, [t]);
+    if (st[1] !== null) return st[1];
+    const ns = st[0];
+    const tools = parse(host('tools', ns));
+    for (let i = 0; i < tools.length; i++) {
+      const address = ns + '.' + tools[i];
+      t[tools[i]] = async function (args, opts) { return call(address, args, opts); };
+    }
+    freeze(t);
+    st[1] = tools;
+    return tools;
+  }
+  const namespaceHandler = freeze({
+    get(t, prop) {
+      const tools = materialize(t);
+      if (typeof prop !== 'string' || prop in t || passThrough.indexOf(prop) >= 0) return t[prop];
+      const ns = apply(mapGet, namespaces, [t])[0];
+      const near = closest(prop, tools);
+      throw new RealTypeError(ns + '.' + prop + ' is not a tool of ' + ns + (near.length ? '; closest: ' + near.map((n) => ns + '.' + n).join(', ') : '; this namespace has no tools') + '. Use hub.search(query) to find tools.');
+    },
+    has(t, prop) { materialize(t); return prop in t; },
+    ownKeys(t) { materialize(t); return reflectOwnKeys(t); },
+    getOwnPropertyDescriptor(t, prop) { materialize(t); return reflectGetOwnPropertyDescriptor(t, prop); },
+    defineProperty(t, prop, desc) { materialize(t); return reflectDefineProperty(t, prop, desc); },
+    deleteProperty(t, prop) { materialize(t); return reflectDeleteProperty(t, prop); },
+    set(t, prop, value, receiver) { materialize(t); return reflectSet(t, prop, value, receiver); },
+    isExtensible(t) { materialize(t); return reflectIsExtensible(t); },
+    preventExtensions(t) { materialize(t); return reflectPreventExtensions(t); },
+    setPrototypeOf(t, proto) { materialize(t); return reflectSetPrototypeOf(t, proto); },
+  });
+  function defineNamespace(ns) {
     if (O.prototype.hasOwnProperty.call(G, ns)) return;
     const target = O.create(null);
-    for (const tool of tools) {
-      const address = ns + '.' + tool;
-      target[tool] = async function (args, opts) { return call(address, args, opts); };
-    }
-    freeze(target);
-    const proxy = new Proxy(target, {
-      get(t, prop) {
-        if (typeof prop !== 'string' || prop in t || passThrough.indexOf(prop) >= 0) return t[prop];
-        const near = closest(prop, tools);
-        throw new RealTypeError(ns + '.' + prop + ' is not a tool of ' + ns + (near.length ? '; closest: ' + near.map((n) => ns + '.' + n).join(', ') : '; this namespace has no tools') + '. Use hub.search(query) to find tools.');
-      },
-    });
-    defineProperty(G, ns, { value: proxy, writable: false, enumerable: true, configurable: false });
+    apply(mapSet, namespaces, [target, [ns, null]]);
+    defineProperty(G, ns, { value: new RealProxy(target, namespaceHandler), writable: false, enumerable: true, configurable: false });
   }
 
   const hub = freeze({
     search(query) { return call('hub.search', { query: StringCtor(query) }); },
     describe(target) { return call('hub.describe', { target: StringCtor(target) }); },
   });
+  defineProperty(G, 'hub', { value: hub, writable: false, configurable: false });
 
   // ---- structuredClone, TextEncoder/TextDecoder, atob/btoa ------------------
   function cloneValue(v, seen) {
@@ -441,9 +478,14 @@
       logBudget = c.logBudget;
       ra = c.seed[0]; rb = c.seed[1]; rc = c.seed[2]; rd = c.seed[3];
       for (let i = 0; i < 12; i++) nextU32();
-      defineProperty(G, 'hub', { value: hub, writable: false, configurable: false });
-      // A namespace whose name is already a global (hub, console, Math…) is skipped.
-      for (const ns of O.keys(c.namespaces)) defineNamespace(ns, c.namespaces[ns]);
+    },
+    // namespaces installs a JSON array of namespace names, once, before
+    // setup (a runtime kept ready has its namespaces installed already). A
+    // namespace whose name is already a global (hub, console, Math…) is
+    // skipped. Only names: each namespace's tools are read on first use.
+    namespaces(namesJSON) {
+      const names = parse(namesJSON);
+      for (let i = 0; i < names.length; i++) defineNamespace(names[i]);
     },
     start(fn) {
       let p;

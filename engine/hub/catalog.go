@@ -9,6 +9,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/index"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -22,11 +23,38 @@ type catalog struct {
 	byAddr  map[string]*model.Tool
 	sources map[string]*model.Source // by namespace
 	proto   map[string]string        // negotiated protocol, by namespace
-	index   *index.Index
-	desc    *typegen.Describer
+	// The search index and the describer are built on first use (Prepare
+	// builds them in the background): execute needs neither.
+	searchOnce sync.Once
+	newSearch  func() (*index.Index, *typegen.Describer)
+	index      *index.Index
+	desc       *typegen.Describer
 
 	mu      sync.Mutex
 	schemas map[string]*jsonschema.Resolved // input schemas by contract
+
+	nssOnce sync.Once
+	nss     *sandbox.Namespaces
+}
+
+// search builds the search index and the describer once.
+func (c *catalog) search() (*index.Index, *typegen.Describer) {
+	c.searchOnce.Do(func() { c.index, c.desc = c.newSearch() })
+	return c.index, c.desc
+}
+
+// namespaces is the set every run sees while this catalog is current: made
+// once, so a run's cost does not grow with the number of tools.
+func (c *catalog) namespaces() *sandbox.Namespaces {
+	c.nssOnce.Do(func() {
+		m := map[string][]string{}
+		for _, tl := range c.tools {
+			ns, name, _ := model.SplitAddress(tl.Address)
+			m[ns] = append(m[ns], name)
+		}
+		c.nss = sandbox.NewNamespaces(m)
+	})
+	return c.nss
 }
 
 // Invalidate drops the cached catalog; the next search or describe rebuilds
@@ -37,6 +65,13 @@ func (h *Hub) Invalidate() {
 }
 
 func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
+	if c := h.catalog.Load(); c != nil {
+		return c, nil
+	}
+	// One build at a time: an execute that comes while Prepare builds waits
+	// for that build instead of doing the same work beside it.
+	h.catalogMu.Lock()
+	defer h.catalogMu.Unlock()
 	if c := h.catalog.Load(); c != nil {
 		return c, nil
 	}
@@ -83,15 +118,16 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 		sources: sources,
 		proto:   proto,
 		schemas: map[string]*jsonschema.Resolved{},
-		index: index.New(tools, index.Options{
-			Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
-			Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
-			Connections: func(ns string) ([]string, string) {
-				c := conns[ns]
-				return c.names, c.def
-			},
-		}),
-		desc: typegen.NewDescriber(visible),
+		newSearch: func() (*index.Index, *typegen.Describer) {
+			return index.New(tools, index.Options{
+				Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
+				Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
+				Connections: func(ns string) ([]string, string) {
+					c := conns[ns]
+					return c.names, c.def
+				},
+			}), typegen.NewDescriber(visible)
+		},
 	}
 	h.catalog.Store(c)
 	return c, nil
@@ -152,7 +188,8 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 	if len(c.tools) == 0 {
 		return SearchResult{}, fmt.Errorf("searching: the hub has no tools yet; add a source with `capabilities hub add`")
 	}
-	res, err := c.index.Search(q)
+	ix, _ := c.search()
+	res, err := ix.Search(q)
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
 	}
@@ -166,7 +203,8 @@ func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (strin
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)
 	}
-	out, err := c.desc.Describe(targets, typegen.Options{Budget: budget})
+	_, desc := c.search()
+	out, err := desc.Describe(targets, typegen.Options{Budget: budget})
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)
 	}

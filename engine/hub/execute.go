@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
@@ -42,7 +41,8 @@ func (h *Hub) runEngine() *run.Engine {
 
 // Prepare builds, on goroutines of its own, what the first execute needs:
 // the sandbox (QuickJS loaded from the compiled-code cache, or compiled and
-// stored there, and runtimes warmed) and the catalog of tools. serve calls
+// stored there, and runtimes warmed with the hub's namespaces) and the
+// catalog of tools. serve calls
 // it at start, so the agent's first execute finds them ready while listing
 // tools never waits for them. Close waits for them.
 func (h *Hub) Prepare(ctx context.Context) {
@@ -55,9 +55,17 @@ func (h *Hub) Prepare(ctx context.Context) {
 	}()
 	go func() {
 		defer h.preparing.Done()
-		if _, err := h.loadCatalog(ctx); err != nil {
+		c, err := h.loadCatalog(ctx)
+		if err != nil {
 			h.log.Warn("preparing the catalog", "err", err)
+			return
 		}
+		// Ready runtimes get the hub's namespaces installed (waits for the
+		// sandbox, being built beside).
+		if d, err := h.sandbox(); err == nil {
+			d.Expect(c.namespaces())
+		}
+		c.search() // then the first search's index
 	}()
 }
 
@@ -108,20 +116,12 @@ func (h *Hub) Runs() (*run.Engine, error) { return h.runEngine(), nil }
 // tools adapts the hub to what a run needs.
 type tools struct{ h *Hub }
 
-func (t tools) Namespaces(ctx context.Context) (map[string][]string, error) {
+func (t tools) Namespaces(ctx context.Context) (*sandbox.Namespaces, error) {
 	c, err := t.h.loadCatalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]string{}
-	for _, tl := range c.tools {
-		ns, name, _ := model.SplitAddress(tl.Address)
-		out[ns] = append(out[ns], name)
-	}
-	for ns := range out {
-		sort.Strings(out[ns])
-	}
-	return out, nil
+	return c.namespaces(), nil
 }
 
 func (t tools) Tool(ctx context.Context, address string) (*model.Tool, error) {

@@ -49,6 +49,7 @@ type Hub struct {
 
 	refreshes refreshes
 	catalog   atomic.Pointer[catalog]
+	catalogMu sync.Mutex     // one catalog build at a time
 	preparing sync.WaitGroup // Prepare's goroutines, waited for by Close
 }
 

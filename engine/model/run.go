@@ -121,6 +121,10 @@ type Run struct {
 	// UsedNonces are the one-time states of elicitation answers already
 	// accepted for this run: a replayed answer is refused.
 	UsedNonces []string `json:"usedNonces,omitempty"`
+	// Namespaces is the digest of the namespaces and tools the run's first
+	// attempt saw (kept as blobs/namespaces-<digest>.json): a resumed run
+	// replays with the same ones.
+	Namespaces string `json:"namespaces,omitempty"`
 }
 
 // Truncated says which parts of the envelope were cut to the inline budget.

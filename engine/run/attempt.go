@@ -63,7 +63,7 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		return e.finish(ctx, r, nil, failure(err), !stored)
 	}
 	r.Notices = prepared.Notices
-	nss, err := e.tools.Namespaces(ctx)
+	nss, err := e.namespaces(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -84,15 +84,15 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	// which this process may not have resolved: what leaves the run is
 	// scrubbed of them (host.scrubber).
 	e.tools.Scrubber(ctx, journal)
-	h := &host{e: e, run: r, journal: js.settled, inFlight: js.inFlight, settled: len(js.settled), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
+	h := &host{e: e, run: r, nss: nss, journal: js.settled, inFlight: js.inFlight, settled: len(js.settled), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
 	out := e.sandbox.Run(actx, sandbox.Request{
-		JS:          prepared.JS,
-		Seed:        r.Seed,
-		Clock:       r.Clock,
-		Namespaces:  nss,
-		Limits:      e.opts.Sandbox,
-		Host:        h,
-		ReplayCalls: len(js.settled),
+		JS:           prepared.JS,
+		Seed:         r.Seed,
+		Clock:        r.Clock,
+		NamespaceSet: nss,
+		Limits:       e.opts.Sandbox,
+		Host:         h,
+		ReplayCalls:  len(js.settled),
 	})
 	if prepared.Plain && out.Status == sandbox.StatusFailed && out.Error != nil && out.Error.Code == sandbox.CodeSyntax {
 		// QuickJS refused code that skipped esbuild; esbuild says it better.
@@ -203,6 +203,7 @@ func runError(e *sandbox.Error) *model.RunError {
 type host struct {
 	e   *Engine
 	run *model.Run
+	nss *sandbox.Namespaces // what the run sees
 
 	mu       sync.Mutex
 	journal  map[int]model.JournalEntry // settled calls, by sequence number
@@ -231,6 +232,10 @@ func (h *host) startStoring() {
 		go func() {
 			defer close(h.ready)
 			if !h.stored {
+				// The set the record names is stored first: a resume reads it.
+				if h.storeErr = h.e.sets.save(h.ctx, h.e.store, h.nss); h.storeErr != nil {
+					return
+				}
 				if err := h.e.store.Put(h.ctx, store.Runs, h.run.ID, h.run); err != nil {
 					h.storeErr = fmt.Errorf("storing run %s: %w", h.run.ID, err)
 					return

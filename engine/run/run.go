@@ -35,8 +35,9 @@ import (
 
 // Tools is what a run needs from the hub, declared where it is used.
 type Tools interface {
-	// Namespaces maps each namespace to the tool part of its addresses.
-	Namespaces(ctx context.Context) (map[string][]string, error)
+	// Namespaces is the current set of namespaces, each with the tool part
+	// of its addresses; the same set (not a copy) until a tool changes.
+	Namespaces(ctx context.Context) (*sandbox.Namespaces, error)
 	// Tool looks a tool up by address in the cached manifests.
 	Tool(ctx context.Context, address string) (*model.Tool, error)
 	// Verdict decides a call under the current policy.
@@ -120,6 +121,7 @@ type Engine struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // runs attempting in this process
 	pruned  time.Time
+	sets    namespaceSets
 }
 
 // New returns an engine.

@@ -27,6 +27,7 @@ const wrapperPrefix = "(async function () {"
 // results, which call goroutines send on done.
 type attempt struct {
 	req Request
+	nss *Namespaces
 	lim Limits
 	v   *vm
 
@@ -76,7 +77,12 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	defer d.active.Add(-1)
 	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
 	}
-	a := &attempt{req: req, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
+	nss := req.NamespaceSet
+	if nss == nil {
+		nss = NewNamespaces(req.Namespaces)
+	}
+	d.expect.Store(nss)
+	a := &attempt{req: req, nss: nss, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
 	out := a.run(ctx, d)
 	out.Queued = queued
 	out.Wall = time.Since(start)
@@ -96,7 +102,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	if ctx.Err() != nil {
 		return Outcome{Status: StatusCancelled, Error: cancelledError()}
 	}
-	v, err := d.take()
+	v, err := d.take(a.nss)
 	if err != nil {
 		return failed(&Error{Code: CodeInternal, Message: err.Error()})
 	}
@@ -125,10 +131,9 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 func (a *attempt) begin(wrapped string) error {
 	c := a.v.rt.Context()
 	cfg, err := json.Marshal(map[string]any{
-		"clock":      clockMs(a.req.Clock),
-		"seed":       seedWords(a.req.Seed),
-		"namespaces": nonNil(a.req.Namespaces),
-		"logBudget":  a.lim.InlineResultBytes,
+		"clock":     clockMs(a.req.Clock),
+		"seed":      seedWords(a.req.Seed),
+		"logBudget": a.lim.InlineResultBytes,
 	})
 	if err != nil {
 		return fmt.Errorf("encoding setup: %w", err)
@@ -422,15 +427,18 @@ func (a *attempt) known(address string) bool {
 		return true
 	}
 	ns, tool, ok := strings.Cut(address, ".")
+	return ok && a.nss.Has(ns, tool)
+}
+
+// toolsOf answers the guest's __cap_host("tools", namespace): the
+// namespace's tools as a JSON array, read the first time the code touches
+// the namespace.
+func (a *attempt) toolsOf(ns string) (string, error) {
+	tools, ok := a.nss.lists[ns]
 	if !ok {
-		return false
+		return "", fmt.Errorf("bridge: %s is not a namespace of this run", ns)
 	}
-	for _, t := range a.req.Namespaces[ns] {
-		if t == tool {
-			return true
-		}
-	}
-	return false
+	return tools, nil
 }
 
 // errorInfo is what the prelude reports for a thrown value.
@@ -575,13 +583,6 @@ func seedWords(seed int64) [4]uint32 {
 		w[i], w[i+1] = uint32(z), uint32(z>>32)
 	}
 	return w
-}
-
-func nonNil(m map[string][]string) map[string][]string {
-	if m == nil {
-		return map[string][]string{}
-	}
-	return m
 }
 
 func clockMs(t time.Time) int64 {

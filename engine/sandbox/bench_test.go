@@ -37,7 +37,7 @@ func BenchmarkNewRuntime(b *testing.B) {
 	d := driver(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := d.newVM()
+		v, err := d.newVM(nil)
 		if err != nil {
 			b.Fatal(err)
 		}

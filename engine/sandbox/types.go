@@ -47,8 +47,11 @@ type Request struct {
 	// Namespaces maps each namespace to its tool names (the part after the dot
 	// of a tool address). Each becomes a frozen global.
 	Namespaces map[string][]string
-	Limits     Limits
-	Host       Host
+	// NamespaceSet, when set, is used instead of Namespaces: a set built
+	// once and shared by many runs (NewNamespaces).
+	NamespaceSet *Namespaces
+	Limits       Limits
+	Host         Host
 	// ReplayCalls is how many calls the host will answer from a journal
 	// (resume). Until their results have all been delivered, timers fire
 	// without waiting in real time; the logical clock advances the same way.
