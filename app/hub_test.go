@@ -290,6 +290,27 @@ func (d *desktop) hubScenario() {
 		t.Errorf("the tooltip after Resume hub (-want +got):\n%s", diff)
 	}
 
+	// A source failing its check shows in the tray: the Sources… item and
+	// the tooltip name it; back to health, they say nothing of it.
+	broken := filepath.Join(d.work, "flaky-broken")
+	scripted := testenv.Scripted(t)
+	d.cli(append([]string{"hub", "add", "--yes", "--namespace", "flaky", "--", "sh", "-c", `test -e "$0" && exit 3; exec "$@"`, broken}, scripted...)...)
+	if err := os.WriteFile(broken, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refresh := exec.Command(filepath.Join(d.bins, "capabilities"), "hub", "refresh", "flaky")
+	refresh.Env = d.env
+	_ = refresh.Run() // it fails: the upstream exits at once
+	d.waitFor("the tray to say a source is failing", func() bool { return contains(d.menu(item).labels(), "Sources… (1 failing)") })
+	if diff := cmp.Diff("capabilities: 1 pending; 1 source failing: flaky (MCP at "+ep+")", d.tooltip(item)); diff != "" {
+		t.Errorf("the tooltip with a source failing (-want +got):\n%s", diff)
+	}
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	d.cli("hub", "refresh", "flaky")
+	d.waitFor("the tray to stop saying a source is failing", func() bool { return contains(d.menu(item).labels(), "Sources…") })
+
 	if err := d.menu(item).event(d.bus, "Quit"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,14 @@ import (
 // watcherName is the tray host (StatusNotifierWatcher) on the session bus.
 const watcherName = "org.kde.StatusNotifierWatcher"
 
+// trayView is what the tray shows.
+type trayView struct {
+	calls   []*call  // pending, oldest first
+	review  int      // new or changed tools not reviewed
+	failing []string // the sources whose last check failed
+	paused  bool
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one

@@ -11,6 +11,6 @@ func startTray(chan<- func(), *App) (*tray, error) {
 	return nil, errors.New("this build has no tray: on macOS it needs cgo (build with CGO_ENABLED=1)")
 }
 
-func (*tray) end()                      {}
-func (*tray) update([]*call, int, bool) {}
-func (*tray) showLogin(bool)            {}
+func (*tray) end()            {}
+func (*tray) update(trayView) {}
+func (*tray) showLogin(bool)  {}

@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/png"
 	"net/url"
+	"strings"
 
 	"fyne.io/systray"
 )
@@ -28,9 +29,10 @@ type tray struct {
 	status   *systray.MenuItem
 	calls    [slots]*systray.MenuItem
 	review   *systray.MenuItem
+	sources  *systray.MenuItem
 	pause    *systray.MenuItem
 	login    *systray.MenuItem // nil where start at login is not built
-	shown    string            // the icon shown: "idle", "pending" or "paused"
+	shown    string            // the icon shown: "idle", "pending", "failing" or "paused"
 }
 
 // startTray registers the tray item; its clicks reach the loop as events.
@@ -53,7 +55,8 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		t.review = systray.AddMenuItem("Review new or changed tools", "Review the tools that are new or changed since you last looked")
 		on(t.review, events, func() { a.openPage("review") })
 		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, func() { a.openPage("runs") })
-		on(systray.AddMenuItem("Sources…", "The hub's MCP servers"), events, func() { a.openPage("sources") })
+		t.sources = systray.AddMenuItem("Sources…", "The hub's MCP servers")
+		on(t.sources, events, func() { a.openPage("sources") })
 		on(systray.AddMenuItem("Connect agents…", "Write one capabilities entry into each agent's MCP config (capabilities rollback undoes it)"), events, a.connectAgents)
 		systray.AddSeparator()
 		t.pause = systray.AddMenuItem("Pause hub", "Paused: every call asks, nothing runs unseen")
@@ -91,8 +94,11 @@ func on(item *systray.MenuItem, events chan<- func(), f func()) {
 	}()
 }
 
-// update shows the pending calls, the review count and the pause.
-func (t *tray) update(calls []*call, review int, paused bool) {
+// update shows the pending calls, the review count, the sources failing
+// and the pause. The icon: paused, else calls pending, else a source
+// failing, else idle.
+func (t *tray) update(v trayView) {
+	calls := v.calls
 	state := "idle"
 	switch n := len(calls); n {
 	case 0:
@@ -105,7 +111,18 @@ func (t *tray) update(calls []*call, review int, paused bool) {
 	if state == "pending" {
 		tip = fmt.Sprintf("%d pending", len(calls))
 	}
-	if paused {
+	if n := len(v.failing); n > 0 {
+		if state == "idle" {
+			state, tip = "failing", ""
+		} else {
+			tip += "; "
+		}
+		tip += fmt.Sprintf("%d %s failing: %s", n, plural(n, "source", "sources"), strings.Join(v.failing, ", "))
+		t.sources.SetTitle(fmt.Sprintf("Sources… (%d failing)", n))
+	} else {
+		t.sources.SetTitle("Sources…")
+	}
+	if v.paused {
 		state = "paused"
 		tip = "paused, every call asks; " + tip
 		t.pause.SetTitle("Resume hub")
@@ -129,7 +146,7 @@ func (t *tray) update(calls []*call, review int, paused bool) {
 			item.Hide()
 		}
 	}
-	if review > 0 {
+	if review := v.review; review > 0 {
 		t.review.SetTitle(fmt.Sprintf("Review %d new or changed %s", review, plural(review, "tool", "tools")))
 	} else {
 		t.review.SetTitle("Review new or changed tools")
@@ -166,9 +183,10 @@ func hostPort(endpoint string) string {
 }
 
 // icons are the tray's icons, drawn here (a ring; filled amber with a dot
-// when calls wait; grey with a dot while paused), so no image file ships
+// when calls wait; red with a dot when a source fails; grey with a dot
+// while paused), so no image file ships
 // with the binary.
-var icons = map[string][]byte{"idle": drawIcon("idle"), "pending": drawIcon("pending"), "paused": drawIcon("paused")}
+var icons = map[string][]byte{"idle": drawIcon("idle"), "pending": drawIcon("pending"), "failing": drawIcon("failing"), "paused": drawIcon("paused")}
 
 func drawIcon(state string) []byte {
 	const size = 32
@@ -180,6 +198,9 @@ func drawIcon(state string) []byte {
 	case "pending":
 		ring = color.NRGBA{0xd9, 0x7a, 0x00, 0xff}
 		fill = color.NRGBA{0xff, 0xc1, 0x4d, 0xff}
+	case "failing":
+		ring = color.NRGBA{0xb3, 0x26, 0x1e, 0xff}
+		fill = color.NRGBA{0xf4, 0xb4, 0xae, 0xff}
 	case "paused":
 		ring = color.NRGBA{0x70, 0x70, 0x70, 0xff}
 		fill = color.NRGBA{0xc8, 0xc8, 0xc8, 0xff}

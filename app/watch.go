@@ -35,6 +35,7 @@ type App struct {
 	pending map[string]*call  // run/call → the call waiting for a person
 	byNote  map[uint32]string // notification id → run/call
 	review  int               // new or changed tools not reviewed
+	failing []string          // the sources whose last check failed
 
 	endpoint string                 // the MCP endpoint served, "" when not serving
 	watcher  *watch.Watcher         // the agents' configs; nil: not watched
@@ -301,7 +302,8 @@ func (a *App) closed(note uint32) {
 	}
 }
 
-// countReview counts the new or changed tools not reviewed yet.
+// countReview counts the new or changed tools not reviewed yet, and finds
+// the sources whose last check failed.
 func (a *App) countReview(ctx context.Context) {
 	a.hub.Invalidate()
 	r, err := a.hub.PendingReview(ctx, "")
@@ -310,6 +312,17 @@ func (a *App) countReview(ctx context.Context) {
 		return
 	}
 	a.review = len(r.Items)
+	recs, err := a.hub.Sources(ctx)
+	if err != nil {
+		a.log.Warn("reading the sources' health", "err", err)
+		return
+	}
+	a.failing = a.failing[:0]
+	for _, rec := range recs {
+		if m := rec.Manifest; m != nil && m.Health == "error" {
+			a.failing = append(a.failing, rec.Source.Namespace)
+		}
+	}
 }
 
 // sorted is the pending calls, oldest first.
@@ -333,6 +346,6 @@ func (a *App) sorted() []*call {
 // show updates the tray.
 func (a *App) show() {
 	if a.tray != nil {
-		a.tray.update(a.sorted(), a.review, a.paused)
+		a.tray.update(trayView{calls: a.sorted(), review: a.review, failing: a.failing, paused: a.paused})
 	}
 }
