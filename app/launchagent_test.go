@@ -1,0 +1,53 @@
+package app
+
+import (
+	"bytes"
+	"encoding/xml"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestLaunchAgent: the macOS LaunchAgent is a well-formed property list
+// that runs the app by its path once at login (any path, escaped), and does
+// not restart it after a Quit.
+func TestLaunchAgent(t *testing.T) {
+	for _, exe := range []string{
+		"/Applications/Capabilities.app/Contents/MacOS/capabilities-desktop",
+		"/Users/a & b/<odd> \"path\"/capabilities-desktop",
+	} {
+		doc := launchAgent(exe)
+		var plist struct {
+			XMLName xml.Name `xml:"plist"`
+			Dict    struct {
+				Inner []byte `xml:",innerxml"`
+			} `xml:"dict"`
+		}
+		if err := xml.Unmarshal(doc, &plist); err != nil {
+			t.Fatalf("the LaunchAgent for %q is not well-formed XML: %v\n%s", exe, err, doc)
+		}
+		// The dict's entries, key then value, in order.
+		dec := xml.NewDecoder(bytes.NewReader(plist.Dict.Inner))
+		var got []string
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			switch v := tok.(type) {
+			case xml.StartElement:
+				if v.Name.Local == "true" || v.Name.Local == "false" {
+					got = append(got, v.Name.Local)
+				}
+			case xml.CharData:
+				if s := string(bytes.TrimSpace(v)); s != "" {
+					got = append(got, s)
+				}
+			}
+		}
+		want := []string{"Label", launchAgentLabel, "ProgramArguments", exe, "RunAtLoad", "true", "KeepAlive", "false", "ProcessType", "Interactive"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the LaunchAgent for %q (-want +got):\n%s\n%s", exe, diff, doc)
+		}
+	}
+}
