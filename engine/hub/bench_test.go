@@ -191,7 +191,11 @@ func benchWarm(b *testing.B, code string) {
 // benchWarmCode is benchWarm with new code for every execute (code(i)), so
 // that nothing about the code can be reused from an earlier run.
 func benchWarmCode(b *testing.B, code func(i int) string) {
-	h := benchHub(b)
+	benchWarmOn(b, benchHub(b), code)
+}
+
+// benchWarmOn is benchWarmCode on the hub h.
+func benchWarmOn(b *testing.B, h *hub.Hub, code func(i int) string) {
 	ctx := context.Background()
 	var lat []time.Duration
 	b.ReportAllocs()
