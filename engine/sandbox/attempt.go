@@ -81,7 +81,9 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	if nss == nil {
 		nss = NewNamespaces(req.Namespaces)
 	}
-	d.expect.Store(nss)
+	if req.ReplayCalls == 0 {
+		d.expect.Store(nss) // a resumed run may see the set it started with, an older one
+	}
 	a := &attempt{req: req, nss: nss, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
 	out := a.run(ctx, d)
 	out.Queued = queued

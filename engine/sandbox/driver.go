@@ -226,12 +226,29 @@ func (d *Driver) waitIdle() {
 
 // Expect tells the driver the namespace set the next runs will most likely
 // see, so that the runtimes it keeps ready have those namespaces installed
-// (Run does the same with each request's set). Runtimes made ready for
-// another set are dropped when taken.
-func (d *Driver) Expect(nss *Namespaces) { d.expect.Store(nss) }
+// (Run does the same with the set of each new run). Ready runtimes made for
+// another set are closed, and warmers build new ones. Do not call it
+// concurrently with Close.
+func (d *Driver) Expect(nss *Namespaces) {
+	d.expect.Store(nss)
+	for range cap(d.ready) {
+		select {
+		case v := <-d.ready:
+			if v.nss.same(nss) {
+				d.ready <- v // never blocks: its slot was kept
+				continue
+			}
+			<-d.slots
+			closeRuntime(v.rt)
+		default:
+			return
+		}
+	}
+}
 
-// take returns a ready runtime with nss installed, or builds one when none
-// is ready; ready runtimes built for another set are closed.
+// take returns a ready runtime with nss installed, or builds one. Ready
+// runtimes of a set no longer expected are closed; one of the expected set,
+// when nss is another (a resumed run's), is left for the next run.
 func (d *Driver) take(nss *Namespaces) (*vm, error) {
 	select {
 	case <-d.stop:
@@ -244,11 +261,17 @@ func (d *Driver) take(nss *Namespaces) (*vm, error) {
 			if !ok {
 				return nil, errors.New("taking a runtime: the driver is closed")
 			}
-			<-d.slots
 			if v.nss.same(nss) {
+				<-d.slots
 				return v, nil
 			}
-			closeRuntime(v.rt)
+			if expect := d.expect.Load(); expect == nil || !v.nss.same(expect) {
+				<-d.slots
+				closeRuntime(v.rt)
+				continue
+			}
+			d.ready <- v // never blocks: its slot was kept
+			return d.newVM(nss)
 		default:
 			return d.newVM(nss)
 		}

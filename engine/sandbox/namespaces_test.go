@@ -123,3 +123,39 @@ func BenchmarkTrivialRunNamespaces(b *testing.B) {
 		})
 	}
 }
+
+// TestRunsAlternatingSetsSeeTheirOwn: runtimes kept ready carry the
+// namespaces of the set the driver expects; runs with changing sets, and
+// resumed runs with an older one, each see exactly their own.
+func TestRunsAlternatingSetsSeeTheirOwn(t *testing.T) {
+	d, err := New(Options{MemoryBytes: testMemoryBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a := NewNamespaces(map[string][]string{"alpha": {"one"}, "shared": {"x"}})
+	b := NewNamespaces(map[string][]string{"beta": {"two"}, "shared": {"y"}})
+	d.Expect(a)
+	js := `return Object.keys(globalThis).filter((k) => ["alpha", "beta", "shared"].includes(k)).map((k) => k + ":" + Object.keys(globalThis[k]))`
+	for i, step := range []struct {
+		set    *Namespaces
+		replay int
+		want   string
+	}{
+		{a, 0, `["alpha:one","shared:x"]`},
+		{a, 0, `["alpha:one","shared:x"]`},
+		{b, 0, `["beta:two","shared:y"]`},
+		{a, 1, `["alpha:one","shared:x"]`}, // a resume that started with a
+		{b, 0, `["beta:two","shared:y"]`},
+		{b, 0, `["beta:two","shared:y"]`},
+		{a, 0, `["alpha:one","shared:x"]`},
+	} {
+		out := d.Run(context.Background(), Request{JS: js, Host: &fakeHost{}, NamespaceSet: step.set, ReplayCalls: step.replay})
+		if out.Status != StatusCompleted {
+			t.Fatalf("run %d: %s %+v", i, out.Status, out.Error)
+		}
+		if diff := cmp.Diff(step.want, string(out.Result)); diff != "" {
+			t.Errorf("run %d saw (-want +got):\n%s", i, diff)
+		}
+	}
+}
