@@ -78,15 +78,12 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("opening the hub: %w", err)
 	}
 	dir := filepath.Join(home, "hub")
-	sh := newShell(shellOptions{log: log, stderr: stderr, open: opts.Open, dir: dir})
-	return sh.run(ctx, func(ctx context.Context, newWindows func(*hub.Hub) windows) error {
-		return run(ctx, opts, log, stderr, dir, newWindows)
-	})
+	return run(ctx, opts, log, stderr, dir)
 }
 
 // run is the app's body: the hub, its MCP endpoint, notifications, the
 // agents' configs, the tray and the loop.
-func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, dir string, newWindows func(*hub.Hub) windows) error {
+func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, dir string) error {
 	st, err := store.Open(dir)
 	if err != nil {
 		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)
@@ -108,14 +105,27 @@ func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, 
 		events:  make(chan func(), 64),
 		quit:    make(chan struct{}),
 	}
-	a.win = newWindows(h)
+	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open})
 	defer a.win.Close()
 
 	conn, err := dbus.ConnectSessionBus()
 	if err != nil {
-		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications; pending calls open the approval page in the browser\n", err)
+		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications; pending calls open the approval screen instead\n", err)
 	} else {
 		defer conn.Close()
+		// One app per hub: a second launch shows this one's window.
+		err := claimInstance(conn, dir, func() {
+			select {
+			case a.events <- func() { a.openPage("") }:
+			case <-ctx.Done():
+			}
+		})
+		if errors.Is(err, errRunning) {
+			fmt.Fprintln(stderr, "capabilities-desktop:", err)
+			return nil
+		} else if err != nil {
+			log.Warn("one app per hub", "err", err)
+		}
 		n, err := newNotifier(conn, a.events, a)
 		switch {
 		case err != nil:

@@ -65,7 +65,7 @@ var (
 
 // binaries builds capabilities and capabilities-desktop (CGO_ENABLED=0:
 // the desktop app's pure-Go slice must build without cgo) once, and the
-// desktop app with its window (capabilities-desktop-wails) where it can.
+// desktop app's window (window/capabilities-window) where it can.
 func binaries(t *testing.T) string {
 	t.Helper()
 	root := testenv.Root(t)
@@ -159,6 +159,7 @@ func TestDesktopApp(t *testing.T) {
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 		{"windows", nil},
 		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1", "NO_KEYRING=1"}},
+		{"windows-broken", nil},
 		{"windows-soak", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Deny"}},
 	}
 	for _, sc := range scenarios {
@@ -206,6 +207,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.windowsScenario()
 	case "windows-fallbacks":
 		d.windowFallbacksScenario()
+	case "windows-broken":
+		d.windowBrokenScenario()
 	case "windows-soak":
 		d.soakScenario()
 	default:

@@ -1,5 +1,3 @@
-//go:build !desktop
-
 package app
 
 import (
@@ -19,8 +17,8 @@ import (
 // pages serves the console on loopback behind a Guard (started on first
 // use, again after its 24 h expire) and opens it in the browser with a
 // one-time link per opening. Decisions made there are recorded with channel
-// desktop. The build with the desktop tag shows the screens in its own
-// window instead (shell_wails.go).
+// desktop. Where capabilities-window is installed beside the app, the
+// screens are in the app's own window instead (window_process.go).
 type pages struct {
 	ctx  context.Context
 	hub  *hub.Hub

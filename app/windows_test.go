@@ -17,17 +17,29 @@ import (
 // (Wails v2 over WebKitGTK 4.1), as scripts/setup.sh builds it.
 const wailsTags = "desktop,production,webkit2_41"
 
-// buildWails builds the desktop app with its window into dir, or says why
-// it cannot: it needs cgo, gcc, pkg-config and the GTK 3 and WebKitGTK 4.1
-// headers (libgtk-3-dev, libwebkit2gtk-4.1-dev).
+// buildWails builds the desktop app's window (capabilities-window: Wails,
+// cgo) into dir/window, beside links to the app and the CLI there (the app
+// runs the window found beside it; the pure-Go scenarios run the app in dir,
+// with none beside it), or says why it cannot: it needs cgo, gcc,
+// pkg-config and the GTK 3 and WebKitGTK 4.1 headers (libgtk-3-dev,
+// libwebkit2gtk-4.1-dev).
 func buildWails(dir, root string) error {
 	if out, err := exec.Command("pkg-config", "--exists", "--print-errors", "gtk+-3.0", "webkit2gtk-4.1").CombinedOutput(); err != nil {
 		return fmt.Errorf("the desktop app's window needs pkg-config, libgtk-3-dev and libwebkit2gtk-4.1-dev (scripts/setup.sh installs them): %v %s", err, out)
 	}
-	cmd := exec.Command("go", "build", "-tags", wailsTags, "-o", filepath.Join(dir, "capabilities-desktop-wails"), "github.com/capabilities-sh/capabilities/cmd/capabilities-desktop")
+	win := filepath.Join(dir, "window")
+	if err := os.MkdirAll(win, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-tags", wailsTags, "-o", filepath.Join(win, "capabilities-window"), "github.com/capabilities-sh/capabilities/cmd/capabilities-window")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building capabilities-desktop with -tags %s: %w\n%s", wailsTags, err, out)
+		return fmt.Errorf("building capabilities-window with -tags %s: %w\n%s", wailsTags, err, out)
+	}
+	for _, b := range []string{"capabilities-desktop", "capabilities"} {
+		if err := os.Link(filepath.Join(dir, b), filepath.Join(win, b)); err != nil {
+			return err
+		}
 	}
 	// wm-close: a window manager's close button, for a session without one.
 	src := filepath.Join(root, "testdata", "tools", "desktop", "wm-close.c")
@@ -38,9 +50,10 @@ func buildWails(dir, root string) error {
 }
 
 // visible is the title of the app's window when it is mapped, "" when no
-// window of the app is.
+// window of the app is (the session runs nothing else with such a title;
+// the window is the app's window process's).
 func (d *desktop) visible() string {
-	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities", "getwindowname", "%@").Output()
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^capabilities", "getwindowname", "%@").Output()
 	if err != nil {
 		return ""
 	}
@@ -80,7 +93,7 @@ func (d *desktop) screenshot(name string) {
 func (d *desktop) windowsScenario() {
 	t := d.t
 	d.app = nil
-	bin := filepath.Join(d.bins, "capabilities-desktop-wails")
+	bin := filepath.Join(d.bins, "window", "capabilities-desktop")
 	d.startBin(bin)
 	item := d.trayItem()
 	// The app starts in the tray. (Wails v2 on Linux maps the window and
@@ -188,8 +201,8 @@ func (d *desktop) windowsScenario() {
 	if err != nil {
 		t.Fatalf("reading Claude Code's config after Connect agents…: %v\n%s", err, b)
 	}
-	if e := cfg.MCPServers["capabilities"]; cfg.NumStartups != 3 || e.Command != filepath.Join(d.bins, "capabilities") || strings.Join(e.Args, " ") != "hub serve --stdio --profile default" {
-		t.Fatalf("Claude Code's config after Connect agents…:\n%s\nwant its numStartups kept and a capabilities entry running %s hub serve --stdio --profile default", b, filepath.Join(d.bins, "capabilities"))
+	if e := cfg.MCPServers["capabilities"]; cfg.NumStartups != 3 || e.Command != filepath.Join(d.bins, "window", "capabilities") || strings.Join(e.Args, " ") != "hub serve --stdio --profile default" {
+		t.Fatalf("Claude Code's config after Connect agents…:\n%s\nwant its numStartups kept and a capabilities entry running %s hub serve --stdio --profile default", b, filepath.Join(d.bins, "window", "capabilities"))
 	}
 
 	// A second launch shows the first one's window and exits 0.
@@ -214,7 +227,7 @@ func (d *desktop) windowsScenario() {
 // close button does (testdata/tools/desktop/wm-close.c).
 func (d *desktop) closeWindow() {
 	d.t.Helper()
-	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities").Output()
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^capabilities").Output()
 	ids := strings.Fields(string(out))
 	if err != nil || len(ids) != 1 {
 		d.t.Fatalf("finding the app's window: %v %q", err, out)
@@ -227,7 +240,7 @@ func (d *desktop) closeWindow() {
 // key types a key into the app's window.
 func (d *desktop) key(k string) {
 	d.t.Helper()
-	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--pid", fmt.Sprint(d.app.Process.Pid), "--name", "^capabilities",
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^capabilities",
 		"windowfocus", "--sync", "key", "--clearmodifiers", k).CombinedOutput()
 	if err != nil {
 		d.t.Fatalf("xdotool key %s: %v\n%s", k, err, out)
@@ -251,7 +264,7 @@ func (d *desktop) windowFallbacksScenario() {
 		}
 	}
 	d.env = env
-	d.startBin(filepath.Join(d.bins, "capabilities-desktop-wails"))
+	d.startBin(filepath.Join(d.bins, "window", "capabilities-desktop"))
 	d.waitFor("the app to say the tray is unavailable", func() bool {
 		return strings.Contains(d.stderr.String(), "the tray is unavailable")
 	})
@@ -284,6 +297,42 @@ func (d *desktop) windowFallbacksScenario() {
 	}
 	if n := d.mon.count("Notify"); n != 0 {
 		t.Errorf("%d Notify calls without a notification daemon, want 0", n)
+	}
+	_ = d.app.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d, want 0; stderr:\n%s", code, d.stderr)
+	}
+}
+
+// windowBrokenScenario: a capabilities-window beside the app that cannot
+// start (its libraries missing: here a program that exits 127) → the app
+// says so in its log and shows the screens in the browser instead.
+func (d *desktop) windowBrokenScenario() {
+	t := d.t
+	dir := filepath.Join(d.work, "broken")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"capabilities-desktop", "capabilities"} {
+		if err := os.Link(filepath.Join(d.bins, b), filepath.Join(dir, b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "#!/bin/sh\necho 'capabilities-window: error while loading shared libraries: libwebkit2gtk-4.1.so.0' >&2\nexit 127\n"
+	if err := os.WriteFile(filepath.Join(dir, "capabilities-window"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.startBin(filepath.Join(dir, "capabilities-desktop"))
+	item := d.trayItem()
+	if err := d.menu(item).event(d.bus, "Runs…"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("Runs… to open the console in the browser", func() bool { return len(d.links()) == 1 })
+	if l := d.links()[0]; !strings.HasSuffix(l, "#runs") {
+		t.Fatalf("the browser got %q, want the console's link at #runs", l)
+	}
+	if !strings.Contains(d.stderr.String(), "the window cannot start here") {
+		t.Errorf("the app did not say why the screens open in the browser:\n%s", d.stderr)
 	}
 	_ = d.app.Process.Signal(syscall.SIGTERM)
 	if code := d.wait(); code != 0 {

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Debian package: both binaries, the .desktop file and the icons
+# Builds the Debian package: the three binaries (the CLI, the desktop app and
+# its window, the one cgo binary: it needs libgtk-3-dev and
+# libwebkit2gtk-4.1-dev, which scripts/setup.sh installs), the .desktop file and the icons
 # (build/linux/nfpm.yaml says what goes where), with nfpm, pinned below and
 # built once per machine into ~/.cache/capabilities/tools.
 #
@@ -28,10 +30,13 @@ fi
 arch="${GOARCH:-$(go env GOARCH)}"
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
-log "building capabilities and capabilities-desktop for linux/$arch"
+log "building capabilities, capabilities-desktop and capabilities-window for linux/$arch"
 for cmd in capabilities capabilities-desktop; do
   CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w" -o "$bin/$cmd" "./cmd/$cmd"
 done
+pkg-config --exists gtk+-3.0 webkit2gtk-4.1 || { log "the window (cgo) needs libgtk-3-dev and libwebkit2gtk-4.1-dev: run scripts/setup.sh"; exit 1; }
+CGO_ENABLED=1 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags="-s -w" -tags desktop,production,webkit2_41 \
+  -o "$bin/capabilities-window" ./cmd/capabilities-window
 
 version="${VERSION:-}"
 if [ -z "$version" ]; then

@@ -27,8 +27,8 @@ apt_needs=(
   "node nodejs"
   "npm npm"
   "git git"
-  # The desktop app (bin/capabilities-desktop) is the one cgo binary: Wails over
-  # GTK 3 and WebKitGTK 4.1 (checked with pkg-config below).
+  # The desktop app's window (bin/capabilities-window) is the one cgo binary:
+  # Wails over GTK 3 and WebKitGTK 4.1 (checked with pkg-config below).
   "gcc gcc"
   "/usr/include/stdio.h libc6-dev"
   "pkg-config pkg-config"
@@ -129,15 +129,17 @@ fi
 
 log "building bin/capabilities"
 CGO_ENABLED=0 go build -o bin/capabilities ./cmd/capabilities
-# The desktop app with its own window: the Wails build tags stand in for the
-# Wails CLI (it does not install on Go 1.26). Without the GTK and WebKitGTK
-# headers (SETUP_APT=0 on a machine without them) it is the pure-Go build,
-# whose screens open in the browser.
+log "building bin/capabilities-desktop"
+CGO_ENABLED=0 go build -o bin/capabilities-desktop ./cmd/capabilities-desktop
+# The desktop app's window, the one cgo binary (Wails over GTK 3 and WebKitGTK
+# 4.1): the Wails build tags stand in for the Wails CLI, which does not install
+# on Go 1.26. Without the headers (SETUP_APT=0 on a machine without them) the
+# app shows its screens in the browser instead.
 if pkg-config --exists gtk+-3.0 webkit2gtk-4.1 2>/dev/null; then
-  log "building bin/capabilities-desktop (Wails, WebKitGTK 4.1)"
-  CGO_ENABLED=1 go build -tags desktop,production,webkit2_41 -o bin/capabilities-desktop ./cmd/capabilities-desktop
+  log "building bin/capabilities-window (Wails, WebKitGTK 4.1)"
+  CGO_ENABLED=1 go build -tags desktop,production,webkit2_41 -o bin/capabilities-window ./cmd/capabilities-window
 else
-  log "building bin/capabilities-desktop without its window (no GTK 3 / WebKitGTK 4.1 headers: its screens open in the browser)"
-  CGO_ENABLED=0 go build -o bin/capabilities-desktop ./cmd/capabilities-desktop
+  rm -f bin/capabilities-window
+  log "not building bin/capabilities-window (no GTK 3 / WebKitGTK 4.1 headers): the desktop app's screens open in the browser"
 fi
-log "done: $(pwd)/bin/capabilities and $(pwd)/bin/capabilities-desktop"
+log "done: $(pwd)/bin/capabilities, capabilities-desktop and capabilities-window"

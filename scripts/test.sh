@@ -25,7 +25,7 @@ fi
 step "go vet"
 go vet ./...
 # The desktop app's window (Wails, cgo) is behind build tags: vet it too.
-CGO_ENABLED=1 go vet -tags desktop,production,webkit2_41 ./app/ ./cmd/capabilities-desktop/
+CGO_ENABLED=1 go vet -tags desktop,production,webkit2_41 ./app/window/ ./cmd/capabilities-window/
 
 step "build for macOS (the desktop app's other platform)"
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
@@ -38,7 +38,7 @@ if [ ! -x "$staticcheck" ]; then
   GOBIN="$tools" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
 "$staticcheck" ./...
-CGO_ENABLED=1 "$staticcheck" -tags desktop,production,webkit2_41 ./app/ ./cmd/capabilities-desktop/
+CGO_ENABLED=1 "$staticcheck" -tags desktop,production,webkit2_41 ./app/window/ ./cmd/capabilities-window/
 
 # The packages whose goroutines share state (the store, runs, the hub, the
 # code pipeline, the harness watcher) run under the race detector, the others without it: each

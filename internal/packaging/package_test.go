@@ -48,6 +48,7 @@ func TestDebianPackage(t *testing.T) {
 		want := []string{
 			"/usr/bin/capabilities",
 			"/usr/bin/capabilities-desktop",
+			"/usr/bin/capabilities-window",
 			"/usr/share/applications/capabilities.desktop",
 			"/usr/share/icons/hicolor/scalable/apps/capabilities.svg",
 			"/usr/share/icons/hicolor/symbolic/apps/capabilities-symbolic.svg",
@@ -173,7 +174,7 @@ func installAndRun(ctx context.Context, t *testing.T, deb string) {
 		ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 		defer cancel()
 		dpkg(ctx, t, "-r", "capabilities")
-		for _, p := range []string{"/usr/bin/capabilities", "/usr/bin/capabilities-desktop", "/usr/share/applications/capabilities.desktop"} {
+		for _, p := range []string{"/usr/bin/capabilities", "/usr/bin/capabilities-desktop", "/usr/bin/capabilities-window", "/usr/share/applications/capabilities.desktop"} {
 			if _, err := os.Stat(p); err == nil {
 				t.Errorf("dpkg -r capabilities left %s behind", p)
 			}
@@ -195,6 +196,12 @@ func installAndRun(ctx context.Context, t *testing.T, deb string) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "no display") {
 		t.Errorf("/usr/bin/capabilities-desktop without a display: %v, printed %q; want exit 2 saying there is no display", err, out)
+	}
+
+	// The window's libraries (GTK 3, WebKitGTK 4.1) are found: it can open.
+	out, err = exec.CommandContext(ctx, "/usr/bin/capabilities-window", "--check").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "capabilities-window: ok" {
+		t.Errorf("/usr/bin/capabilities-window --check: %v, printed %q; want it to load its libraries and say ok", err, out)
 	}
 
 	listed := run(ctx, t, "dpkg", "-L", "capabilities")

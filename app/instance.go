@@ -1,0 +1,56 @@
+package app
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// One app runs per hub and person: the first owns a name on the session
+// bus; a second launch asks it to show its window and exits.
+const (
+	instanceIface = "sh.capabilities.Desktop"
+	instancePath  = dbus.ObjectPath("/sh/capabilities/Desktop")
+)
+
+// errRunning: another app serves this hub; it was asked to show itself.
+var errRunning = errors.New("already running for this hub: showed its window")
+
+// instanceName is the bus name of the app of the hub at dir.
+func instanceName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return instanceIface + ".h" + hex.EncodeToString(sum[:6])
+}
+
+// instance is what the app exports on the bus for a second launch.
+type instance struct{ show func() }
+
+// Show is called by a second launch.
+func (i instance) Show() *dbus.Error {
+	i.show()
+	return nil
+}
+
+// claimInstance takes the app's name on the bus, with show as what a
+// second launch calls; errRunning when another app has it (and was asked
+// to show itself).
+func claimInstance(conn *dbus.Conn, dir string, show func()) error {
+	name := instanceName(dir)
+	if err := conn.Export(instance{show}, instancePath, instanceIface); err != nil {
+		return fmt.Errorf("exporting the app on the session bus: %w", err)
+	}
+	reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue)
+	if err != nil {
+		return fmt.Errorf("claiming %s on the session bus: %w", name, err)
+	}
+	if reply == dbus.RequestNameReplyPrimaryOwner || reply == dbus.RequestNameReplyAlreadyOwner {
+		return nil
+	}
+	if err := conn.Object(name, instancePath).Call(instanceIface+".Show", 0).Err; err != nil {
+		return fmt.Errorf("another app serves this hub (%s) and did not answer: %w", name, err)
+	}
+	return errRunning
+}

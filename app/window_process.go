@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// windowBinary is the window process's program, looked for beside the
+// app's binary.
+const windowBinary = "capabilities-window"
+
+// windowProcess is the app's window: capabilities-window (app/window: Wails
+// over WebKitGTK on Linux), run while a window is open and told what to
+// show on its stdin. It starts when a screen is first shown and ends when
+// the person closes the window or nothing waits any more: the app with its
+// windows closed holds no webview (linking WebKit alone cost the app 55 MB
+// of RSS; GTK, WebKit and WebKit's own processes live only while a window
+// is up).
+type windowProcess struct {
+	bin   string // capabilities-window
+	log   *slog.Logger
+	pages windows // where the screens go when the window cannot run
+
+	mu      sync.Mutex
+	checked bool   // the window was tried once (capabilities-window --check)
+	broken  string // why it cannot start here; "" when it can
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	done    chan struct{} // closed when the process has exited
+	screen  string        // the screen it shows
+}
+
+// newWindows is the app's window where capabilities-window is installed
+// beside the app, else pages in the browser.
+func newWindows(ctx context.Context, o windowsOptions) windows {
+	if self, err := os.Executable(); err == nil {
+		bin := filepath.Join(filepath.Dir(self), windowBinary)
+		if fi, err := os.Stat(bin); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
+			return &windowProcess{bin: bin, log: o.log, pages: newPages(ctx, o.hub, o.log, o.open)}
+		}
+	}
+	return newPages(ctx, o.hub, o.log, o.open)
+}
+
+// Show shows a screen, starting the window's process if it is not running.
+func (w *windowProcess) Show(screen string, auto bool) error {
+	if !screens[screen] {
+		return fmt.Errorf("showing the window: no screen %q", screen)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken != "" {
+		return w.pages.Show(screen, auto)
+	}
+	if !w.checked {
+		// Once: can the window start here (its libraries, GTK and
+		// WebKitGTK, installed)? If not, the browser shows the screens.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, w.bin, "--check").CombinedOutput()
+		cancel()
+		w.checked = true
+		if err != nil {
+			w.broken = fmt.Sprintf("%v: %s", err, out)
+			w.log.Warn("the window cannot start here: the screens open in the browser", "window", w.bin, "err", w.broken)
+			return w.pages.Show(screen, auto)
+		}
+	}
+	if w.cmd == nil {
+		if err := w.start(); err != nil {
+			return err
+		}
+	}
+	w.screen = screen
+	return w.send("show " + strconv.Quote(screen) + " " + strconv.FormatBool(auto))
+}
+
+// start runs the window's process (w.mu held).
+func (w *windowProcess) start() error {
+	cmd := exec.Command(w.bin)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("starting the window: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the window: %w", err)
+	}
+	done := make(chan struct{})
+	w.cmd, w.in, w.done = cmd, in, done
+	w.log.Info("started the window", "pid", cmd.Process.Pid)
+	go func() {
+		err := cmd.Wait()
+		w.mu.Lock()
+		if w.cmd == cmd {
+			w.cmd, w.in = nil, nil
+		}
+		w.mu.Unlock()
+		close(done)
+		w.log.Info("the window closed", "pid", cmd.Process.Pid, "err", err)
+	}()
+	return nil
+}
+
+// send writes one line to the window's process (w.mu held).
+func (w *windowProcess) send(line string) error {
+	if _, err := io.WriteString(w.in, line+"\n"); err != nil {
+		return fmt.Errorf("telling the window %q: %w", line, err)
+	}
+	return nil
+}
+
+// Withdraw closes the window when it shows the pending calls.
+func (w *windowProcess) Withdraw() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd == nil || w.screen != "" {
+		return
+	}
+	w.log.Info("withdrew the window")
+	w.in.Close() // the process ends when its stdin does
+	w.cmd, w.in = nil, nil
+}
+
+// NoTray shows the window: without a tray it is the way to the app.
+func (w *windowProcess) NoTray() {
+	if err := w.Show("", false); err != nil {
+		w.log.Warn("showing the window", "err", err)
+	}
+}
+
+// Close ends the window's process, if one runs.
+func (w *windowProcess) Close() {
+	w.pages.Close()
+	w.mu.Lock()
+	cmd, in, done := w.cmd, w.in, w.done
+	w.cmd, w.in = nil, nil
+	w.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	in.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
