@@ -4,7 +4,10 @@
 // The prelude removes the engine's globals that reach outside a run (std, os,
 // bjson, real timers, gc, …), makes eval and every Function constructor throw,
 // and installs the sandbox globals: one frozen object per source namespace
-// (unknown tools throw a TypeError naming the closest ones), hub.search and
+// (a proxy whose tools are read from the host with __cap_host("tools", ns)
+// the first time the code uses the namespace, so a runtime costs the same
+// however many tools the hub has; unknown tools throw a TypeError naming the
+// closest ones), hub.search and
 // hub.describe, ToolError, console within the log budget, Date and
 // performance on the run's logical clock, Math.random and crypto from the
 // run's seed, setTimeout up to 30 s, structuredClone, TextEncoder,
@@ -12,8 +15,8 @@
 //
 // The prelude talks to the host through one function, __cap_host(op, payload),
 // which it captures and deletes from the global object before any model code
-// runs. It evaluates to {namespaces, setup, start, deliver}; engine/sandbox keeps these as
-// values and never exposes them to the model's code.
+// runs. It evaluates to {namespaces, setup, start, deliver}; engine/sandbox
+// keeps these as values and never exposes them to the model's code.
 package guest
 
 import _ "embed"

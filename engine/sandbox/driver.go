@@ -9,8 +9,9 @@
 //	out := d.Run(ctx, sandbox.Request{JS: prepared.JS, Seed: 42, Clock: start,
 //		Namespaces: map[string][]string{"github": {"search_issues"}}, Host: h})
 //
-// A Driver keeps Options.Warm runtimes ready (prelude evaluated) and shares
-// the compiled wasm module. Run never evaluates code that returns a pending
+// A Driver keeps Options.Warm runtimes ready (prelude evaluated, the
+// namespaces of the last run's NamespaceSet, or Expect's, installed) and
+// shares the compiled wasm module. A run whose set differs builds its own. Run never evaluates code that returns a pending
 // Promise (qjs busy-waits on those): the prelude starts the model's async
 // function, tool calls are queued by the guest and run on goroutines (at most
 // Limits.MaxConcurrent at once), and their results are delivered while the
