@@ -13,7 +13,7 @@ import (
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
-// TestBuildMetadata checks that wails.json and the platform files in build/
+// TestBuildMetadata checks that the window's wails.json and the platform files in build/
 // name the desktop binary, the binary's version and paths that exist, so a
 // `wails build` (or a hand-made .app) gets what this repository builds.
 func TestBuildMetadata(t *testing.T) {
@@ -28,7 +28,9 @@ func TestBuildMetadata(t *testing.T) {
 	v := mcpserver.Version
 
 	var wails map[string]any
-	if err := json.Unmarshal(read("wails.json"), &wails); err != nil {
+	// The Wails CLI builds the package beside wails.json: the window's.
+	wailsDir := filepath.Join(root, "cmd", "capabilities-window")
+	if err := json.Unmarshal(read("cmd/capabilities-window/wails.json"), &wails); err != nil {
 		t.Fatalf("decoding wails.json: %v", err)
 	}
 	info, _ := wails["info"].(map[string]any)
@@ -39,16 +41,16 @@ func TestBuildMetadata(t *testing.T) {
 		"info.productVersion": info["productVersion"],
 	}
 	want := map[string]any{
-		"name": "capabilities", "outputfilename": "capabilities-desktop",
-		"frontend:dir": "frontend", "build:dir": "build",
+		"name": "capabilities", "outputfilename": "capabilities-window",
+		"frontend:dir": "../../frontend", "build:dir": "../../build",
 		"frontend:build": "", "frontend:install": "", // the frontend has no build step
 		"info.productVersion": v,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wails.json (-want +got):\n%s", diff)
 	}
-	for _, rel := range []string{"frontend/index.html", "build/appicon.png", "build/windows/icon.ico", "build/darwin/Info.plist", "build/windows/wails.exe.manifest", "build/windows/info.json"} {
-		if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+	for _, rel := range []string{"../../frontend/index.html", "../../build/appicon.png", "../../build/windows/icon.ico", "../../build/darwin/Info.plist", "../../build/windows/wails.exe.manifest", "../../build/windows/info.json"} {
+		if _, err := os.Stat(filepath.Join(wailsDir, rel)); err != nil {
 			t.Errorf("wails.json's layout needs %s: %v", rel, err)
 		}
 	}
