@@ -276,7 +276,10 @@
   // the namespace); then the target is filled and frozen, and every trap
   // forwards to it, so the namespace behaves as the frozen object of its
   // tools from the first touch on. Materializing runs in the middle of the
-  // model's code, so it uses only what this prelude captured.
+  // model's code, so it uses only what this prelude captured. Each proxy's
+  // handler holds its namespace's state; the traps are its prototype, which
+  // has no prototype: a trap the model adds to Object.prototype is never
+  // looked up (it would be handed the target before it is filled).
   const RealProxy = Proxy;
   const reflectOwnKeys = Reflect.ownKeys;
   const reflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
@@ -286,43 +289,42 @@
   const reflectIsExtensible = Reflect.isExtensible;
   const reflectPreventExtensions = Reflect.preventExtensions;
   const reflectSetPrototypeOf = Reflect.setPrototypeOf;
-  const namespaces = new RealMap(); // target -> [namespace, its tools once read, else null]
-  function materialize(t) {
-    const st = apply(mapGet, namespaces, [t]);
-    if (st[1] !== null) return st[1];
-    const ns = st[0];
+  const reflectGetPrototypeOf = Reflect.getPrototypeOf;
+  const hasOwn = O.prototype.hasOwnProperty;
+  function materialize(h, t) {
+    if (h.tools !== null) return h.tools;
+    const ns = h.ns;
     const tools = parse(host('tools', ns));
     for (let i = 0; i < tools.length; i++) {
       const address = ns + '.' + tools[i];
       t[tools[i]] = async function (args, opts) { return call(address, args, opts); };
     }
     freeze(t);
-    st[1] = tools;
+    h.tools = tools;
     return tools;
   }
-  const namespaceHandler = freeze({
+  const namespaceTraps = freeze(O.setPrototypeOf({
     get(t, prop) {
-      const tools = materialize(t);
+      const tools = materialize(this, t);
       if (typeof prop !== 'string' || prop in t || passThrough.indexOf(prop) >= 0) return t[prop];
-      const ns = apply(mapGet, namespaces, [t])[0];
+      const ns = this.ns;
       const near = closest(prop, tools);
       throw new RealTypeError(ns + '.' + prop + ' is not a tool of ' + ns + (near.length ? '; closest: ' + near.map((n) => ns + '.' + n).join(', ') : '; this namespace has no tools') + '. Use hub.search(query) to find tools.');
     },
-    has(t, prop) { materialize(t); return prop in t; },
-    ownKeys(t) { materialize(t); return reflectOwnKeys(t); },
-    getOwnPropertyDescriptor(t, prop) { materialize(t); return reflectGetOwnPropertyDescriptor(t, prop); },
-    defineProperty(t, prop, desc) { materialize(t); return reflectDefineProperty(t, prop, desc); },
-    deleteProperty(t, prop) { materialize(t); return reflectDeleteProperty(t, prop); },
-    set(t, prop, value, receiver) { materialize(t); return reflectSet(t, prop, value, receiver); },
-    isExtensible(t) { materialize(t); return reflectIsExtensible(t); },
-    preventExtensions(t) { materialize(t); return reflectPreventExtensions(t); },
-    setPrototypeOf(t, proto) { materialize(t); return reflectSetPrototypeOf(t, proto); },
-  });
+    has(t, prop) { materialize(this, t); return prop in t; },
+    ownKeys(t) { materialize(this, t); return reflectOwnKeys(t); },
+    getOwnPropertyDescriptor(t, prop) { materialize(this, t); return reflectGetOwnPropertyDescriptor(t, prop); },
+    defineProperty(t, prop, desc) { materialize(this, t); return reflectDefineProperty(t, prop, desc); },
+    deleteProperty(t, prop) { materialize(this, t); return reflectDeleteProperty(t, prop); },
+    set(t, prop, value, receiver) { materialize(this, t); return reflectSet(t, prop, value, receiver); },
+    isExtensible(t) { materialize(this, t); return reflectIsExtensible(t); },
+    preventExtensions(t) { materialize(this, t); return reflectPreventExtensions(t); },
+    getPrototypeOf(t) { materialize(this, t); return reflectGetPrototypeOf(t); },
+    setPrototypeOf(t, proto) { materialize(this, t); return reflectSetPrototypeOf(t, proto); },
+  }, null));
   function defineNamespace(ns) {
-    if (O.prototype.hasOwnProperty.call(G, ns)) return;
-    const target = O.create(null);
-    apply(mapSet, namespaces, [target, [ns, null]]);
-    defineProperty(G, ns, { value: new RealProxy(target, namespaceHandler), writable: false, enumerable: true, configurable: false });
+    if (apply(hasOwn, G, [ns])) return;
+    defineProperty(G, ns, { value: new RealProxy(O.create(null), { __proto__: namespaceTraps, ns: ns, tools: null }), writable: false, enumerable: true, configurable: false });
   }
 
   const hub = freeze({

@@ -35,6 +35,12 @@ func TestLazyNamespaceBehavesFrozen(t *testing.T) {
 		{"built-ins replaced first", `JSON.parse = () => ({length: 1, 0: "evil"}); Proxy = function () { return {} };
 			Reflect.ownKeys = () => ["evil"]; Object.freeze = (o) => o; String.prototype.split = () => ["evil"];
 			return [Object.getOwnPropertyNames(gh).length, "evil" in gh, Object.isFrozen(gh), typeof gh.echo]`, `[6,false,true,"function"]`},
+		{"traps on Object.prototype first", `const names = ["has", "ownKeys", "getOwnPropertyDescriptor", "defineProperty", "deleteProperty", "isExtensible", "preventExtensions", "getPrototypeOf", "setPrototypeOf", "apply", "construct"];
+			let got = [];
+			for (const k of names) Object.prototype[k] = function (t) { got.push(k); try { t.evil = 1; Object.freeze(t) } catch (e) {} return false };
+			const r = [Object.getPrototypeOf(gh), Object.isFrozen(gh), "echo" in gh, "evil" in gh, typeof gh.echo];
+			for (const k of names) delete Object.prototype[k];
+			return [got, ...r]`, `[[],null,true,true,false,"function"]`},
 		{"call first", `return await gh.echo({n: 1})`, `{"n":1}`},
 		{"same object", `return gh === globalThis.gh && gh.echo === gh.echo`, `true`},
 		{"stringify", `return JSON.stringify(gh)`, `"{}"`},
