@@ -391,7 +391,7 @@ func (d *desktop) trayScenario() {
 	item := d.trayItem()
 	t.Logf("measured: launch → tray item registered %.1f ms", ms(time.Since(t0)))
 	menu := d.menu(item)
-	want := []string{"No pending calls", "—", "Review N new or changed tools", "Runs…", "Sources…", "Connect agents…", "—", "Pause hub", "Serving MCP at " + d.endpoint(), "Start at login", "—", "Open hub folder", "Quit"}
+	want := []string{"No pending calls", "—", "Review N new or changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "—", "Pause hub", "Serving MCP at " + d.endpoint(), "Start at login", "—", "Open hub folder", "Quit"}
 	if diff := cmp.Diff(want, menu.labels()); diff != "" {
 		t.Fatalf("the tray menu (-want +got):\n%s", diff)
 	}

@@ -21,7 +21,7 @@ const slots = 8
 // tray is the app's tray item (fyne.io/systray: a StatusNotifierItem with a
 // dbusmenu on Linux, pure Go over D-Bus). Its menu: the pending calls (a
 // count, then one item per call, each opening the console), "Review N new or
-// changed tools", "Runs…", "Sources…", "Connect agents…", "Pause hub" (or "Resume hub"),
+// changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "Pause hub" (or "Resume hub"),
 // where MCP is served, "Open hub folder", "Quit".
 type tray struct {
 	end      func()
@@ -57,6 +57,7 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, func() { a.openPage("runs") })
 		t.sources = systray.AddMenuItem("Sources…", "The hub's MCP servers")
 		on(t.sources, events, func() { a.openPage("sources") })
+		on(systray.AddMenuItem("Settings…", "Bring approvals to the front, pause the hub"), events, func() { a.openPage("settings") })
 		on(systray.AddMenuItem("Connect agents…", "Write one capabilities entry into each agent's MCP config (capabilities rollback undoes it)"), events, a.connectAgents)
 		systray.AddSeparator()
 		t.pause = systray.AddMenuItem("Pause hub", "Paused: every call asks, nothing runs unseen")

@@ -214,16 +214,26 @@ func (a *App) sync(ctx context.Context, id string) {
 	a.raise(fresh)
 }
 
-// raise shows new pending calls: one notification each, or the approval
-// page when there is no notification daemon (once for the batch).
+// raise shows new pending calls: one notification each, and the approval
+// window (once for the batch) when there is no notification daemon or the
+// person asked for it in the settings.
 func (a *App) raise(fresh []*call) {
 	if len(fresh) == 0 {
 		return
 	}
-	if a.notes == nil {
-		if err := a.win.Show("", true); err != nil {
+	// The person's setting: the approval window comes to the front (and
+	// takes the focus) when a call waits; else only a notification asks,
+	// and a window opened for want of one comes up minimised.
+	s, err := a.hub.Settings()
+	if err != nil {
+		a.log.Warn("reading the settings", "err", err)
+	}
+	if a.notes == nil || s.RaiseApprovals {
+		if err := a.win.Show("", !s.RaiseApprovals); err != nil {
 			a.log.Warn("opening the approval page", "err", err)
 		}
+	}
+	if a.notes == nil {
 		return
 	}
 	for _, c := range fresh {

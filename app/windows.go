@@ -9,7 +9,7 @@ import (
 // windows shows the console's screens to the person: the app's own window
 // (Wails, in a build with the desktop tag: window_process.go) or, in the
 // pure-Go build, a page in the browser (pages.go). Screens: "" (the
-// pending calls), "review", "runs", "sources".
+// pending calls), "review", "runs", "sources", "settings".
 type windows interface {
 	// Show brings the screen up; auto is true when the app opens it by
 	// itself (a pending call with no notification daemon) rather than
@@ -34,4 +34,4 @@ type windowsOptions struct {
 }
 
 // screens are the screens a window shows.
-var screens = map[string]bool{"": true, "review": true, "runs": true, "sources": true}
+var screens = map[string]bool{"": true, "review": true, "runs": true, "sources": true, "settings": true}

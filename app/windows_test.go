@@ -103,6 +103,7 @@ func (d *desktop) windowsScenario() {
 		{"Runs…", "capabilities — Runs", "window-runs"},
 		{"Sources…", "capabilities — Sources", "window-sources"},
 		{"Review new or changed tools", "capabilities — Review", "window-review"},
+		{"Settings…", "capabilities — Settings", "window-settings"},
 	} {
 		t0 := time.Now()
 		if err := d.menu(item).event(d.bus, s.label); err != nil {
@@ -204,6 +205,20 @@ func (d *desktop) windowsScenario() {
 	if e := cfg.MCPServers["capabilities"]; cfg.NumStartups != 3 || e.Command != filepath.Join(d.bins, "window", "capabilities") || strings.Join(e.Args, " ") != "hub serve --stdio --profile default" {
 		t.Fatalf("Claude Code's config after Connect agents…:\n%s\nwant its numStartups kept and a capabilities entry running %s hub serve --stdio --profile default", b, filepath.Join(d.bins, "window", "capabilities"))
 	}
+
+	// The setting "Bring the approval window to the front" (what the
+	// Settings screen writes): a call that waits now opens the window
+	// too, beside its notification.
+	if err := os.WriteFile(filepath.Join(d.home, "hub", "settings.json"), []byte(`{"raiseApprovals": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("no window before the call", func() bool { return d.visible() == "" })
+	run3 := d.exec("awaiting_approval", `try { return await writer.record({item: "raised"}) } catch (e) { return "caught " + e.code }`)
+	note3 := d.mon.notifyAfter(t, "writer.record", note2.serial)
+	d.waitFor("the setting to bring the approval window up with the notification", func() bool { return d.visible() == "capabilities — Approvals" })
+	d.cli("hub", "approve", run3, "--choice", "deny")
+	d.waitFor("the window to go away once decided", func() bool { return d.visible() == "" })
+	d.waitFor("its notification to be closed", func() bool { return d.mon.closed(note3.id) })
 
 	// A second launch shows the first one's window and exits 0.
 	second := exec.Command(bin)

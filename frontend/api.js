@@ -223,6 +223,13 @@ export function decide(item, choice) {
  */
 
 /**
+ * GET /api/settings and what POST /api/settings answers.
+ * @typedef {object} Settings
+ * @property {boolean} raiseApprovals
+ * @property {boolean} paused
+ */
+
+/**
  * One source (GET /api/sources).
  * @typedef {object} SourceInfo
  * @property {string} namespace

@@ -1,12 +1,13 @@
-// The console page: four screens over the console API (Approvals, Review,
-// Runs, Sources), one shown at a time, chosen by the bar, 1–4 or g then
-// a/r/u/s, and kept in the address's fragment (#review, #runs/<run>).
+// The console page: five screens over the console API (Approvals, Review,
+// Runs, Sources, Settings), one shown at a time, chosen by the bar, 1–5 or
+// g then a/r/u/s/t, and kept in the address's fragment (#review, #runs/<run>).
 // Plain ES modules, no build step.
-import { APIError, acceptReview, decide, get, setCSRF } from "./api.js";
+import { APIError, acceptReview, decide, get, post, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
 import { h, replace } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { renderRunDetail, renderRunList } from "./runs.js";
+import { renderSettings } from "./settings.js";
 import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
@@ -17,12 +18,13 @@ import { renderSources } from "./sources.js";
 /** @typedef {import("./api.js").RunRow} RunRow */
 /** @typedef {import("./api.js").RunDetail} RunDetail */
 /** @typedef {import("./api.js").SourceInfo} SourceInfo */
-/** @typedef {"approvals" | "review" | "runs" | "sources"} Screen */
+/** @typedef {import("./api.js").Settings} Settings */
+/** @typedef {"approvals" | "review" | "runs" | "sources" | "settings"} Screen */
 
 /** @type {Screen[]} */
-const SCREENS = ["approvals", "review", "runs", "sources"];
+const SCREENS = ["approvals", "review", "runs", "sources", "settings"];
 /** @type {Record<string, Screen>} */
-const AFTER_G = { a: "approvals", r: "review", u: "runs", s: "sources" };
+const AFTER_G = { a: "approvals", r: "review", u: "runs", s: "sources", t: "settings" };
 // g then a screen's letter must follow within this long.
 const G_MS = 1500;
 
@@ -56,6 +58,8 @@ const ui = {
   runsEmpty: byId("runs-empty", HTMLParagraphElement),
   runDetail: byId("run-detail", HTMLDivElement),
   sourcesList: byId("sources-list", HTMLDivElement),
+  settingsList: byId("settings-list", HTMLDivElement),
+  settingsStatus: byId("settings-status", HTMLDivElement),
   approvalsCount: byId("nav-approvals-count", HTMLSpanElement),
   reviewCount: byId("nav-review-count", HTMLSpanElement),
 };
@@ -323,6 +327,8 @@ async function follow() {
     await loadReview();
   } else if (screen === "runs") {
     await loadRuns(run, focus);
+  } else if (screen === "settings") {
+    await loadSettings();
   } else {
     await loadSources();
   }
@@ -420,6 +426,34 @@ async function loadSources() {
   }
 }
 
+async function loadSettings() {
+  try {
+    const shown = state.shown;
+    const s = await get("/api/settings").then((v) => /** @type {Settings} */ (v));
+    if (shown !== state.shown) return;
+    showError("");
+    replace(ui.settingsList, ...renderSettings(s, (key, on) => void changeSetting(key, on)));
+  } catch (err) {
+    failed(err);
+  }
+}
+
+/**
+ * Changes one setting and shows what the hub answered.
+ * @param {keyof Settings} key
+ * @param {boolean} on
+ */
+async function changeSetting(key, on) {
+  try {
+    const s = await post("/api/settings", { [key]: on }).then((v) => /** @type {Settings} */ (v));
+    showError("");
+    replace(ui.settingsList, ...renderSettings(s, (k, v) => void changeSetting(k, v)));
+    ui.settingsStatus.textContent = "Saved.";
+  } catch (err) {
+    failed(err);
+  }
+}
+
 for (const s of SCREENS) {
   byId(`nav-${s}`, HTMLButtonElement).addEventListener("click", () => go(s));
 }
@@ -446,7 +480,7 @@ document.addEventListener("keydown", (ev) => {
     state.gAt = now;
     return;
   }
-  const n = ["1", "2", "3", "4"].indexOf(ev.key);
+  const n = ["1", "2", "3", "4", "5"].indexOf(ev.key);
   if (n >= 0) {
     ev.preventDefault();
     go(SCREENS[n], undefined, true);

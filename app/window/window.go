@@ -154,10 +154,11 @@ var ErrNoDisplay = fmt.Errorf("no display: DISPLAY and WAYLAND_DISPLAY are unset
 // titles are the screens a window shows, with the window's title for each
 // (what a window manager, and xdotool, see).
 var titles = map[string]string{
-	"":        "capabilities — Approvals",
-	"review":  "capabilities — Review",
-	"runs":    "capabilities — Runs",
-	"sources": "capabilities — Sources",
+	"":         "capabilities — Approvals",
+	"review":   "capabilities — Review",
+	"runs":     "capabilities — Runs",
+	"sources":  "capabilities — Sources",
+	"settings": "capabilities — Settings",
 }
 
 // readCommands reads the app's lines (`show SCREEN AUTO`, SCREEN a quoted

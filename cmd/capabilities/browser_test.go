@@ -342,6 +342,38 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
 	})
 
+	t.Run("settings", func(t *testing.T) {
+		// A checkbox clicked on the Settings screen changes the hub's
+		// settings file and the pause at once.
+		p.do(map[string]any{"op": "click", "selector": "#nav-settings"}, nil)
+		p.text("#settings-list", "Bring the approval window to the front")
+		p.do(map[string]any{"op": "click", "selector": "#setting-raiseApprovals"}, nil)
+		p.text("#settings-status", "Saved.")
+		settings := filepath.Join(work, "home", "hub", "settings.json")
+		b, err := os.ReadFile(settings)
+		if err != nil || !strings.Contains(string(b), `"raiseApprovals": true`) {
+			t.Fatalf("after the click, %s holds %q (%v); want raiseApprovals true", settings, b, err)
+		}
+		p.do(map[string]any{"op": "click", "selector": "#setting-paused"}, nil)
+		paused := filepath.Join(work, "home", "hub", "paused")
+		deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+		for _, err := os.Stat(paused); err != nil; _, err = os.Stat(paused) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Pause the hub clicked: no %s", paused)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.screenshots(shots, "settings")
+		p.do(map[string]any{"op": "click", "selector": "#setting-paused"}, nil)
+		for _, err := os.Stat(paused); err == nil; _, err = os.Stat(paused) {
+			if time.Now().After(deadline) {
+				t.Fatalf("Pause the hub clicked again: %s is still there", paused)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
+	})
+
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}

@@ -91,6 +91,8 @@ func New(h *hub.Hub, opts Options) *Handler {
 	c.mux.HandleFunc("GET /api/runs", c.runs)
 	c.mux.HandleFunc("GET /api/runs/{run}", c.runDetail)
 	c.mux.HandleFunc("GET /api/sources", c.sources)
+	c.mux.HandleFunc("GET /api/settings", c.settings)
+	c.mux.HandleFunc("POST /api/settings", c.setSettings)
 	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})
@@ -779,6 +781,67 @@ func (c *Handler) sources(w http.ResponseWriter, r *http.Request) {
 		out.Sources = append(out.Sources, si)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// SettingsInfo is GET /api/settings and what POST /api/settings answers:
+// the person's settings, and whether the hub is paused.
+type SettingsInfo struct {
+	// RaiseApprovals brings the approval window to the front when a call
+	// waits (the desktop app).
+	RaiseApprovals bool `json:"raiseApprovals"`
+	// Paused: every call asks, nothing runs unseen.
+	Paused bool `json:"paused"`
+}
+
+// settingsChange is POST /api/settings: the settings to change (an absent
+// one stays).
+type settingsChange struct {
+	RaiseApprovals *bool `json:"raiseApprovals"`
+	Paused         *bool `json:"paused"`
+}
+
+func (c *Handler) settings(w http.ResponseWriter, r *http.Request) {
+	s, err := c.hub.Settings()
+	if err != nil {
+		c.internal(w, "reading the settings", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SettingsInfo{RaiseApprovals: s.RaiseApprovals, Paused: c.hub.Paused()})
+}
+
+func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
+	if c.opts.Run != "" {
+		fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; change settings with `capabilities hub console` or the desktop app", c.opts.Run))
+		return
+	}
+	var ch settingsChange
+	if !readJSON(w, r, &ch) {
+		return
+	}
+	if ch.RaiseApprovals == nil && ch.Paused == nil {
+		fail(w, http.StatusBadRequest, "bad_request", "name a setting to change: raiseApprovals or paused")
+		return
+	}
+	if ch.RaiseApprovals != nil {
+		s, err := c.hub.Settings()
+		if err != nil {
+			c.internal(w, "reading the settings", err)
+			return
+		}
+		s.RaiseApprovals = *ch.RaiseApprovals
+		if err := c.hub.SetSettings(s); err != nil {
+			c.internal(w, "writing the settings", err)
+			return
+		}
+	}
+	if ch.Paused != nil {
+		if err := c.hub.SetPaused(*ch.Paused); err != nil {
+			c.internal(w, "pausing the hub", err)
+			return
+		}
+	}
+	c.log.Info("settings changed", "raiseApprovals", ch.RaiseApprovals, "paused", ch.Paused)
+	c.settings(w, r)
 }
 
 // readJSON decodes a JSON body of at most maxBodyBytes; it answers the

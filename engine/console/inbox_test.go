@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -157,5 +158,37 @@ func TestSourcesShowNoValues(t *testing.T) {
 	}
 	if len(s.Connections) != 1 || s.Connections[0].Name != "default" || !s.Connections[0].Default {
 		t.Errorf("its connections: %+v", s.Connections)
+	}
+}
+
+// TestSettingsScreenAPI: GET /api/settings reads the person's settings and
+// the pause; POST changes the one it names, keeps the other, and the hub
+// sees the change (a paused hub, the settings file).
+func TestSettingsScreenAPI(t *testing.T) {
+	f := newFixture(t)
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, csrf := p.login()
+	origin := "http://" + guardAddr
+	read := func(w *httptest.ResponseRecorder) console.SettingsInfo {
+		t.Helper()
+		var s console.SettingsInfo
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &s) != nil {
+			t.Fatalf("settings: %d %s", w.Code, w.Body)
+		}
+		return s
+	}
+	if got := read(p.send(request{method: http.MethodGet, target: "/api/settings", cookie: cookie})); got != (console.SettingsInfo{}) {
+		t.Fatalf("the default settings: %+v", got)
+	}
+	got := read(p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]bool{"raiseApprovals": true}, cookie: cookie, csrf: csrf, origin: origin}))
+	if diff := cmp.Diff(console.SettingsInfo{RaiseApprovals: true}, got); diff != "" {
+		t.Errorf("after raiseApprovals: true (-want +got):\n%s", diff)
+	}
+	got = read(p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]bool{"paused": true}, cookie: cookie, csrf: csrf, origin: origin}))
+	if diff := cmp.Diff(console.SettingsInfo{RaiseApprovals: true, Paused: true}, got); diff != "" {
+		t.Errorf("after paused: true (-want +got):\n%s", diff)
+	}
+	if s, err := f.h.Settings(); err != nil || !s.RaiseApprovals || !f.h.Paused() {
+		t.Errorf("the hub after the changes: %+v (%v), paused %v", s, err, f.h.Paused())
 	}
 }
