@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -311,12 +312,16 @@ func (d *desktop) hubScenario() {
 	d.cli("hub", "refresh", "flaky")
 	d.waitFor("the tray to stop saying a source is failing", func() bool { return contains(d.menu(item).labels(), "Sources…") })
 
+	if n := d.upstreams(); n == 0 {
+		t.Fatalf("no upstream process of this hub runs before Quit; the count below would prove nothing")
+	}
 	if err := d.menu(item).event(d.bus, "Quit"); err != nil {
 		t.Fatal(err)
 	}
 	if code := d.wait(); code != 0 {
 		t.Fatalf("Quit: exit %d, want 0; stderr:\n%s", code, d.stderr)
 	}
+	d.waitFor("no upstream process of this hub to be left after Quit", func() bool { return d.upstreams() == 0 })
 	if _, err := os.Stat(filepath.Join(d.home, "hub", "endpoint.json")); !os.IsNotExist(err) {
 		t.Errorf("the announcement is still there after Quit (%v)", err)
 	}
@@ -337,4 +342,22 @@ func readFile(t interface{ Fatal(...any) }, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// upstreams counts the running processes of this session's upstream (the
+// scripted server with this desktop's SCRIPTED_EVENTS in its environment).
+func (d *desktop) upstreams() int {
+	d.t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/environ")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	want := []byte("SCRIPTED_EVENTS=" + d.events + "\x00")
+	n := 0
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, want) {
+			n++
+		}
+	}
+	return n
 }
