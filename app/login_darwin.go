@@ -1,19 +1,16 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/capabilities-sh/capabilities/store"
 )
 
 // loginSupported: on macOS "Start at login" is a LaunchAgent.
 func loginSupported() bool { return true }
 
-// launchAgentPath is ~/Library/LaunchAgents/sh.capabilities.desktop.plist.
-func launchAgentPath() (string, error) {
+// loginPath is ~/Library/LaunchAgents/sh.capabilities.desktop.plist.
+func loginPath() (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("finding the LaunchAgents folder: %w", err)
@@ -21,38 +18,12 @@ func launchAgentPath() (string, error) {
 	return filepath.Join(home, "Library", "LaunchAgents", launchAgentLabel+".plist"), nil
 }
 
-// startsAtLogin says whether the LaunchAgent is there.
-func startsAtLogin() bool {
-	p, err := launchAgentPath()
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(p)
-	return err == nil
-}
-
-// setStartAtLogin writes the LaunchAgent starting this program, or removes
-// it. launchd reads it at the next login.
-func setStartAtLogin(on bool) error {
-	p, err := launchAgentPath()
-	if err != nil {
-		return err
-	}
-	if !on {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("turning off start at login: %w", err)
-		}
-		return nil
-	}
+// loginEntry is the LaunchAgent starting this program; launchd reads it at
+// the next login.
+func loginEntry() ([]byte, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("turning on start at login: %w", err)
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("turning on start at login: %w", err)
-	}
-	if err := store.WriteFileAtomic(p, launchAgent(self)); err != nil {
-		return fmt.Errorf("turning on start at login: %w", err)
-	}
-	return nil
+	return launchAgent(self), nil
 }

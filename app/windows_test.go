@@ -136,24 +136,8 @@ func (d *desktop) windowsScenario() {
 	t.Logf("measured: notification clicked → approval window mapped %.1f ms", ms(time.Since(t0)))
 	time.Sleep(300 * time.Millisecond) // let the page list the call before the screenshot
 	d.screenshot("window-approval")
-	// `d` in the window denies the call. The page lists the call once its
-	// request returns: until the decision is recorded, press again (a
-	// second press finds nothing to decide).
-	decided := func() bool {
-		r := d.run(run)
-		return len(r.Pending) == 1 && r.Pending[0].Decision != nil
-	}
-	d.waitFor("the deny pressed in the window to be recorded", func() bool {
-		d.key("d")
-		for range 20 {
-			if decided() {
-				return true
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return false
-	})
-	got := d.run(run).Pending[0].Decision
+	// `d` in the window denies the call.
+	got := d.decideInWindow(run, "d")
 	if got.Choice != model.ChoiceDeny || got.Channel != "desktop" {
 		t.Fatalf("the run's decision is %s via %s, want deny via desktop", got.Choice, got.Channel)
 	}
@@ -252,6 +236,29 @@ func (d *desktop) closeWindow() {
 	}
 }
 
+// decideInWindow presses key in the approval window until run's one pending
+// call is decided, and returns the decision. The page lists the call once
+// its request returns, so a press may come before: it is pressed again (a
+// second press finds nothing left to decide).
+func (d *desktop) decideInWindow(run, key string) *model.Decision {
+	d.t.Helper()
+	decided := func() bool {
+		r := d.run(run)
+		return len(r.Pending) == 1 && r.Pending[0].Decision != nil
+	}
+	d.waitFor("`"+key+"` pressed in the window to be recorded", func() bool {
+		d.key(key)
+		for range 20 {
+			if decided() {
+				return true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return false
+	})
+	return d.run(run).Pending[0].Decision
+}
+
 // key types a key into the app's window.
 func (d *desktop) key(k string) {
 	d.t.Helper()
@@ -288,21 +295,7 @@ func (d *desktop) windowFallbacksScenario() {
 	})
 	d.waitFor("the window to show itself without a tray", func() bool { return d.visible() == "capabilities — Approvals" })
 	run := d.exec("awaiting_approval", `return await writer.record({item: "no tray, no daemon"})`)
-	decided := func() bool {
-		r := d.run(run)
-		return len(r.Pending) == 1 && r.Pending[0].Decision != nil
-	}
-	d.waitFor("`o` pressed in the window to be recorded", func() bool {
-		d.key("o")
-		for range 20 {
-			if decided() {
-				return true
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return false
-	})
-	got := d.run(run).Pending[0].Decision
+	got := d.decideInWindow(run, "o")
 	if got.Choice != model.ChoiceOnce || got.Channel != "desktop" {
 		t.Fatalf("the run's decision is %s via %s, want once via desktop", got.Choice, got.Channel)
 	}
