@@ -218,7 +218,7 @@ func (d *desktop) hubScenario() {
 	// An agent relays to the app; its write asks through the notification.
 	ag := d.agent()
 	res := ag.execute("awaiting_approval", map[string]any{"code": `return await writer.record({item: "relayed"})`})
-	if !strings.Contains(res.Text, "A page opened on the person's screen") {
+	if !strings.Contains(res.Text, "The desktop app asks the person in a notification") {
 		t.Errorf("the agent was not told the call is shown to the person:\n%s", res.Text)
 	}
 	run := res.Structured.RunID

@@ -89,12 +89,16 @@ func listenFrom(port int) (net.Listener, error) {
 // notePages is how the app shows a pending call to a person whose agent's
 // client cannot ask them itself: the app's own watcher of runs/ raises the
 // call's notification (or, without a notification daemon, opens the
-// console's page in the browser), so the MCP answer only says it is shown.
+// approval window or the console's page in the browser), so the MCP answer
+// only says where it is shown.
 type notePages struct{ a *App }
 
 func (p notePages) Open(ctx context.Context, run string, ids []string) (mcpserver.Page, error) {
 	if p.a.notes != nil {
-		return mcpserver.Page{Shown: true}, nil
+		return mcpserver.Page{Shown: true, Where: "the desktop app asks the person in a notification, with its approval window"}, nil
+	}
+	if _, ok := p.a.win.(*windowProcess); ok {
+		return mcpserver.Page{Shown: true, Where: "the desktop app's approval window is on the person's screen"}, nil
 	}
 	if _, why, err := browser.Argv(); err != nil {
 		return mcpserver.Page{Why: why}, nil

@@ -109,7 +109,11 @@ func pageSummary(env *hub.Envelope, page Page) string {
 		what = append(what, p.Address)
 	}
 	if page.Shown {
-		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. A page opened on the person's screen to decide it: tell the person (if they cannot use it, they run `capabilities hub approve %s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), env.RunID, env.RunID)
+		where := page.Where
+		if where == "" {
+			where = "a page opened on the person's screen"
+		}
+		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. %s to decide it: tell the person (if they cannot use it, they run `capabilities hub approve %s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), upperFirst(where), env.RunID, env.RunID)
 	}
 	why := page.Why
 	if why == "" {
@@ -255,4 +259,12 @@ func summary(env *hub.Envelope) string {
 		return s
 	}
 	return env.Status
+}
+
+// upperFirst starts a clause as a sentence.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

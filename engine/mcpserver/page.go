@@ -19,6 +19,9 @@ type Page struct {
 	// Shown says a page for these calls is on the person's screen, opened
 	// now or for an earlier try of the same calls.
 	Shown bool
+	// Where the person sees it, as a clause ("the desktop app shows it in a
+	// notification"); empty: "a page opened on the person's screen".
+	Where string
 	// Why no page was shown, as a clause ("there is no display or browser
 	// on this machine"); empty when Shown.
 	Why string
