@@ -185,7 +185,11 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
 	}
+	skills := h.searchSkills(q)
 	if len(c.tools) == 0 {
+		if len(skills) > 0 {
+			return index.SkillsOnly(q, skills), nil
+		}
 		return SearchResult{}, fmt.Errorf("searching: the hub has no tools yet; add a source with `capabilities hub add`")
 	}
 	ix, _ := c.search()
@@ -193,22 +197,38 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
 	}
+	res.Skills = skills
 	return res, nil
 }
 
 // Describe renders exact TypeScript declarations for tool addresses,
 // namespaces or named types, within a token budget (0: the default).
 func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (string, error) {
+	skills, targets := splitSkillTargets(targets)
+	var out string
+	if len(skills) > 0 {
+		s, err := h.describeSkills(skills)
+		if err != nil {
+			return "", fmt.Errorf("describing: %w", err)
+		}
+		out = s
+		if len(targets) == 0 {
+			return out, nil
+		}
+	}
 	c, err := h.loadCatalog(ctx)
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)
 	}
 	_, desc := c.search()
-	out, err := desc.Describe(targets, typegen.Options{Budget: budget})
+	decl, err := desc.Describe(targets, typegen.Options{Budget: budget})
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)
 	}
-	return out, nil
+	if out != "" {
+		return out + "\n" + decl, nil
+	}
+	return decl, nil
 }
 
 // schema returns the tool's resolved input schema, resolved once per

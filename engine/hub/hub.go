@@ -35,6 +35,9 @@ type Options struct {
 	// NoKeychain skips the OS keychain and uses the fallback file
 	// (NO_KEYRING=1).
 	NoKeychain bool
+	// SkillsDir is where the hub's skills are kept; "" is skills/ in the
+	// store's folder.
+	SkillsDir string
 }
 
 // Hub is one process's engine over a shared store.

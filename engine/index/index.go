@@ -323,9 +323,24 @@ type Result struct {
 	// Listed is how many of the last hits of a namespace-scoped search
 	// matched nothing and were listed from the namespace, in order.
 	Listed int
+	// Skills are the hub's skills that share a word with the query, best
+	// first (set by the hub, not by Search): read one with
+	// describe("skill:<name>").
+	Skills []SkillHit
 	conns  map[string]string
 	query  Query
 	nss    []string
+}
+
+// SkillHit is a skill a search found.
+type SkillHit struct {
+	Name        string `json:"name"`
+	Description string `json:"description"` // its first sentence
+}
+
+// SkillsOnly is the result of a search over a hub with skills and no tools.
+func SkillsOnly(q Query, skills []SkillHit) Result {
+	return Result{query: q, Skills: skills}
 }
 
 // Search runs q. Errors name the bad input and the accepted range.
@@ -744,7 +759,9 @@ func popcount(b uint8) int {
 // needs approval, and its description's first sentence.
 func (r Result) Text() string {
 	var b strings.Builder
-	if len(r.Hits) == 0 {
+	if len(r.Hits) == 0 && len(r.Skills) > 0 {
+		// nothing to say about tools
+	} else if len(r.Hits) == 0 {
 		if r.query.Text == "" {
 			fmt.Fprintf(&b, "No tools to list in %s.\n", r.query.Namespace)
 		} else {
@@ -802,6 +819,15 @@ func (r Result) Text() string {
 	if r.Hidden > 0 {
 		fmt.Fprintf(&b, "%d more matches are hidden: policy denies them.\n", r.Hidden)
 	}
+	if len(r.Skills) > 0 {
+		b.WriteString("skills (instructions, not tools: read one with describe(\"skill:<name>\"))\n")
+		for _, s := range r.Skills {
+			b.WriteString("  skill:" + s.Name + "\n")
+			if s.Description != "" {
+				b.WriteString("    " + s.Description + "\n")
+			}
+		}
+	}
 	return b.String()
 }
 
@@ -818,12 +844,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Asks        bool   `json:"asks"`
 	}
 	out := struct {
-		Results  []hit    `json:"results"`
-		More     int      `json:"more"`
-		Hidden   int      `json:"hidden"`
-		Fallback Fallback `json:"fallback,omitempty"`
-		Listed   int      `json:"listed,omitempty"`
-	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden, Fallback: r.Fallback, Listed: r.Listed}
+		Results  []hit      `json:"results"`
+		More     int        `json:"more"`
+		Hidden   int        `json:"hidden"`
+		Fallback Fallback   `json:"fallback,omitempty"`
+		Listed   int        `json:"listed,omitempty"`
+		Skills   []SkillHit `json:"skills,omitempty"`
+	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden, Fallback: r.Fallback, Listed: r.Listed, Skills: r.Skills}
 	for i, h := range r.Hits {
 		out.Results[i] = hit{h.Address, h.Signature, h.Description, h.Asks}
 	}

@@ -10,7 +10,7 @@ const instructions = `This server reaches many tools through three. Loop: search
 
 const searchDescription = `Find tools by what they do. Returns one-line TypeScript signatures, best first; [asks] marks tools whose calls need a person's approval. An empty query with a namespace lists it.`
 
-const describeDescription = `Exact TypeScript declarations for tool addresses (github.createIssue), namespaces (github) or type names from earlier output (github.Issue). Read before calling a tool.`
+const describeDescription = `Exact TypeScript declarations for tool addresses (github.createIssue), namespaces (github) or type names from earlier output (github.Issue); skill:<name> gives a skill's instructions (SKILL.md) and its files. Read before calling a tool.`
 
 const executeDescription = `Run the body of an async JavaScript function (TypeScript types are stripped). Each source is a global object of async functions: const r = await github.createIssue({owner, repo, title}); return r. Also hub.search(q), hub.describe(t), console.log. No network or filesystem: only these functions reach outside. Calls pass {connection: "name"} as a second argument to pick a credential. Returns {status, result, logs, calls, pending}. awaiting_approval: a page or window opens on the person's screen to decide; tell the person, then call execute({resume: runId}) for the result. awaiting_connection: the person stores the credential outside the chat. Never ask the person for passwords or tokens in chat.`
 
