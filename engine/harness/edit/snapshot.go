@@ -30,6 +30,13 @@ type Change struct {
 	// Replaced lists the harness's own entries the edit turns off (connect
 	// --replace), kept in the snapshot for disconnect to turn on again.
 	Replaced func(src []byte) []Replaced
+	// Skill names the hub skill this file is part of (connect installs
+	// each file of a skill as a change of its own); kept in the snapshot.
+	Skill string
+	// Delete removes the file instead of writing it (disconnect taking out
+	// a skill's copy); Edit, when set, is still called to check the bytes
+	// there and may refuse them.
+	Delete bool
 }
 
 // Replaced is an entry of the harness that connect --replace turned off.
@@ -61,7 +68,10 @@ type Snapshot struct {
 	Kind       string     `json:"kind"` // connect, disconnect
 	RolledBack bool       `json:"rolledBack,omitempty"`
 	Files      []SnapFile `json:"files"`
-	dir        string
+	// Dirs are the folders the edits made (a file's missing parents),
+	// removed again by rollback when they are empty.
+	Dirs []string `json:"dirs,omitempty"`
+	dir  string
 }
 
 // SnapFile is one file of a snapshot.
@@ -73,6 +83,8 @@ type SnapFile struct {
 	Mode    uint32 `json:"mode"`
 	SHA256  string `json:"sha256"`            // of the bytes before
 	Written string `json:"written,omitempty"` // sha256 of the bytes the edit wrote
+	Removed bool   `json:"removed,omitempty"` // the edit removed the file
+	Skill   string `json:"skill,omitempty"`   // the hub skill the file is part of
 	Created int    `json:"created,omitempty"`
 	Orig    string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
 	// Replaced: the harness's entries the edit turned off (mode 600: an
@@ -135,17 +147,23 @@ func Plan(changes []Change) []Result {
 				err = fmt.Errorf("writing %s: the file is read-only (mode %v); make it writable or leave this harness out with --client", c.Path, mode)
 			}
 		}
-		if err == nil {
+		if err == nil && c.Edit != nil {
 			r.After, err = c.Edit(r.Before)
 			if err != nil {
 				err = fmt.Errorf("editing %s: %w", c.Path, err)
 			}
+		}
+		if c.Delete {
+			r.After = nil
 		}
 		if err == nil && c.Replaced != nil {
 			r.Replaced = c.Replaced(r.Before)
 		}
 		r.Err = err
 		r.Changed = err == nil && !bytes.Equal(r.Before, r.After)
+		if c.Delete {
+			r.Changed = err == nil && r.Existed
+		}
 		out[i] = r
 	}
 	return out
@@ -175,6 +193,7 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 	if err := os.Chmod(snapRoot, 0o700); err != nil {
 		return nil, results, fmt.Errorf("making the snapshot: %w", err)
 	}
+	snap.Dirs = missingDirs(changes, results, todo)
 	for n, i := range todo {
 		f, err := snapFile(snap.dir, n, changes[i], results[i])
 		if err != nil {
@@ -187,6 +206,14 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 	}
 	for n, i := range todo {
 		r, f := &results[i], &snap.Files[n]
+		if changes[i].Delete {
+			if err := removeChecked(f.Target, r.Before); err != nil {
+				r.Err, r.Changed = err, false
+			} else {
+				f.Removed = true
+			}
+			continue
+		}
 		err := writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
 		if errors.Is(err, ErrChanged) { // once more, from what is there now
 			again := Plan([]Change{changes[i]})[0]
@@ -227,7 +254,7 @@ func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
 	if err != nil {
 		return SnapFile{}, err
 	}
-	f := SnapFile{Harness: c.Harness, Path: c.Path, Target: t, Existed: r.Existed, Mode: uint32(mode), SHA256: sum(r.Before)}
+	f := SnapFile{Harness: c.Harness, Path: c.Path, Target: t, Existed: r.Existed, Mode: uint32(mode), SHA256: sum(r.Before), Skill: c.Skill}
 	if c.Created != nil {
 		f.Created = c.Created(r.Before)
 	}
@@ -301,6 +328,61 @@ func writeChecked(path string, before, data []byte, mode fs.FileMode) (err error
 	return nil
 }
 
+// missingDirs are the folders that writing the changes todo will make: the
+// missing parents of each file that does not exist yet, deepest first.
+func missingDirs(changes []Change, results []Result, todo []int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, i := range todo {
+		if results[i].Existed || changes[i].Delete {
+			continue
+		}
+		t, err := target(changes[i].Path)
+		if err != nil {
+			continue
+		}
+		for d := filepath.Dir(t); !seen[d]; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+				break
+			}
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// removeChecked removes path when it still holds before (ErrChanged when
+// it does not).
+func removeChecked(path string, before []byte) error {
+	now, _, existed, err := read(path)
+	if err != nil {
+		return err
+	}
+	if !existed || !bytes.Equal(now, before) {
+		return fmt.Errorf("removing %s: it %w", path, ErrChanged)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// RemoveEmptyDirs removes each folder of dirs that is empty, deepest first
+// (folders an edit made, once the files in them are gone).
+func RemoveEmptyDirs(dirs []string) {
+	dirs = append([]string(nil), dirs...)
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		_ = os.Remove(d) // fails, and keeps it, when something is in it
+	}
+}
+
 // Snapshots lists the snapshots under snapRoot, newest first.
 func Snapshots(snapRoot string) ([]*Snapshot, error) {
 	ents, err := os.ReadDir(snapRoot)
@@ -364,6 +446,7 @@ func Rollback(snapRoot string, force bool) (*Snapshot, []Restored, error) {
 		out = append(out, Restored{Path: f.Path, Err: err})
 	}
 	if ok {
+		RemoveEmptyDirs(s.Dirs)
 		s.RolledBack = true
 		if err := s.save(); err != nil {
 			return s, out, err
@@ -380,7 +463,11 @@ func restore(dir string, f SnapFile, force bool) error {
 	if existed && sum(now) == f.SHA256 && f.Existed {
 		return nil // already as it was
 	}
-	if !force && (!existed || sum(now) != f.Written) {
+	changed := !existed || sum(now) != f.Written
+	if f.Removed {
+		changed = existed
+	}
+	if !force && changed {
 		hint := "rollback --force restores it anyway, losing those changes"
 		if f.Harness != "" {
 			hint += "; `capabilities hub disconnect --client " + f.Harness + "` takes out only the hub's entry and keeps them"
