@@ -203,6 +203,7 @@ func newRoot(e *env) *cobra.Command {
 		newAuthCmd(e),
 		newConnectionsCmd(e),
 		newDoctorCmd(e),
+		newSkillsCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	return root

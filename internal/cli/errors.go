@@ -7,6 +7,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/skill"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/store"
@@ -55,7 +56,8 @@ func classify(err error, cmd *cobra.Command) *codedError {
 	case errors.Is(err, store.ErrNoHub):
 		c.code, c.hint = codeNoHub, "run `capabilities hub init` first"
 	case errors.Is(err, hub.ErrUnknownNamespace), errors.Is(err, hub.ErrUnknownTool),
-		errors.Is(err, typegen.ErrUnknownTarget), errors.Is(err, run.ErrUnknownRun):
+		errors.Is(err, typegen.ErrUnknownTarget), errors.Is(err, run.ErrUnknownRun),
+		errors.Is(err, skill.ErrNotFound):
 		c.code = codeNotFound
 	case errors.Is(err, run.ErrCodeTooLarge):
 		c.code, c.hint = codeCodeTooLarge, "send less code, or split the work across runs"

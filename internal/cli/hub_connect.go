@@ -38,6 +38,11 @@ true; Claude Code, Claude Desktop, Cursor, VS Code and Gemini CLI have no such k
 moves out of the file into the snapshot), so the agent reaches those servers only through the
 hub. 'capabilities hub disconnect' turns them on again.
 
+Each skill of the hub (capabilities hub skills) is copied into the skills folder of each
+harness written that reads skills (Claude Code: ~/.claude/skills/<name>/, Codex:
+~/.codex/skills/<name>/); the copy is recorded in the snapshot, and disconnect or rollback take
+it out again. A folder of that name that is not the hub's copy is left as it is (an error).
+
 Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -59,6 +64,11 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			for _, f := range files {
 				changes = append(changes, connectChange(f, bin, sources))
 			}
+			installs, err := skillInstalls(files)
+			if err != nil {
+				return err
+			}
+			changes = append(changes, installs...)
 			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin)); err != nil {
 				return err
 			}
@@ -331,7 +341,15 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 	}
 	var out []editJSON
 	failed := 0
+	var skills []skillJSON
 	for _, r := range results {
+		if r.Skill != "" {
+			if r.Err != nil {
+				failed++
+			}
+			skills = addSkillResult(skills, r, dryRun)
+			continue
+		}
 		j := editJSON{Harness: r.Harness, Path: r.Path}
 		for _, rep := range r.Replaced {
 			j.Replaced = append(j.Replaced, rep.Name)
@@ -371,12 +389,22 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		}
 	}
 	if !asJSON {
+		for _, s := range skills {
+			if s.Status == "error" {
+				fmt.Fprintf(e.stderr, "capabilities: %s: skill %s: %s\n", s.Harness, s.Skill, s.Error)
+				continue
+			}
+			fmt.Fprintf(e.stdout, "%s: skill %s in %s %s\n", s.Harness, s.Skill, s.Dir, s.Status)
+		}
 		for _, m := range manual {
 			fmt.Fprintf(e.stdout, "%s: connect does not write %s; add this under %q:\n%s", m.Harness, m.Path, m.Key, indent(m.Entry, "    "))
 		}
 	}
 	if asJSON {
 		doc := map[string]any{"files": out}
+		if len(skills) > 0 {
+			doc["skills"] = skills
+		}
 		if len(manual) > 0 {
 			doc["manual"] = manual
 		}
@@ -386,7 +414,7 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		if err := e.printJSON(doc); err != nil {
 			return err
 		}
-	} else if len(results) == 0 && len(manual) == 0 {
+	} else if len(out) == 0 && len(skills) == 0 && len(manual) == 0 {
 		fmt.Fprintln(e.stdout, "no harness config found (name one with --client)")
 	} else if snap != nil {
 		fmt.Fprintf(e.stdout, "snapshot: %s (capabilities rollback restores it)\n", snap.Dir())
@@ -399,6 +427,62 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		return err
 	}
 	return nil
+}
+
+// skillJSON is what connect or disconnect did to one skill's copy in one
+// harness.
+type skillJSON struct {
+	Harness string `json:"harness"`
+	Skill   string `json:"skill"`
+	Dir     string `json:"dir"`
+	// Status: installed, removed, unchanged, would-install, would-remove,
+	// error.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// addSkillResult folds one file's result into its skill's line: an error
+// in any file is the skill's; a skill is unchanged only when every file is.
+func addSkillResult(skills []skillJSON, r edit.Result, dryRun bool) []skillJSON {
+	dir := filepath.Dir(r.Path)
+	for filepath.Base(dir) != r.Skill && filepath.Dir(dir) != dir {
+		dir = filepath.Dir(dir)
+	}
+	status := "unchanged"
+	switch {
+	case r.Err != nil:
+		status = "error"
+	case !r.Changed:
+	case r.Delete && dryRun:
+		status = "would-remove"
+	case r.Delete:
+		status = "removed"
+	case dryRun:
+		status = "would-install"
+	default:
+		status = "installed"
+	}
+	for i := range skills {
+		s := &skills[i]
+		if s.Harness != r.Harness || s.Skill != r.Skill {
+			continue
+		}
+		if s.Status == "error" {
+			return skills
+		}
+		if status == "error" || s.Status == "unchanged" {
+			s.Status = status
+		}
+		if r.Err != nil {
+			s.Error = r.Err.Error()
+		}
+		return skills
+	}
+	s := skillJSON{Harness: r.Harness, Skill: r.Skill, Dir: dir, Status: status}
+	if r.Err != nil {
+		s.Error = r.Err.Error()
+	}
+	return append(skills, s)
 }
 
 // lineDiff shows the lines that differ between a and b (they differ in one

@@ -18,7 +18,8 @@ func newDisconnectCmd(e *env) *cobra.Command {
 		Short: "Remove the `capabilities` entry from each agent's MCP config",
 		Long: `Remove the capabilities entry that connect wrote from each agent harness config,
 changing nothing else (what connect created around it, such as an "mcpServers" key the file
-did not have, goes too), and turn back on the entries connect --replace turned off. Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
+did not have, goes too), and turn back on the entries connect --replace turned off. The skill
+copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			files, err := connectTargets(clients, false)
@@ -55,7 +56,13 @@ did not have, goes too), and turn back on the entries connect --replace turned o
 					},
 				})
 			}
-			return e.applyEdits("disconnect", changes, dryRun, asJSON, nil)
+			removals, dirs := skillRemovals(files, snaps)
+			changes = append(changes, removals...)
+			err = e.applyEdits("disconnect", changes, dryRun, asJSON, nil)
+			if !dryRun {
+				edit.RemoveEmptyDirs(dirs) // only those left empty
+			}
+			return err
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")

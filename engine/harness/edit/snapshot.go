@@ -60,6 +60,8 @@ type Result struct {
 	Err     error // nothing was written to this file
 	// Replaced: the harness's entries the edit turns off.
 	Replaced []Replaced
+	Skill    string // the change's Skill
+	Delete   bool   // the change removes the file
 }
 
 // Snapshot is the record of one set of edits: each file's bytes before.
@@ -138,7 +140,7 @@ func read(path string) (data []byte, mode fs.FileMode, existed bool, err error) 
 func Plan(changes []Change) []Result {
 	out := make([]Result, len(changes))
 	for i, c := range changes {
-		r := Result{Harness: c.Harness, Path: c.Path}
+		r := Result{Harness: c.Harness, Path: c.Path, Skill: c.Skill, Delete: c.Delete}
 		t, err := target(c.Path)
 		if err == nil {
 			var mode fs.FileMode
@@ -521,6 +523,39 @@ func LastConnect(snapRoot, path string) (SnapFile, bool) {
 	}
 	return SnapFile{}, false
 }
+
+// SkillFiles lists the skill files connect wrote for harness and no
+// rollback took back (newest first, one record a path), and the folders
+// those connects made. Disconnect removes the files that still hold what
+// connect wrote.
+func SkillFiles(snapRoot, harness string) (files []SnapFile, dirs []string) {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	for _, s := range all {
+		if s.RolledBack || s.Kind != "connect" {
+			continue
+		}
+		mine := false
+		for _, f := range s.Files {
+			if f.Skill == "" || f.Harness != harness || f.Existed || f.Written == "" || seen[f.Path] {
+				continue
+			}
+			seen[f.Path] = true
+			files = append(files, f)
+			mine = true
+		}
+		if mine {
+			dirs = append(dirs, s.Dirs...)
+		}
+	}
+	return files, dirs
+}
+
+// Holds reports whether b is what the edit wrote to the file.
+func (f SnapFile) Holds(b []byte) bool { return f.Written != "" && sum(b) == f.Written }
 
 // ReplacedAt lists what connect --replace turned off in path and nothing
 // has turned on again: the records of the connect snapshots of path since
