@@ -95,9 +95,6 @@ func (st Store) Add(s *Skill, o Origin) (err error) {
 	if err := os.WriteFile(st.origin(s.Name), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("adding the skill %s: %w", s.Name, err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("adding the skill %s: %w", s.Name, err)
-	}
 	if err := os.Rename(tmp, dst); err != nil {
 		_ = os.Remove(st.origin(s.Name))
 		return fmt.Errorf("adding the skill %s: %w", s.Name, err)
@@ -105,8 +102,9 @@ func (st Store) Add(s *Skill, o Origin) (err error) {
 	return nil
 }
 
-// copyFile copies a regular file; its permission bits are kept, less any
-// set-id or sticky bit and any write bit for others.
+// copyFile copies a regular file, mode 600 in folders of mode 700 like
+// everything in the hub's folder (an executable bit is not kept: the hub
+// runs nothing in a skill).
 func copyFile(src, dst string) error {
 	fi, err := os.Lstat(src)
 	if err != nil {
@@ -115,7 +113,7 @@ func copyFile(src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
 	in, err := os.Open(src)
@@ -123,7 +121,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()&0o755|0o600)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"path/filepath"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/skill"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
@@ -45,7 +46,8 @@ as a source, with the same review as hub add. The same server found in several
 harnesses is one source. Disabled entries and servers that already are sources
 are listed, not added. A credential written in plain text in a config is stored
 in the keychain as the source's default connection, never printed; the harness
-files are not changed.`,
+files are not changed. The skills in the harnesses' skills folders (Claude Code, Codex)
+are copied into the hub's (capabilities hub skills), asked about one by one unless --yes.`,
 		Example: `  capabilities hub import --dry-run
   capabilities hub import --from claude-code,codex --yes
   capabilities hub init --import --yes`,
@@ -88,16 +90,26 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 	}
 	props := harness.Propose(sc, sources)
 	report := harness.NewReport(props, sc)
+	var skillStore skill.Store
+	if dir, err := hubDir(); err == nil {
+		skillStore = skill.Store{Dir: filepath.Join(dir, "skills")}
+	}
+	found := findSkills(henv, hs, skillStore)
 	if f.dryRun {
 		if f.asJSON {
-			return e.printJSON(report)
+			return e.printJSON(struct {
+				harness.Report
+				Found []foundSkill `json:"skillsFound"`
+			}{report, append([]foundSkill{}, found...)})
 		}
 		printImport(e, report)
+		printFoundSkills(e, found, true)
 		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
 		return nil
 	}
 	if !f.asJSON {
 		printImport(e, report)
+		printFoundSkills(e, found, false)
 	}
 	var added []string
 	failed := []map[string]string{}
@@ -121,8 +133,11 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 			added = append(added, ns)
 		}
 	}
+	if err := importSkills(e, found, skillStore, f.yes, f.asJSON); err != nil {
+		return err
+	}
 	if f.asJSON {
-		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed}); err != nil {
+		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "skillsFound": append([]foundSkill{}, found...), "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed}); err != nil {
 			return err
 		}
 	} else {
@@ -240,14 +255,6 @@ func printImport(e *env, r harness.Report) {
 		if len(s.Secrets) > 0 {
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", strings.Join(s.Secrets, ", "))
 		}
-	}
-	if len(r.Skills) > 0 {
-		var parts []string
-		for h, n := range r.Skills {
-			parts = append(parts, fmt.Sprintf("%d in %s", n, h))
-		}
-		sort.Strings(parts)
-		fmt.Fprintf(e.stdout, "Skills: %s; a later release imports them.\n", strings.Join(parts, ", "))
 	}
 	if len(r.Unreadable) > 0 {
 		fmt.Fprintln(e.stdout, "Unreadable (skipped; the other files were read):")
