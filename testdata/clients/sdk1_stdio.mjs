@@ -7,6 +7,8 @@
 //   node sdk1_stdio.mjs elicit <answer>  declares form elicitation and answers
 //                                        every request with <answer>:
 //                                        once | run | always | deny | decline | cancel
+//   node sdk1_stdio.mjs skill <name> <q> search <q>, describe skill:<name>, and
+//                                        hub.describe("skill:<name>") in execute
 //
 // Prints one JSON object with what it saw.
 import process from "node:process";
@@ -15,7 +17,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { bin, j2Code, report, run, textOf, fail } from "./common.mjs";
 
-const [mode, answer] = process.argv.slice(2);
+const [mode, answer, query] = process.argv.slice(2);
 
 run(async () => {
   const caps = mode === "elicit" ? { elicitation: { form: {} } } : {};
@@ -58,6 +60,13 @@ run(async () => {
       { text: textOf(r1), structured: r1.structuredContent },
       { text: textOf(r2), structured: r2.structuredContent },
     ];
+  } else if (mode === "skill") {
+    const s = await client.callTool({ name: "search", arguments: { query } });
+    out.search = { text: textOf(s), isError: !!s.isError };
+    const d = await client.callTool({ name: "describe", arguments: { targets: ["skill:" + answer] } });
+    out.describe = { text: textOf(d), isError: !!d.isError };
+    const e = await client.callTool({ name: "execute", arguments: { code: `return await hub.describe("skill:${answer}")` } });
+    out.read = { text: textOf(e), structured: e.structuredContent, isError: !!e.isError };
   } else if (mode === "elicit") {
     const j = await client.callTool({ name: "execute", arguments: { code: j2Code } });
     out.j2 = { text: textOf(j), structured: j.structuredContent, isError: !!j.isError };
