@@ -41,6 +41,9 @@ func (a *App) serveMCP(ctx context.Context, port int) (endpoint string, stop fun
 		return "", nil, err
 	}
 	srv := mcpserver.New(a.hub, mcpserver.Options{Logger: a.log, Signer: signer, Pages: notePages{a}})
+	// The sandbox and the catalog are built in the background now, so an
+	// agent's first execute does not wait for them.
+	a.hub.Prepare(ctx)
 	endpoint = "http://" + ln.Addr().String() + "/mcp"
 	unannounce, err := mcpserver.Announce(a.dir, endpoint)
 	if err != nil {
