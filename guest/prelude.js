@@ -330,6 +330,19 @@
   const hub = freeze({
     search(query) { return call('hub.search', { query: StringCtor(query) }); },
     describe(target) { return call('hub.describe', { target: StringCtor(target) }); },
+    // A large tool result arrives as {handle, size, type, preview}; read
+    // parts of it: {offset, length} (bytes) or {jsonPath: "$.items[0].id"}.
+    read(handle, opts) {
+      const id = handle !== null && typeof handle === 'object' ? handle.handle : handle;
+      const a = { handle: StringCtor(id) };
+      if (opts !== undefined && opts !== null) {
+        if (typeof opts !== 'object') throw new RealTypeError('hub.read: the second argument must be {offset, length} or {jsonPath}');
+        if (opts.offset !== undefined) a.offset = opts.offset;
+        if (opts.length !== undefined) a.length = opts.length;
+        if (opts.jsonPath !== undefined) a.jsonPath = StringCtor(opts.jsonPath);
+      }
+      return call('hub.read', a);
+    },
   });
   defineProperty(G, 'hub', { value: hub, writable: false, configurable: false });
 

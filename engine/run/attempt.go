@@ -85,6 +85,11 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	// scrubbed of them (host.scrubber).
 	e.tools.Scrubber(ctx, journal)
 	h := &host{e: e, run: r, nss: nss, journal: js.settled, inFlight: js.inFlight, settled: len(js.settled), ctx: context.WithoutCancel(ctx), stored: stored, ready: make(chan struct{})}
+	for _, je := range js.settled {
+		if n := isHandle(je.Value); n > 0 {
+			h.handleBytes += n
+		}
+	}
 	out := e.sandbox.Run(actx, sandbox.Request{
 		JS:           prepared.JS,
 		Seed:         r.Seed,
@@ -123,6 +128,20 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 	// from parts that entered it clean.
 	sc := e.tools.Scrubber(ctx, nil)
 	out = scrubOutcome(sc, out)
+	if out.Status == sandbox.StatusCompleted && out.ResultTruncated && out.Full != nil {
+		// Too large for the envelope: the model gets a handle and a
+		// preview, and reads the rest with hub.read in another execute.
+		full := out.Full
+		if sc.Len() > 0 {
+			full = sc.JSON(full)
+		}
+		if hv, _, err := storeHandle(ctx, e.store, r.ID, handleID(r.ID, 0), full); err == nil {
+			out.Result, out.ResultTruncated = hv, false
+		} else {
+			e.log.Warn("keeping a large run result", "run", r.ID, "err", err)
+		}
+	}
+	out.Full = nil
 	if h != nil {
 		for i := range h.pending {
 			h.pending[i] = scrubPending(sc, h.pending[i])
@@ -212,6 +231,8 @@ type host struct {
 	pending  []model.Pending
 	paused   bool
 	diverged *model.RunError
+	// handleBytes is what the run's handles hold (Limits.MaxHandleBytes).
+	handleBytes int
 
 	// The run record and the journal: the first call starts storing the
 	// record (when it is not stored yet) and opening the journal, and goes
@@ -299,6 +320,12 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		}
 	}
 	switch call.Address {
+	case sandbox.AddressRead:
+		v, terr := h.e.readHandle(ctx, call.Args, h.e.limits.HandleBytes)
+		if terr != nil {
+			terr.Address = call.Address
+		}
+		return h.settle(ctx, call, argsDigest, start, v, terr)
 	case sandbox.AddressSearch, sandbox.AddressDescribe:
 		var arg struct {
 			Query  string `json:"query"`
@@ -380,7 +407,34 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		h.mu.Unlock()
 		return sandbox.CallResult{Pause: true}
 	}
+	if terr == nil && len(value) > h.e.limits.HandleBytes {
+		value, terr = h.toHandle(ctx, call, value)
+	}
 	return h.settle(ctx, call, argsDigest, start, value, terr)
+}
+
+// toHandle keeps a result too large for the sandbox as a blob, scrubbed
+// first (whole, so no slice of it can hold part of a secret), and returns
+// the Handle the code gets instead.
+func (h *host) toHandle(ctx context.Context, call sandbox.Call, value json.RawMessage) (json.RawMessage, *model.ToolError) {
+	if sc := h.scrubber(); sc.Len() > 0 {
+		value = sc.JSON(value)
+	}
+	typ, text := content(value)
+	h.mu.Lock()
+	over := h.handleBytes+len(text) > h.e.limits.MaxHandleBytes
+	if !over {
+		h.handleBytes += len(text)
+	}
+	h.mu.Unlock()
+	if over {
+		return nil, &model.ToolError{Code: "result_too_large", Address: call.Address, Message: fmt.Sprintf("the result is %d bytes and the run's large results may hold %d in all (%v)", len(text), h.e.limits.MaxHandleBytes, ErrHandleBudget), Hint: "ask the tool for less (a filter, a page), or do the rest in another run"}
+	}
+	hv, _, err := storeContent(ctx, h.e.store, h.run.ID, handleID(h.run.ID, call.Seq), typ, text)
+	if err != nil {
+		return nil, &model.ToolError{Code: "internal", Address: call.Address, Message: err.Error()}
+	}
+	return hv, nil
 }
 
 // decided applies a person's decision on this call, if there is one. It

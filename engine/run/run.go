@@ -76,6 +76,11 @@ type Limits struct {
 	Retention         time.Duration // 7 days before a finished run is pruned
 	ArgsPreviewBytes  int           // 4 KB of arguments shown in a pending approval
 	InlineResultBytes int           // 24 KB of result and logs in the envelope
+	// HandleBytes: a tool result larger than this (64 KB) reaches the code
+	// as a Handle, read in parts with hub.read (each part at most this).
+	HandleBytes int
+	// MaxHandleBytes is how much the handles of one run may hold (64 MB).
+	MaxHandleBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -96,6 +101,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.InlineResultBytes <= 0 {
 		l.InlineResultBytes = 24 << 10
+	}
+	if l.HandleBytes <= 0 {
+		l.HandleBytes = 64 << 10
+	}
+	if l.MaxHandleBytes <= 0 {
+		l.MaxHandleBytes = 64 << 20
 	}
 	return l
 }
@@ -122,6 +133,7 @@ type Engine struct {
 	running map[string]context.CancelFunc // runs attempting in this process
 	pruned  time.Time
 	sets    namespaceSets
+	handles handleCache
 }
 
 // New returns an engine.
@@ -403,7 +415,7 @@ func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 		Notices:   nonNil(r.Notices),
 	}
 	for _, je := range journal {
-		if je.Address == sandbox.AddressSearch || je.Address == sandbox.AddressDescribe {
+		if je.Address == sandbox.AddressSearch || je.Address == sandbox.AddressDescribe || je.Address == sandbox.AddressRead {
 			continue
 		}
 		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
@@ -473,6 +485,7 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 		}
 		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status.Paused()) {
 			if err := e.store.Delete(ctx, store.Runs, id); err == nil {
+				e.deleteHandles(ctx, id)
 				n++
 			}
 		}

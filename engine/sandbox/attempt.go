@@ -425,7 +425,7 @@ func (a *attempt) onHost(op, payload string) (int, error) {
 }
 
 func (a *attempt) known(address string) bool {
-	if address == AddressSearch || address == AddressDescribe {
+	if address == AddressSearch || address == AddressDescribe || address == AddressRead {
 		return true
 	}
 	ns, tool, ok := strings.Cut(address, ".")
@@ -541,6 +541,7 @@ func (a *attempt) outcome(e *Error) Outcome {
 	budget := a.lim.InlineResultBytes
 	if len(out.Result) > budget {
 		preview, _ := json.Marshal(truncate(string(out.Result), budget/2))
+		out.Full = out.Result
 		out.Result, out.ResultTruncated = preview, true
 	}
 	budget -= len(out.Result)

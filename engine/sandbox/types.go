@@ -58,11 +58,14 @@ type Request struct {
 	ReplayCalls int
 }
 
-// Reserved addresses that hub.search(query) and hub.describe(target) call
-// through Host.CallTool, with Args {"query": "..."} and {"target": "..."}.
+// Reserved addresses that hub.search(query), hub.describe(target) and
+// hub.read(handle, {offset, length, jsonPath}) call through Host.CallTool,
+// with Args {"query": "..."}, {"target": "..."} and {"handle": "...",
+// "offset"?: n, "length"?: n, "jsonPath"?: "..."}.
 const (
 	AddressSearch   = "hub.search"
 	AddressDescribe = "hub.describe"
+	AddressRead     = "hub.read"
 )
 
 // Host answers the guest's tool calls. CallTool is called on its own
@@ -146,7 +149,10 @@ type Outcome struct {
 	// holding its first bytes, and ResultTruncated is set.
 	Result          json.RawMessage
 	ResultTruncated bool
-	Error           *Error
+	// Full is the whole result when it was cut (ResultTruncated), for the
+	// host to keep as a handle; nil otherwise.
+	Full  json.RawMessage
+	Error *Error
 	// Logs is console output, one entry per call, in the budget left by Result.
 	Logs          []string
 	LogsTruncated bool

@@ -36,6 +36,11 @@
 //                   a MIME-wrapped base64 document holding it, double
 //                   URL-encoding) and leak-big (a >64 KB result, the credential
 //                   straddling byte 65536 of the line on the wire)
+//   SCRIPTED_BIG    a size in bytes: adds the read-only tool big, whose result is a
+//                   JSON text of about that size, {"rows": [{"id", "text"}…]}; with
+//                   SCRIPTED_LEAK each row's text holds the credential, at a
+//                   position that shifts from row to row (so some copies
+//                   straddle any slice boundary)
 //   SCRIPTED_REQUIRE the name of an environment variable the server needs to
 //                   start (it exits at once without it)
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
@@ -104,6 +109,9 @@ function tools() {
     list.push({ name: `tool_${i}`, description: `Generated tool ${i}.` + suffix, inputSchema: { type: "object" } });
   }
   const out = list.slice(0, n);
+  if (process.env.SCRIPTED_BIG) {
+    out.push({ name: "big", description: "Return a large JSON document of rows.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } });
+  }
   if (process.env.SCRIPTED_LEAK) {
     out.push(
       { name: "leak", description: "Echo the credential back in many encodings.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
@@ -296,6 +304,19 @@ rl.on("line", async (line) => {
         });
       }
       if (process.env.SCRIPTED_LEAK && process.env.SCRIPTED_CORPUS && corpus(name, args, msg.id)) return;
+      if (name === "big" && process.env.SCRIPTED_BIG) {
+        const v = process.env.SCRIPTED_LEAK ? process.env[process.env.SCRIPTED_LEAK] || "" : "";
+        const size = Number(process.env.SCRIPTED_BIG);
+        const rows = [];
+        let total = 0;
+        for (let i = 0; total < size; i++) {
+          const pad = 3000 + ((i * 37) % 1000);
+          const text = "a".repeat(pad) + v + "b".repeat(1000);
+          rows.push({ id: i, text });
+          total += text.length + 30;
+        }
+        return reply({ content: [{ type: "text", text: JSON.stringify({ rows }) }] });
+      }
       if (name === "record") {
         const hold = process.env.SCRIPTED_HOLD;
         while (hold && fs.existsSync(hold)) await new Promise((r) => setTimeout(r, 5));
