@@ -27,7 +27,8 @@ import (
 // hub's and the sessions' processes, their total RSS (hub, stdio processes
 // and upstreams, from /proc), and the median over sessions of each session's
 // p50 execute latency; and the slowest session's first execute (the one
-// calling all 19 sources, which starts them).
+// calling all 19 sources, which starts them). With BENCH_DESKTOP_APP, the
+// desktop app is the long-running hub too ("desktop-app").
 func BenchmarkShim8Sessions19Sources(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc (Linux) to count processes and RSS")
@@ -44,6 +45,15 @@ func BenchmarkShim8Sessions19Sources(b *testing.B) {
 	b.Run("1-session/own-engine", func(b *testing.B) { shimBench(b, h, ns, 1, false) })
 	b.Run("8-sessions/long-running-hub", func(b *testing.B) { shimBench(b, h, ns, 8, true) })
 	b.Run("1-session/long-running-hub", func(b *testing.B) { shimBench(b, h, ns, 1, true) })
+	// The desktop app as the long-running hub (it serves the same MCP
+	// server): run inside testdata/tools/desktop/with-desktop-session.sh
+	// with BENCH_DESKTOP_APP=<path of capabilities-desktop>.
+	if app := os.Getenv("BENCH_DESKTOP_APP"); app != "" {
+		h.stopHub()
+		h.serveApp(app)
+		b.Run("8-sessions/desktop-app", func(b *testing.B) { shimBench(b, h, ns, 8, true) })
+		b.Run("1-session/desktop-app", func(b *testing.B) { shimBench(b, h, ns, 1, true) })
+	}
 }
 
 // shimBench runs the scenario once and reports its figures.
@@ -191,4 +201,52 @@ func processTree(tb testing.TB, roots []int) (procs, upstreams int, rssKB int64)
 		}
 	}
 	return procs, upstreams, rssKB
+}
+
+// stopHub stops the long-running hub announced in the home, if any, and
+// waits for its announcement to go.
+func (h *hubEnv) stopHub() {
+	h.t.Helper()
+	pid, err := announcedPID(h)
+	if err != nil {
+		return
+	}
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(os.Interrupt)
+	}
+	deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+	for {
+		if _, err := os.Stat(filepath.Join(h.home, "hub", "endpoint.json")); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the hub (pid %d) did not stop", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// serveApp starts the desktop app at bin on the home and waits until it
+// announces its MCP endpoint.
+func (h *hubEnv) serveApp(bin string) {
+	h.t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(h.env(), "NO_KEYRING=1")
+	if err := cmd.Start(); err != nil {
+		h.t.Fatalf("starting the desktop app: %v", err)
+	}
+	h.t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+	for {
+		if pid, err := announcedPID(h); err == nil && pid == cmd.Process.Pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the desktop app %s did not announce its endpoint", bin)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
