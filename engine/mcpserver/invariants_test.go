@@ -61,8 +61,9 @@ func TestInvariantI8ModelCannotChangeConfiguration(t *testing.T) {
 	if err := json.Unmarshal(b, &env); err != nil || env.Status != "completed" {
 		t.Fatalf("execute: %s %v", b, err)
 	}
-	if strings.Join(env.Result.Hub, ",") != "describe,search" || len(env.Result.Globals) != 0 {
-		t.Errorf("inside execute: hub has %v, configuration globals %v; want only describe and search, and none", env.Result.Hub, env.Result.Globals)
+	// hub.read reads a large result kept for a run (a handle): it changes nothing.
+	if strings.Join(env.Result.Hub, ",") != "describe,read,search" || len(env.Result.Globals) != 0 {
+		t.Errorf("inside execute: hub has %v, configuration globals %v; want only describe, read and search, and none", env.Result.Hub, env.Result.Globals)
 	}
 	// Unknown arguments are refused, not ignored: no hidden way in.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": "return 1", "policy": "allow"}})

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -204,6 +205,7 @@ func newRoot(e *env) *cobra.Command {
 		newConnectionsCmd(e),
 		newDoctorCmd(e),
 		newSkillsCmd(e),
+		newProfilesCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	return root
@@ -254,6 +256,13 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 			return nil, nil, fmt.Errorf("CAPABILITIES_CALL_TIMEOUT=%q: write a positive duration such as 60s or 2m", v)
 		}
 		o.Source.CallTimeout = d // a source's own call timeout wins
+	}
+	if v := os.Getenv("CAPABILITIES_HANDLE_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 {
+			return nil, nil, fmt.Errorf("CAPABILITIES_HANDLE_BYTES=%q: write a number of bytes, 1024 or more (a tool result larger than this reaches the code as a handle; default 65536)", v)
+		}
+		o.Run.HandleBytes = n
 	}
 	o.Logger = e.log
 	if os.Getenv("NO_KEYRING") != "" {

@@ -1,0 +1,107 @@
+package run_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// TestHandleBudget: a run's handles count against Limits.MaxHandleBytes; a
+// large result past it is a ToolError the code can catch
+// (result_too_large), and the threshold is Limits.HandleBytes.
+func TestHandleBudget(t *testing.T) {
+	f := newHub(t, run.Limits{HandleBytes: 4 << 10, MaxHandleBytes: 300 << 10}, "SCRIPTED_BIG=200000")
+	env, err := f.h.Execute(context.Background(), `const a = await up.big({});
+let code = "";
+try { await up.big({}) } catch (e) { code = e.code }
+return [a.size > 190000, a.handle.startsWith("handle-"), code, (await hub.read(a, {offset: 0, length: 4096})).length]`)
+	if err != nil || env.Status != "completed" || string(env.Result) != `[true,true,"result_too_large",4096]` {
+		t.Fatalf("%v %+v %s", err, env, env.Result)
+	}
+}
+
+// TestHandleSurvivesKill: a process is killed (-9) after its run got a
+// handle; the run resumed in another process gets the same handle and the
+// same content from the journal and the stored blob, and the upstream is
+// not asked again.
+func TestHandleSurvivesKill(t *testing.T) {
+	if dir := os.Getenv("RUN_HANDLE_CHILD"); dir != "" {
+		st, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+		_, _ = h.Execute(context.Background(), handleKillCode)
+		t.Fatal("the child was meant to be killed before the run ended")
+	}
+	f := newHub(t, run.Limits{}, "SCRIPTED_BIG=300000")
+	f.h.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandleSurvivesKill$")
+	cmd.Env = append(os.Environ(), "RUN_HANDLE_CHILD="+f.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testenv.Timeout(20 * time.Second))
+	for !strings.Contains(strings.Join(f.upstreamCalls(t), "\n"), `"name":"sleep"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	st, err := store.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	defer h.Close()
+	eng, _ := h.Runs()
+	runs, err := eng.List(context.Background(), "")
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs after the kill: %v %v", runs, err)
+	}
+	id := runs[0].ID
+	journal, _ := eng.Journal(context.Background(), id)
+	var first string
+	for _, je := range journal {
+		if je.Address == "hub.read" {
+			_ = json.Unmarshal(je.Value, &first)
+		}
+	}
+	if first == "" {
+		t.Fatal("the killed run had not read its handle yet")
+	}
+	env, err := h.Resume(context.Background(), id)
+	if err != nil || env.Status != "completed" {
+		t.Fatalf("resume: %v %+v", err, env)
+	}
+	var got []string
+	if err := json.Unmarshal(env.Result, &got); err != nil || len(got) != 3 || got[0] != "handle-"+id+"-1" || got[1] != first || got[2] != first {
+		t.Errorf("resumed result %s, want the same handle and slice %q twice", env.Result, first)
+	}
+	n := 0
+	for _, c := range f.upstreamCalls(t) {
+		if strings.Contains(c, `"name":"big"`) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("big reached the upstream %d times, want once", n)
+	}
+}
+
+const handleKillCode = `const h = await up.big({});
+const a = await hub.read(h, {offset: 1000, length: 40});
+for (let i = 0; i < 8; i++) await up.sleep({ms: 150});
+const b = await hub.read(h, {offset: 1000, length: 40});
+return [h.handle, a, b];`
