@@ -62,6 +62,7 @@ func (c *catalog) namespaces() *sandbox.Namespaces {
 // loop's store watcher does).
 func (h *Hub) Invalidate() {
 	h.catalog.Store(nil)
+	h.notifyChange()
 }
 
 func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {

@@ -51,6 +51,7 @@ type Hub struct {
 	policyCache policyCache
 
 	refreshes refreshes
+	changes   changes // OnChange's subscribers
 	catalog   atomic.Pointer[catalog]
 	catalogMu sync.Mutex     // one catalog build at a time
 	preparing sync.WaitGroup // Prepare's goroutines, waited for by Close

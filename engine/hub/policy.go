@@ -16,8 +16,9 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
-// Profile is the only profile for now.
-const Profile = policy.Profile
+// policyID names the hub's one policy record: profiles carry no policy, so
+// every profile's calls are decided by this one.
+const policyID = policy.Profile
 
 // policyCache keeps the last policy read, with the file's modification time
 // and size: every call is decided on the current policy (another process may
@@ -50,7 +51,7 @@ func (h *Hub) Policy(ctx context.Context) (*policy.Policy, error) {
 	if !isFile {
 		return h.readPolicy(ctx)
 	}
-	fi, err := os.Stat(f.Path(store.Policies, Profile))
+	fi, err := os.Stat(f.Path(store.Policies, policyID))
 	if err != nil {
 		return h.readPolicy(ctx)
 	}
@@ -70,7 +71,7 @@ func (h *Hub) Policy(ctx context.Context) (*policy.Policy, error) {
 
 func (h *Hub) readPolicy(ctx context.Context) (*policy.Policy, error) {
 	var p policy.Policy
-	err := h.store.Get(ctx, store.Policies, Profile, &p)
+	err := h.store.Get(ctx, store.Policies, policyID, &p)
 	if errors.Is(err, store.ErrNotFound) {
 		return &policy.Policy{}, nil
 	}
@@ -78,19 +79,19 @@ func (h *Hub) readPolicy(ctx context.Context) (*policy.Policy, error) {
 		return nil, fmt.Errorf("reading the policy: %w", err)
 	}
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("reading the policy: policies/%s.json: %w; fix or remove the rule", Profile, err)
+		return nil, fmt.Errorf("reading the policy: policies/%s.json: %w; fix or remove the rule", policyID, err)
 	}
 	return &p, nil
 }
 
 // updatePolicy changes the policy under its lock.
 func (h *Hub) updatePolicy(ctx context.Context, fn func(p *policy.Policy) error) error {
-	err := store.UpdateJSON(ctx, h.store, store.Policies, Profile, func(old *policy.Policy) (*policy.Policy, error) {
+	err := store.UpdateJSON(ctx, h.store, store.Policies, policyID, func(old *policy.Policy) (*policy.Policy, error) {
 		if old == nil {
 			old = &policy.Policy{}
 		}
 		if err := old.Validate(); err != nil {
-			return nil, fmt.Errorf("policies/%s.json: %w; fix or remove the rule", Profile, err)
+			return nil, fmt.Errorf("policies/%s.json: %w; fix or remove the rule", policyID, err)
 		}
 		if err := fn(old); err != nil {
 			return nil, err

@@ -24,7 +24,7 @@ func (h *Hub) Watch(ctx context.Context) error {
 		return fmt.Errorf("watching the store: %w", err)
 	}
 	defer w.Close()
-	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Connections, store.Policies} {
+	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Connections, store.Policies, store.Profiles} {
 		if err := w.Add(filepath.Join(f.Dir(), string(k))); err != nil {
 			return fmt.Errorf("watching the store: %w", err)
 		}

@@ -57,7 +57,7 @@ func classify(err error, cmd *cobra.Command) *codedError {
 		c.code, c.hint = codeNoHub, "run `capabilities hub init` first"
 	case errors.Is(err, hub.ErrUnknownNamespace), errors.Is(err, hub.ErrUnknownTool),
 		errors.Is(err, typegen.ErrUnknownTarget), errors.Is(err, run.ErrUnknownRun),
-		errors.Is(err, skill.ErrNotFound):
+		errors.Is(err, skill.ErrNotFound), errors.Is(err, hub.ErrUnknownProfile):
 		c.code = codeNotFound
 	case errors.Is(err, run.ErrCodeTooLarge):
 		c.code, c.hint = codeCodeTooLarge, "send less code, or split the work across runs"
