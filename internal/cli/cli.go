@@ -205,7 +205,6 @@ func newRoot(e *env) *cobra.Command {
 		newConnectionsCmd(e),
 		newDoctorCmd(e),
 		newSkillsCmd(e),
-		newProfilesCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	return root
