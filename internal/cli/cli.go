@@ -205,6 +205,7 @@ func newRoot(e *env) *cobra.Command {
 		newConnectionsCmd(e),
 		newDoctorCmd(e),
 		newSkillsCmd(e),
+		newProfilesCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	return root
