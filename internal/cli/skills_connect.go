@@ -61,9 +61,18 @@ func skillInstalls(files []harness.File) ([]edit.Change, error) {
 	if err != nil || len(skills) == 0 {
 		return nil, err
 	}
+	hubHome, err := hubDir()
+	if err != nil {
+		return nil, err
+	}
 	var out []edit.Change
 	for _, name := range sortedKeys(hs) {
 		root := hs[name]
+		owned := map[string]edit.SnapFile{}
+		recs, _ := edit.SkillFiles(filepath.Join(hubHome, "snapshots"), name)
+		for _, r := range recs {
+			owned[r.Path] = r
+		}
 		for _, s := range skills {
 			dst := filepath.Join(root, s.Name)
 			data := map[string][]byte{}
@@ -74,7 +83,7 @@ func skillInstalls(files []harness.File) ([]edit.Change, error) {
 				}
 				data[f] = b
 			}
-			if clash := foreign(dst, data); clash != "" {
+			if clash := foreign(dst, data, owned); clash != "" {
 				msg := fmt.Sprintf("%s holds a skill %s that is not the hub's copy (%s): it is left as it is; rename one of them, or take the hub's out with `capabilities hub skills remove %s`", dst, s.Name, clash, s.Name)
 				out = append(out, edit.Change{Harness: name, Path: filepath.Join(dst, "SKILL.md"), Skill: s.Name,
 					Edit: func([]byte) ([]byte, error) { return nil, errors.New(msg) }})
@@ -85,14 +94,31 @@ func skillInstalls(files []harness.File) ([]edit.Change, error) {
 				out = append(out, edit.Change{Harness: name, Path: filepath.Join(dst, filepath.FromSlash(f)), Skill: s.Name,
 					Edit: func(src []byte) ([]byte, error) { return b, nil }})
 			}
+			// A file an earlier connect installed that the hub's skill no
+			// longer has goes.
+			for p, rec := range owned {
+				rel, err := filepath.Rel(dst, p)
+				if err != nil || strings.HasPrefix(rel, "..") || data[filepath.ToSlash(rel)] != nil {
+					continue
+				}
+				out = append(out, edit.Change{Harness: name, Path: p, Skill: s.Name, Delete: true,
+					Edit: func(src []byte) ([]byte, error) {
+						if src != nil && !rec.Holds(src) {
+							return nil, fmt.Errorf("it changed since hub connect installed it: left as it is")
+						}
+						return nil, nil
+					}})
+			}
 		}
 	}
 	return out, nil
 }
 
 // foreign says why dst is not the hub's copy of a skill with files data,
-// or "" when it is (every file there with the same bytes) or is not there.
-func foreign(dst string, data map[string][]byte) string {
+// or "" when it is or is not there: each file in it holds the hub's bytes,
+// or what an earlier connect wrote there (owned: the hub's skill changed
+// since, and connect updates the copy).
+func foreign(dst string, data map[string][]byte, owned map[string]edit.SnapFile) string {
 	fi, err := os.Lstat(dst)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ""
@@ -103,19 +129,44 @@ func foreign(dst string, data map[string][]byte) string {
 	if !fi.IsDir() {
 		return "it is not a folder"
 	}
-	for f, b := range data {
-		now, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(f)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a file connect will add
-		}
+	var why string
+	err = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err.Error()
+			return err
 		}
-		if !bytes.Equal(now, b) {
-			return f + " differs"
+		rel, _ := filepath.Rel(dst, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == ".git" { // the hub's copy leaves it out too
+				return filepath.SkipDir
+			}
+			return nil
 		}
+		if !d.Type().IsRegular() {
+			why = rel + " is not a regular file"
+			return filepath.SkipAll
+		}
+		now, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if b, ok := data[rel]; ok && bytes.Equal(now, b) {
+			return nil
+		}
+		if rec, ok := owned[p]; ok && rec.Holds(now) {
+			return nil
+		}
+		if _, ok := data[rel]; ok {
+			why = rel + " differs"
+		} else {
+			why = rel + " is not the hub's"
+		}
+		return filepath.SkipAll
+	})
+	if err != nil {
+		return err.Error()
 	}
-	return ""
+	return why
 }
 
 // skillRemovals are the changes that take out the skill files connect

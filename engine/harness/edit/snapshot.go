@@ -524,10 +524,12 @@ func LastConnect(snapRoot, path string) (SnapFile, bool) {
 	return SnapFile{}, false
 }
 
-// SkillFiles lists the skill files connect wrote for harness and no
-// rollback took back (newest first, one record a path), and the folders
-// those connects made. Disconnect removes the files that still hold what
-// connect wrote.
+// SkillFiles lists the skill files connect wrote for harness that no
+// rollback took back and no later connect or disconnect removed (the
+// newest record of each path decides), and the folders those connects
+// made. Connect never writes a
+// skill file it did not make, so each is the hub's. Disconnect removes
+// the files that still hold what connect wrote; connect updates them.
 func SkillFiles(snapRoot, harness string) (files []SnapFile, dirs []string) {
 	all, err := Snapshots(snapRoot)
 	if err != nil {
@@ -535,17 +537,21 @@ func SkillFiles(snapRoot, harness string) (files []SnapFile, dirs []string) {
 	}
 	seen := map[string]bool{}
 	for _, s := range all {
-		if s.RolledBack || s.Kind != "connect" {
+		if s.RolledBack {
 			continue
 		}
 		mine := false
 		for _, f := range s.Files {
-			if f.Skill == "" || f.Harness != harness || f.Existed || f.Written == "" || seen[f.Path] {
+			if f.Skill == "" || f.Harness != harness || seen[f.Path] {
 				continue
 			}
+			// The newest record of the file decides: a connect wrote it,
+			// or a connect or a disconnect removed it.
 			seen[f.Path] = true
-			files = append(files, f)
-			mine = true
+			if s.Kind == "connect" && f.Written != "" && !f.Removed {
+				files = append(files, f)
+				mine = true
+			}
 		}
 		if mine {
 			dirs = append(dirs, s.Dirs...)
