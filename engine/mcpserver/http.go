@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -19,21 +20,11 @@ const MaxBodyBytes = 1 << 20
 // 2026-07-28 stateless requests and older stateful sessions), behind the
 // checks a loopback service needs: the bearer token (compared in constant
 // time), a loopback Host and Origin (DNS rebinding), and a body limit.
+//
+// Each other profile is served at /mcp/<profile> (/mcp is this server's,
+// the default profile's), by a server made on the profile's first request.
 func (s *Server) HTTPHandler(token string) http.Handler {
-	getServer := func(*http.Request) *mcp.Server { return s.mcp }
-	// go-sdk serves 2026-07-28 only from a stateless handler and rejects it
-	// (UnsupportedProtocolVersion) from a stateful one, while older clients
-	// need a stateful session (server-to-client elicitation). Route each
-	// request by the protocol version it declares.
-	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:              s.opts.Logger,
-		MaxRequestBodyBytes: MaxBodyBytes,
-	})
-	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:              s.opts.Logger,
-		MaxRequestBodyBytes: MaxBodyBytes,
-		Stateless:           true,
-	})
+	stateful, stateless := s.streamHandlers()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
 			deny(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback address; this endpoint answers only 127.0.0.1, localhost or [::1] (DNS rebinding protection)", r.Host))
@@ -55,8 +46,16 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token in $CAPABILITIES_HOME/hub/http-token")
 			return
 		}
-		if r.URL.Path != "/mcp" && r.URL.Path != "/mcp/" {
-			deny(w, http.StatusNotFound, "not found: the MCP endpoint is /mcp")
+		stateful, stateless := stateful, stateless
+		if name, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok && name != "" && name != s.name {
+			ps, err := s.forProfile(r.Context(), name)
+			if err != nil {
+				deny(w, http.StatusNotFound, fmt.Sprintf("not found: %v", err))
+				return
+			}
+			stateful, stateless = ps.stateful, ps.stateless
+		} else if r.URL.Path != "/mcp" && r.URL.Path != "/mcp/" && r.URL.Path != "/mcp/"+s.name {
+			deny(w, http.StatusNotFound, "not found: the MCP endpoint is /mcp, and /mcp/<profile> for each profile")
 			return
 		}
 		if r.ContentLength > MaxBodyBytes {
@@ -70,6 +69,57 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 		}
 		stateful.ServeHTTP(w, r)
 	})
+}
+
+// streamHandlers makes the server's two go-sdk handlers. go-sdk serves
+// 2026-07-28 only from a stateless handler and rejects it
+// (UnsupportedProtocolVersion) from a stateful one, while older clients
+// need a stateful session (server-to-client elicitation): each request is
+// routed by the protocol version it declares.
+func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              s.opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
+	stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger:              s.opts.Logger,
+		MaxRequestBodyBytes: MaxBodyBytes,
+		Stateless:           true,
+	})
+	return stateful, stateless
+}
+
+// profileServer is another profile's server and its handlers.
+type profileServer struct {
+	srv                 *Server
+	mode                string
+	stateful, stateless http.Handler
+}
+
+// forProfile returns the server of a profile, made on first use and made
+// again when the profile's mode changed.
+func (s *Server) forProfile(ctx context.Context, name string) (*profileServer, error) {
+	p, err := s.hub.Profile(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	if ps := s.subs[name]; ps != nil && ps.mode == p.Mode {
+		return ps, nil
+	} else if ps != nil {
+		ps.srv.Close()
+	}
+	opts := s.opts
+	opts.Profile = p
+	ps := &profileServer{srv: New(s.hub, opts), mode: p.Mode}
+	ps.stateful, ps.stateless = ps.srv.streamHandlers()
+	if s.subs == nil {
+		s.subs = map[string]*profileServer{}
+	}
+	s.subs[name] = ps
+	return ps, nil
 }
 
 // modernRequest reports whether a request speaks protocol 2026-07-28 or

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,6 +38,10 @@ type Options struct {
 	// waits for a decision and the client cannot elicit; nil: the envelope
 	// names only `hub approve`.
 	Pages PageOpener
+	// Profile is the view served; nil is the default profile (code mode,
+	// every tool). A direct-mode profile serves each visible tool as an MCP
+	// tool of its own instead of search, describe and execute.
+	Profile *hub.Profile
 }
 
 // Server serves the hub over MCP.
@@ -45,6 +50,13 @@ type Server struct {
 	store store.Store
 	opts  Options
 	mcp   *mcp.Server
+
+	profile *hub.Profile // guarded by direct.mu once serving
+	name    string       // the profile's name
+	direct  direct
+
+	subsMu sync.Mutex
+	subs   map[string]*profileServer // other profiles served over HTTP, by name
 }
 
 // New builds the MCP server for h.
@@ -55,7 +67,25 @@ func New(h *hub.Hub, opts Options) *Server {
 	if opts.ElicitTTL <= 0 {
 		opts.ElicitTTL = 10 * time.Minute
 	}
-	s := &Server{hub: h, store: h.Store(), opts: opts}
+	if opts.Profile == nil {
+		opts.Profile = &hub.Profile{Name: hub.DefaultProfile, Mode: hub.ModeCode}
+	}
+	s := &Server{hub: h, store: h.Store(), opts: opts, profile: opts.Profile, name: opts.Profile.Name}
+	if s.profile.Mode == hub.ModeDirect {
+		s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub (" + s.name + ")", Version: Version}, &mcp.ServerOptions{
+			Instructions: directInstructions,
+			Logger:       opts.Logger,
+			// Tools come and go with the hub's sources and the profile.
+			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		})
+		s.direct.shown = map[string]string{}
+		s.direct.waiting = map[string]string{}
+		if err := s.syncDirect(context.Background()); err != nil {
+			opts.Logger.Warn("the direct-mode profile starts with no tools", "profile", s.name, "err", err)
+		}
+		s.watchDirect()
+		return s
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       opts.Logger,
@@ -82,6 +112,23 @@ func New(h *hub.Hub, opts Options) *Server {
 	}, s.execute)
 	return s
 }
+
+// Close stops following the hub's changes (direct mode) and closes the
+// servers of other profiles made for HTTP.
+func (s *Server) Close() {
+	if s.direct.stop != nil {
+		s.direct.stop()
+	}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	for _, ps := range s.subs {
+		ps.srv.Close()
+	}
+	s.subs = nil
+}
+
+// ProfileName is the name of the profile this server serves.
+func (s *Server) ProfileName() string { return s.name }
 
 // MCP is the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
+	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,7 @@ const entryName = "capabilities"
 func newConnectCmd(e *env) *cobra.Command {
 	var clients []string
 	var dryRun, asJSON, replace bool
+	profile := hub.DefaultProfile
 	c := &cobra.Command{
 		Use:   "connect",
 		Short: "Write one `capabilities` entry into each agent's MCP config",
@@ -54,6 +56,11 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			if err != nil {
 				return err
 			}
+			if profile != hub.DefaultProfile {
+				if err := e.checkProfile(c.Context(), profile); err != nil {
+					return err
+				}
+			}
 			var sources []model.Source
 			if replace {
 				if sources, err = e.hubSources(c.Context()); err != nil {
@@ -62,14 +69,14 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			}
 			var changes []edit.Change
 			for _, f := range files {
-				changes = append(changes, connectChange(f, bin, sources))
+				changes = append(changes, connectChange(f, bin, sources, profile))
 			}
 			installs, err := skillInstalls(files)
 			if err != nil {
 				return err
 			}
 			changes = append(changes, installs...)
-			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin)); err != nil {
+			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile)); err != nil {
 				return err
 			}
 			return nil
@@ -78,14 +85,16 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
 	c.Flags().BoolVar(&replace, "replace", false, "also turn off the agents' own entries for servers the hub has")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
+	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "write the entry of profile `NAME` (named capabilities-NAME; default's is capabilities)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }
 
 // connectChange writes the hub's entry into f and, when sources are given
 // (--replace), turns off f's entries that run one of them.
-func connectChange(f harness.File, bin string, sources []model.Source) edit.Change {
-	entry := connectEntry(f.Harness, bin)
+func connectChange(f harness.File, bin string, sources []model.Source, profile string) edit.Change {
+	entry := connectEntry(f.Harness, bin, profile)
+	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
 	direct := func(src []byte) []string {
@@ -159,7 +168,7 @@ type instruction struct {
 // instructions lists the harnesses connect does not write whose config (or
 // its directory) exists, or that are named in clients, with the entry to
 // add by hand.
-func instructions(clients []string, bin string) []instruction {
+func instructions(clients []string, bin, profile string) []instruction {
 	env, err := harness.FromOS()
 	if err != nil {
 		return nil
@@ -182,7 +191,7 @@ func instructions(clients []string, bin string) []instruction {
 			if ferr != nil && !want[h.Name] && (derr != nil || filepath.Dir(f.Path) == env.Home) {
 				continue
 			}
-			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin)})
+			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile)})
 			break // the first file the harness reads is enough
 		}
 	}
@@ -190,15 +199,15 @@ func instructions(clients []string, bin string) []instruction {
 }
 
 // entryText is the hub's entry written as the harness's format wants it.
-func entryText(format harness.Format, bin string) string {
-	args := []string{"hub", "serve", "--stdio", "--profile", "default"}
+func entryText(format harness.Format, bin, profile string) string {
+	entryName, args := profileEntry(profile)
 	if format == harness.YAML {
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 		quoted := make([]string, len(args))
 		for i, a := range args {
 			quoted[i] = q(a)
 		}
-		return fmt.Sprintf("capabilities:\n  command: %s\n  args: [%s]\n", q(bin), strings.Join(quoted, ", "))
+		return fmt.Sprintf("%s:\n  command: %s\n  args: [%s]\n", entryName, q(bin), strings.Join(quoted, ", "))
 	}
 	b, _ := json.MarshalIndent(map[string]any{entryName: map[string]any{"command": bin, "args": args}}, "", "  ")
 	text := strings.TrimSpace(string(b))
@@ -226,9 +235,35 @@ func dedent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// profileEntry is the name and arguments of a profile's entry: default's
+// is capabilities, another's capabilities-<profile>, so both can be there.
+func profileEntry(profile string) (name string, args []string) {
+	name = entryName
+	if profile != hub.DefaultProfile {
+		name += "-" + profile
+	}
+	return name, []string{"hub", "serve", "--stdio", "--profile", profile}
+}
+
+// checkProfile refuses a profile the hub does not have.
+func (e *env) checkProfile(ctx context.Context, profile string) error {
+	if err := hub.ValidProfileName(profile); err != nil {
+		return usagef("--profile: %v", err)
+	}
+	h, _, err := e.openHub()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if _, err := h.Profile(ctx, profile); err != nil {
+		return fmt.Errorf("connect --profile: %w", err)
+	}
+	return nil
+}
+
 // connectEntry is the hub's entry in the harness's own shape.
-func connectEntry(h, bin string) edit.Entry {
-	args := []string{"hub", "serve", "--stdio", "--profile", "default"}
+func connectEntry(h, bin, profile string) edit.Entry {
+	_, args := profileEntry(profile)
 	switch h {
 	case "claude-code", "vscode":
 		return edit.Entry{{Key: "type", Value: "stdio"}, {Key: "command", Value: bin}, {Key: "args", Value: args}}

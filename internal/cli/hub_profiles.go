@@ -61,7 +61,7 @@ code mode (the default) serves search, describe and execute over every tool.`,
 			return e.printProfile(c, h, args[0], f.asJSON, "Added")
 		}),
 	}
-	c.Flags().StringVar(&f.mode, "mode", hub.ModeCode, "`code` (search, describe, execute) or direct (one MCP tool per visible tool)")
+	c.Flags().StringVar(&f.mode, "mode", hub.ModeCode, "the `MODE`: code (search, describe, execute) or direct (one MCP tool per visible tool)")
 	c.Flags().StringSliceVar(&f.namespaces, "namespace", nil, "show every tool of the `NAMESPACE` (repeatable)")
 	c.Flags().StringSliceVar(&f.tools, "tool", nil, "show the tool at `ADDRESS` (namespace.tool; repeatable)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the profile as JSON")
@@ -109,7 +109,7 @@ func newProfilesEditCmd(e *env) *cobra.Command {
 			return e.printProfile(c, h, p.Name, f.asJSON, "Changed")
 		}),
 	}
-	c.Flags().StringVar(&f.mode, "mode", hub.ModeCode, "`code` or direct")
+	c.Flags().StringVar(&f.mode, "mode", hub.ModeCode, "the `MODE`: code or direct")
 	c.Flags().StringSliceVar(&f.addNS, "add-namespace", nil, "show every tool of the `NAMESPACE` too")
 	c.Flags().StringSliceVar(&f.removeNS, "remove-namespace", nil, "stop listing the `NAMESPACE`")
 	c.Flags().StringSliceVar(&f.addTool, "add-tool", nil, "show the tool at `ADDRESS` too")

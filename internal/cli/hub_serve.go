@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/capabilities-sh/capabilities/engine/elicit"
+	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
@@ -28,12 +29,16 @@ func newServeCmd(e *env) *cobra.Command {
 		noShim   bool
 	)
 	c := &cobra.Command{
-		Use:   "serve --stdio | --http [--port 4790]",
-		Short: "Serve the hub to agents over MCP (search, describe, execute)",
+		Use:   "serve --stdio [--profile NAME] | --http [--port 4790]",
+		Short: "Serve the hub to agents over MCP (search, describe, execute; or a profile's direct tools)",
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
 stderr). --http listens on 127.0.0.1 only and requires the bearer token kept in
 $CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).
+
+--profile serves a profile (` + "`capabilities hub profiles`" + `): a direct-mode profile lists each of its
+tools as an MCP tool of its own. --http serves every profile, each at /mcp/<profile>; /mcp is
+default.
 
 When a run waits for a person's decision and the agent's client cannot ask through its
 own form, serve opens the approval page in the person's browser (once per pending call):
@@ -53,8 +58,11 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 			if stdio == httpOn {
 				return usagef("pass exactly one of --stdio or --http")
 			}
-			if profile != "default" {
-				return usagef("--profile %q: only the default profile exists for now", profile)
+			if err := hub.ValidProfileName(profile); err != nil {
+				return usagef("--profile: %v", err)
+			}
+			if httpOn && c.Flags().Changed("profile") {
+				return usagef("--profile goes with --stdio: serve --http serves every profile, each at /mcp/<profile> (/mcp is default)")
 			}
 			if httpOn {
 				if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
@@ -80,20 +88,25 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 					h.Close()
 					return nil, nil, nil, err
 				}
+				p, err := h.Profile(ctx, profile)
+				if err != nil {
+					h.Close()
+					return nil, nil, nil, fmt.Errorf("serving profile %s: %w", profile, err)
+				}
 				ectx, ecancel := context.WithCancel(ctx)
 				pages := newPageOpener(ectx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
-				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages})
+				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p})
 				h.Prepare(ectx)
 				go func() {
 					if err := h.Watch(ectx); err != nil {
 						e.log.Warn("live configuration is off", "err", err)
 					}
 				}()
-				return srv, st, func() { ecancel(); pages.Close(); h.Close() }, nil
+				return srv, st, func() { ecancel(); srv.Close(); pages.Close(); h.Close() }, nil
 			}
 			if stdio {
 				if !noShim && os.Getenv("CAPABILITIES_NO_SHIM") == "" {
-					if shim := e.findShim(ctx); shim != nil {
+					if shim := e.findShim(ctx, profile); shim != nil {
 						shim.Local = func(ctx context.Context) (*mcpserver.Server, func(), error) {
 							srv, _, done, err := engine(ctx)
 							return srv, done, err
@@ -153,14 +166,14 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
 	c.Flags().IntVar(&pagePort, "page-port", 0, "the loopback `PORT` of the approval page (0: a free one)")
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
-	c.Flags().StringVar(&profile, "profile", "default", "the profile `NAME` to serve (only default exists for now)")
+	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "the profile `NAME` to serve with --stdio (see capabilities hub profiles)")
 	return c
 }
 
 // findShim returns a relay to the long-running hub announced in the store,
 // or nil when there is none answering (serve --stdio then runs its own
 // engine).
-func (e *env) findShim(ctx context.Context) *mcpserver.Shim {
+func (e *env) findShim(ctx context.Context, profile string) *mcpserver.Shim {
 	dir, err := hubDir()
 	if err != nil {
 		return nil
@@ -169,6 +182,9 @@ func (e *env) findShim(ctx context.Context) *mcpserver.Shim {
 	if !ok {
 		e.log.Debug("serving with this process's own engine", "why", why)
 		return nil
+	}
+	if profile != hub.DefaultProfile {
+		ep.URL = strings.TrimSuffix(ep.URL, "/") + "/" + profile
 	}
 	e.log.Info("relaying to the long-running hub", "url", ep.URL, "pid", ep.PID)
 	return &mcpserver.Shim{Endpoint: ep, Token: tok, Logger: e.log}
