@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 type directResult struct {
@@ -239,5 +241,75 @@ func TestConnectProfileWritesItsEntry(t *testing.T) {
 		if e, ok := got.MCPServers[name]; !ok || !slices.Equal(e.Args, args) {
 			t.Errorf("entry %s = %+v, want args %v:\n%s", name, e, args, b)
 		}
+	}
+}
+
+// TestDirectProfileOverHTTP: serve --http serves the direct-mode profile at
+// /mcp/issues to @modelcontextprotocol/inspector-cli (its tools listed
+// exactly, a read runs, a write asks), /mcp stays the default code-mode
+// surface, and an unknown profile's path is refused saying so.
+func TestDirectProfileOverHTTP(t *testing.T) {
+	t.Parallel()
+	h, _, wc := directProfile(t)
+	url, token := h.serveHTTP()
+	auth := []string{"--transport", "http", "--header", "Authorization: Bearer " + token}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    []string
+		wantNot []string
+	}{
+		{"direct tools/list", append([]string{url + "/issues"}, append(slices.Clone(auth), "--method", "tools/list")...),
+			[]string{`"name": "reader__echo"`, `"name": "writer__record"`, `"name": "writer__echo"`}, []string{`"name": "execute"`, `"name": "reader__sleep"`}},
+		{"direct read", append([]string{url + "/issues"}, append(slices.Clone(auth), "--method", "tools/call", "--tool-name", "reader__echo", "--tool-arg", "message=via inspector")...),
+			[]string{"Echo: via inspector"}, []string{`"isError": true`}},
+		{"direct write asks", append([]string{url + "/issues"}, append(slices.Clone(auth), "--method", "tools/call", "--tool-name", "writer__record", "--tool-arg", "item=x")...),
+			[]string{"awaiting_approval", "capabilities hub approve r"}, nil},
+		{"default stays code mode", append([]string{url}, append(slices.Clone(auth), "--method", "tools/list")...),
+			[]string{`"name": "search"`, `"name": "execute"`}, []string{"reader__echo"}},
+	} {
+		out, err := inspector(t, h, tc.args...)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", tc.name, err, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+		for _, w := range tc.wantNot {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: output has %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+	if n := lines(t, wc); n != 0 {
+		t.Errorf("writer was called %d times without a decision", n)
+	}
+	out, err := inspector(t, h, append([]string{url + "/ghost"}, append(slices.Clone(auth), "--method", "tools/list")...)...)
+	if err == nil || !strings.Contains(out, `unknown profile "ghost"`) {
+		t.Errorf("an unknown profile's path: err %v\n%s", err, out)
+	}
+}
+
+// TestConformanceDirect runs the conformance suite's server scenarios that
+// apply to any tool surface against a direct-mode profile's endpoint.
+func TestConformanceDirect(t *testing.T) {
+	t.Parallel()
+	h, _, _ := directProfile(t)
+	url := conformanceListener(t, h) + "/issues"
+	script := testenv.Tool(t, "conformance/run-conformance.sh")
+	testenv.NPMPath(t, "@modelcontextprotocol/conformance/dist/index.js")
+	for _, sc := range []string{"server-initialize", "ping", "tools-list", "dns-rebinding-protection"} {
+		out := t.TempDir()
+		cmd := exec.Command("sh", script, filepath.Join(testenv.Root(t), "testdata", "npm"), "server", "--url", url, "--scenario", sc, "-o", out)
+		b, err := cmd.CombinedOutput()
+		text := string(b)
+		if err != nil || strings.Contains(text, "FAIL") || !strings.Contains(text, "Passed:") {
+			t.Errorf("conformance scenario %s on a direct-mode endpoint: %v\n%s", sc, err, text)
+			continue
+		}
+		t.Logf("conformance %s (direct): %s", sc, lastLine(text))
 	}
 }
