@@ -31,6 +31,25 @@ return [a.size > 190000, a.handle.startsWith("handle-"), code, (await hub.read(a
 	}
 }
 
+// TestEnvelopeWithAHandleStaysInBudget: code that returns a large tool
+// result as it came (the handle) gets an envelope well under its 24 KB
+// budget, with the handle, not a cut string.
+func TestEnvelopeWithAHandleStaysInBudget(t *testing.T) {
+	f := newHub(t, run.Limits{}, "SCRIPTED_BIG=1000000")
+	env, err := f.h.Execute(context.Background(), `return await up.big({})`)
+	if err != nil || env.Status != "completed" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	b, _ := json.Marshal(env)
+	var h run.Handle
+	if err := json.Unmarshal(env.Result, &h); err != nil || h.Size < 1000000 || len(h.Preview) != 1024 || env.Truncated != nil {
+		t.Errorf("result %.200s (truncated %+v): %v", env.Result, env.Truncated, err)
+	}
+	if len(b) > 24<<10 {
+		t.Errorf("the envelope is %d bytes", len(b))
+	}
+}
+
 // TestHandleSurvivesKill: a process is killed (-9) after its run got a
 // handle; the run resumed in another process gets the same handle and the
 // same content from the journal and the stored blob, and the upstream is
