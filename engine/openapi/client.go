@@ -1,0 +1,229 @@
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxResponseBytes bounds an answer the hub reads from an API.
+const MaxResponseBytes = 16 << 20
+
+// API is a loaded document ready to call: its operations by tool name, the
+// reviewed server URL and how the credential is sent.
+type API struct {
+	Doc  *openapi3.T
+	Base *url.URL
+	Auth *Auth
+	Ops  []Operation
+	// Skipped names the operations left out and why; Warnings what the
+	// hub could not read of the ones kept.
+	Skipped  []string
+	Warnings []string
+	byName   map[string]*Operation
+	client   *http.Client
+}
+
+// Load reads, parses and resolves a document and lists its operations.
+// server is the reviewed base URL ("" takes the document's own); client
+// reads a document given by URL.
+func Load(ctx context.Context, client *http.Client, location, server string) (*API, error) {
+	data, err := Read(ctx, client, location)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, data, location, server)
+}
+
+// New makes an API of a document's bytes.
+func New(ctx context.Context, data []byte, location, server string) (*API, error) {
+	doc, err := Parse(ctx, data, location)
+	if err != nil {
+		return nil, err
+	}
+	base, err := ServerURL(doc, location, server)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", location, err)
+	}
+	ops, auth, skipped, err := Operations(doc)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", location, err)
+	}
+	a := &API{Doc: doc, Base: base, Auth: auth, Ops: ops, Skipped: skipped, byName: map[string]*Operation{}}
+	for i := range ops {
+		if w := ops[i].Warning; w != "" {
+			a.Warnings = append(a.Warnings, ops[i].Name+": "+w)
+		}
+		if _, dup := a.byName[ops[i].Name]; dup {
+			return nil, fmt.Errorf("reading %s: two operations have the operationId %q", location, ops[i].Name)
+		}
+		a.byName[ops[i].Name] = &a.Ops[i]
+	}
+	a.client = GuardedClient(base)
+	return a, nil
+}
+
+// Title and Version are the document's info.
+func (a *API) Title() string {
+	if a.Doc.Info == nil {
+		return ""
+	}
+	return a.Doc.Info.Title
+}
+
+// Version is the document's info.version.
+func (a *API) Version() string {
+	if a.Doc.Info == nil {
+		return ""
+	}
+	return a.Doc.Info.Version
+}
+
+// Description is the document's info.description.
+func (a *API) Description() string {
+	if a.Doc.Info == nil {
+		return ""
+	}
+	return a.Doc.Info.Description
+}
+
+// GuardedClient is an HTTP client that reaches only base's origin: a request
+// or a redirect elsewhere is refused before anything is sent there.
+func GuardedClient(base *url.URL) *http.Client {
+	want := origin(base)
+	return &http.Client{
+		Transport: &guard{origin: want, base: http.DefaultTransport},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if o := origin(req.URL); o != want {
+				return fmt.Errorf("the server redirected to %s, outside %s, the origin the source was reviewed for: refused", o, want)
+			}
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			return nil
+		},
+	}
+}
+
+type guard struct {
+	origin string
+	base   http.RoundTripper
+}
+
+func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o := origin(req.URL); o != g.origin {
+		return nil, fmt.Errorf("refusing a request to %s: the source may reach only %s", o, g.origin)
+	}
+	return g.base.RoundTrip(req)
+}
+
+// Call sends one operation's request and turns the answer into a tool
+// result: JSON as structured content (an object) or JSON text, anything
+// else as text; an HTTP error status as an error result with the status
+// and a hint. credential is the connection's secret ("" for none).
+func (a *API) Call(ctx context.Context, name string, args json.RawMessage, credential string) (*mcp.CallToolResult, error) {
+	op := a.byName[name]
+	if op == nil {
+		return nil, fmt.Errorf("the document has no operation %q (refresh the source)", name)
+	}
+	var m map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, fmt.Errorf("reading the arguments: %w", err)
+		}
+	}
+	req, err := Build(ctx, a.Base, op, m, a.Auth, credential)
+	if err != nil {
+		return errorResult(fmt.Sprintf("the request for %s was not sent: %v", name, err)), nil
+	}
+	start := time.Now()
+	resp, err := a.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s %s: %w", op.Method, op.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the answer after %v: %w", op.Method, op.Path, time.Since(start).Round(time.Millisecond), err)
+	}
+	if len(body) > MaxResponseBytes {
+		return errorResult(fmt.Sprintf("%s %s answered more than %d MB, the most the hub reads; ask for less (a page, a filter)", op.Method, op.Path, MaxResponseBytes>>20)), nil
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode >= 300 {
+		return errorResult(statusText(resp, body, ct, a.Doc)), nil
+	}
+	if len(body) == 0 {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: ""}}, StructuredContent: map[string]any{"status": resp.StatusCode}}, nil
+	}
+	if isJSONType(ct) || (ct == "" && json.Valid(body)) {
+		var v any
+		if err := json.Unmarshal(body, &v); err == nil {
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}
+			if obj, ok := v.(map[string]any); ok {
+				res.StructuredContent = obj
+			}
+			return res, nil
+		}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// statusText words an HTTP error: the status, the start of the body, a hint.
+func statusText(resp *http.Response, body []byte, ct string, doc *openapi3.T) string {
+	msg := "HTTP " + resp.Status
+	text := strings.TrimSpace(string(body))
+	if ct == "text/html" || looksHTML(body) {
+		text = "(an HTML page)"
+	}
+	if len(text) > 2000 {
+		text = text[:2000] + "…"
+	}
+	if text != "" {
+		msg += ": " + text
+	}
+	hint := ""
+	switch c := resp.StatusCode; {
+	case c >= 300 && c < 400:
+		hint = "the server redirected the request; the hub follows redirects only within the reviewed origin"
+	case c == 400 || c == 422:
+		hint = "the server refused the arguments; check them against the tool's description"
+	case c == 401:
+		hint = "the credential is missing or was refused; store one with `capabilities hub auth <namespace>`"
+	case c == 403:
+		hint = "the credential is not allowed to do this"
+	case c == 404:
+		hint = "nothing at that path; check the path parameters"
+	case c == 409:
+		hint = "the request conflicts with the current state"
+	case c == 429:
+		hint = "rate limited"
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			hint += "; retry after " + ra + " s"
+		}
+	case c >= 500:
+		hint = "the server failed; retrying later may help"
+	}
+	if hint != "" {
+		msg += "\nhint: " + hint
+	}
+	return msg
+}

@@ -1,0 +1,365 @@
+package openapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Build makes the HTTP request for one call: path parameters templated and
+// escaped, query parameters by style and explode, headers, cookies, and the
+// body as JSON, a form or text. base is the reviewed server URL; the request
+// never leaves its origin. credential ("" for none) is applied by auth when
+// the operation is secured. Any arguments give a valid request or an error
+// saying which argument is wrong.
+func Build(ctx context.Context, base *url.URL, op *Operation, args map[string]any, auth *Auth, credential string) (*http.Request, error) {
+	known := map[string]bool{}
+	path := op.Path
+	query := url.Values{}
+	header := http.Header{}
+	var cookies []string
+	for _, p := range op.Params {
+		known[p.Key] = true
+		v, ok := args[p.Key]
+		if !ok || v == nil {
+			if p.Required {
+				return nil, fmt.Errorf("argument %s is required (%s parameter %s)", p.Key, p.In, p.Name)
+			}
+			continue
+		}
+		switch p.In {
+		case "path":
+			s, err := pathValue(p, v)
+			if err != nil {
+				return nil, fmt.Errorf("argument %s: %w", p.Key, err)
+			}
+			if !strings.Contains(path, "{"+p.Name+"}") {
+				return nil, fmt.Errorf("argument %s: the path %s has no {%s}", p.Key, op.Path, p.Name)
+			}
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", s)
+		case "query":
+			if err := queryValue(query, p, v); err != nil {
+				return nil, fmt.Errorf("argument %s: %w", p.Key, err)
+			}
+		case "header":
+			s, err := simple(v, p.Explode)
+			if err != nil {
+				return nil, fmt.Errorf("argument %s: %w", p.Key, err)
+			}
+			if strings.ContainsAny(s, "\r\n\x00") {
+				return nil, fmt.Errorf("argument %s: a header value cannot hold a line break", p.Key)
+			}
+			header.Set(p.Name, s)
+		case "cookie":
+			s, err := simple(v, false)
+			if err != nil {
+				return nil, fmt.Errorf("argument %s: %w", p.Key, err)
+			}
+			cookies = append(cookies, p.Name+"="+url.QueryEscape(s))
+		default:
+			return nil, fmt.Errorf("parameter %s is in %q, which the hub does not send", p.Name, p.In)
+		}
+	}
+	if strings.Contains(path, "{") {
+		return nil, fmt.Errorf("the path %s still has a parameter after templating: the document does not describe it", op.Path)
+	}
+	var body io.Reader
+	if op.BodyKey != "" {
+		known[op.BodyKey] = true
+		if v, ok := args[op.BodyKey]; ok && v != nil {
+			b, err := encodeBody(op.BodyType, v)
+			if err != nil {
+				return nil, fmt.Errorf("argument %s: %w", op.BodyKey, err)
+			}
+			body = bytes.NewReader(b)
+			header.Set("Content-Type", op.BodyType)
+		}
+	}
+	var unknown []string
+	for k := range args {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("unknown argument %s (the operation takes %s)", strings.Join(unknown, ", "), strings.Join(keys(known), ", "))
+	}
+	if auth != nil && op.Secured && credential != "" {
+		switch auth.Scheme {
+		case "apiKey":
+			switch auth.In {
+			case "header":
+				header.Set(auth.Name, credential)
+			case "query":
+				query.Set(auth.Name, credential)
+			case "cookie":
+				cookies = append(cookies, auth.Name+"="+url.QueryEscape(credential))
+			}
+		case "bearer":
+			header.Set("Authorization", "Bearer "+credential)
+		case "basic":
+			header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(credential)))
+		}
+	}
+	// The path is written escaped: an escaped "/" in a value stays one.
+	full, err := url.Parse(base.Scheme + "://" + base.Host + strings.TrimRight(base.EscapedPath(), "/") + path)
+	if err != nil {
+		return nil, fmt.Errorf("building the URL: %w", err)
+	}
+	full.RawQuery = query.Encode()
+	if origin(full) != origin(base) {
+		return nil, fmt.Errorf("building the URL: it would leave %s", origin(base))
+	}
+	req, err := http.NewRequestWithContext(ctx, op.Method, full.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if len(cookies) > 0 {
+		req.Header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+	req.Header.Set("Accept", "application/json, */*;q=0.5")
+	return req, nil
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return []string{"no arguments"}
+	}
+	return out
+}
+
+// scalar writes a JSON scalar as the text an HTTP API reads.
+func scalar(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case json.Number:
+		return x.String(), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	}
+	return "", fmt.Errorf("expected a string, number or boolean, not %s", kind(v))
+}
+
+func kind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// simple is the "simple" style: arrays comma-joined, objects k,v,k,v (or
+// k=v,k=v exploded).
+func simple(v any, explode bool) (string, error) {
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := scalar(e)
+			if err != nil {
+				return "", fmt.Errorf("item %d: %w", i, err)
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		ks := make([]string, 0, len(x))
+		for k := range x {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		var parts []string
+		for _, k := range ks {
+			s, err := scalar(x[k])
+			if err != nil {
+				return "", fmt.Errorf("property %s: %w", k, err)
+			}
+			if explode {
+				parts = append(parts, k+"="+s)
+			} else {
+				parts = append(parts, k, s)
+			}
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return scalar(v)
+}
+
+// pathValue is one path segment: simple style (label and matrix too),
+// every reserved character escaped, so a value can never add a segment.
+func pathValue(p Param, v any) (string, error) {
+	if arr, ok := v.([]any); ok && len(arr) == 0 {
+		return "", fmt.Errorf("a path parameter cannot be empty")
+	}
+	s, err := simple(v, p.Explode)
+	if err != nil {
+		return "", err
+	}
+	if s == "" {
+		return "", fmt.Errorf("a path parameter cannot be empty")
+	}
+	if s == "." || s == ".." {
+		return "", fmt.Errorf("%q is not a path parameter value the hub sends", s)
+	}
+	esc := url.PathEscape(s)
+	switch p.Style {
+	case "label":
+		return "." + esc, nil
+	case "matrix":
+		return ";" + url.PathEscape(p.Name) + "=" + esc, nil
+	}
+	return esc, nil
+}
+
+func queryValue(q url.Values, p Param, v any) error {
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := scalar(e)
+			if err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+			parts[i] = s
+		}
+		switch {
+		case p.Style == "form" && p.Explode:
+			for _, s := range parts {
+				q.Add(p.Name, s)
+			}
+		case p.Style == "spaceDelimited":
+			q.Add(p.Name, strings.Join(parts, " "))
+		case p.Style == "pipeDelimited":
+			q.Add(p.Name, strings.Join(parts, "|"))
+		default:
+			q.Add(p.Name, strings.Join(parts, ","))
+		}
+		return nil
+	case map[string]any:
+		ks := make([]string, 0, len(x))
+		for k := range x {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		switch {
+		case p.Style == "deepObject":
+			for _, k := range ks {
+				s, err := scalar(x[k])
+				if err != nil {
+					return fmt.Errorf("property %s: %w", k, err)
+				}
+				q.Add(p.Name+"["+k+"]", s)
+			}
+		case p.Explode:
+			for _, k := range ks {
+				s, err := scalar(x[k])
+				if err != nil {
+					return fmt.Errorf("property %s: %w", k, err)
+				}
+				q.Add(k, s)
+			}
+		default:
+			s, err := simple(x, false)
+			if err != nil {
+				return err
+			}
+			q.Add(p.Name, s)
+		}
+		return nil
+	}
+	s, err := scalar(v)
+	if err != nil {
+		return err
+	}
+	q.Add(p.Name, s)
+	return nil
+}
+
+func encodeBody(ct string, v any) ([]byte, error) {
+	switch {
+	case isJSONType(ct):
+		return json.Marshal(v)
+	case ct == "application/x-www-form-urlencoded":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("a form body is an object of fields, not %s", kind(v))
+		}
+		form := url.Values{}
+		for k, e := range m {
+			if arr, ok := e.([]any); ok {
+				for i, it := range arr {
+					s, err := scalar(it)
+					if err != nil {
+						return nil, fmt.Errorf("field %s item %d: %w", k, i, err)
+					}
+					form.Add(k, s)
+				}
+				continue
+			}
+			if e == nil {
+				continue
+			}
+			s, err := scalar(e)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", k, err)
+			}
+			form.Add(k, s)
+		}
+		return []byte(form.Encode()), nil
+	default:
+		s, err := scalar(v)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	}
+}
+
+// origin is scheme://host:port, the port written out.
+func origin(u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return strings.ToLower(u.Scheme) + "://" + host + ":" + port
+}
+
+// Origin is u's origin, scheme://host:port.
+func Origin(u *url.URL) string { return origin(u) }

@@ -1,0 +1,553 @@
+package openapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Param is one parameter of an operation and the input property that
+// carries it.
+type Param struct {
+	Name     string // as the API names it
+	In       string // path, query, header or cookie
+	Key      string // the property of the tool's input
+	Style    string
+	Explode  bool
+	Required bool
+}
+
+// Operation is one operation of the document, ready to call.
+type Operation struct {
+	Name   string // the tool's upstream name: operationId, else "METHOD /path"
+	Method string
+	Path   string // the template, /pets/{petId}
+	Params []Param
+	// BodyKey is the input property carrying the request body ("" for
+	// none), sent as BodyType.
+	BodyKey  string
+	BodyType string
+	// Secured: the operation requires the document's security scheme.
+	Secured bool
+	// Warning says what the hub could not read of the operation (no 2xx
+	// answer described), shown when the source is added.
+	Warning string
+	Tool    model.UpstreamTool
+}
+
+// Auth is how a credential is sent: the document's first security scheme
+// the hub supports.
+type Auth struct {
+	Scheme string `json:"scheme"` // apiKey, bearer or basic
+	In     string `json:"in,omitempty"`
+	Name   string `json:"name,omitempty"` // the header, query parameter or cookie
+	ID     string `json:"id,omitempty"`   // the scheme's name in the document
+}
+
+var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodTrace}
+
+// Operations lists the document's operations in path order, then method
+// order, each with its tool. A schema that refers to itself or a reference
+// the hub cannot follow is an error naming the operation: nothing of the
+// document is used then. An operation with no 2xx answer described (common:
+// Swagger's own Petstore) is kept, with no output schema and a Warning.
+//
+// An operation the hub cannot call (a multipart or binary body) is left out;
+// skipped says which and why.
+func Operations(doc *openapi3.T) (ops []Operation, auth *Auth, skipped []string, err error) {
+	auth = chooseAuth(doc)
+	conv := &converter{doc: doc, done: map[string]any{}}
+	paths := doc.Paths.Keys()
+	sort.Strings(paths)
+	for _, path := range paths {
+		item := doc.Paths.Value(path)
+		if item == nil {
+			continue
+		}
+		byMethod := item.Operations()
+		for _, m := range methods {
+			op := byMethod[m]
+			if op == nil {
+				continue
+			}
+			o, err := operation(conv, doc, auth, path, m, item, op)
+			var ue *unsupportedError
+			if errors.As(err, &ue) {
+				skipped = append(skipped, fmt.Sprintf("%s %s: %v", m, path, err))
+				continue
+			}
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("operation %s %s: %w", m, path, err)
+			}
+			ops = append(ops, o)
+		}
+	}
+	if len(ops) == 0 {
+		if len(skipped) > 0 {
+			return nil, nil, nil, fmt.Errorf("the hub can call none of the document's operations: %s", strings.Join(skipped, "; "))
+		}
+		return nil, nil, nil, fmt.Errorf("the document has no operations")
+	}
+	return ops, auth, skipped, nil
+}
+
+// unsupportedError is an operation the hub cannot call; the rest of the
+// document is still used.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+
+func chooseAuth(doc *openapi3.T) *Auth {
+	if doc.Components == nil {
+		return nil
+	}
+	names := make([]string, 0, len(doc.Components.SecuritySchemes))
+	for n := range doc.Components.SecuritySchemes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// The schemes the document requires first, in the order it lists them.
+	var order []string
+	for _, req := range doc.Security {
+		for n := range req {
+			order = append(order, n)
+		}
+	}
+	sort.Strings(order)
+	order = append(order, names...)
+	for _, n := range order {
+		ref := doc.Components.SecuritySchemes[n]
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		s := ref.Value
+		switch {
+		case s.Type == "apiKey" && (s.In == "header" || s.In == "query" || s.In == "cookie") && s.Name != "":
+			return &Auth{Scheme: "apiKey", In: s.In, Name: s.Name, ID: n}
+		case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
+			return &Auth{Scheme: "bearer", ID: n}
+		case s.Type == "http" && strings.EqualFold(s.Scheme, "basic"):
+			return &Auth{Scheme: "basic", ID: n}
+		}
+	}
+	return nil
+}
+
+// secured reports whether the operation asks for the chosen scheme (its
+// own security, else the document's).
+func secured(doc *openapi3.T, op *openapi3.Operation, auth *Auth) bool {
+	if auth == nil {
+		return false
+	}
+	reqs := doc.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	for _, r := range reqs {
+		if _, ok := r[auth.ID]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func operation(conv *converter, doc *openapi3.T, auth *Auth, path, method string, item *openapi3.PathItem, op *openapi3.Operation) (Operation, error) {
+	o := Operation{Method: method, Path: path, Secured: secured(doc, op, auth)}
+	o.Name = op.OperationID
+	if o.Name == "" {
+		o.Name = method + " " + path
+	}
+	// Path-level parameters, overridden by the operation's own.
+	var params []*openapi3.Parameter
+	seen := map[string]int{}
+	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, pr := range list {
+			if pr == nil || pr.Value == nil {
+				return o, fmt.Errorf("a parameter reference %q could not be resolved", refOf(pr))
+			}
+			p := pr.Value
+			k := p.In + "\x00" + p.Name
+			if i, ok := seen[k]; ok {
+				params[i] = p
+				continue
+			}
+			seen[k] = len(params)
+			params = append(params, p)
+		}
+	}
+	// Input property names: a parameter's own name unless two parameters
+	// share it (in different places), then "<in>_<name>" for each. The
+	// body is "body" ("requestBody" when a parameter is named body).
+	count := map[string]int{}
+	for _, p := range params {
+		count[p.Name]++
+	}
+	props := map[string]any{}
+	var required []string
+	for _, p := range params {
+		if p.In == openapi3.ParameterInHeader && (strings.EqualFold(p.Name, "Accept") || strings.EqualFold(p.Name, "Content-Type") || strings.EqualFold(p.Name, "Authorization")) {
+			continue // set by the hub (OpenAPI says these are ignored)
+		}
+		key := p.Name
+		if count[p.Name] > 1 {
+			key = p.In + "_" + p.Name
+		}
+		style, explode := paramStyle(p)
+		o.Params = append(o.Params, Param{Name: p.Name, In: p.In, Key: key, Style: style, Explode: explode, Required: p.Required || p.In == openapi3.ParameterInPath})
+		var s any = map[string]any{}
+		if p.Schema != nil {
+			v, err := conv.schema(p.Schema)
+			if err != nil {
+				return o, fmt.Errorf("parameter %s: %w", p.Name, err)
+			}
+			s = v
+		} else if mt := firstMedia(p.Content); mt != nil && mt.Schema != nil {
+			v, err := conv.schema(mt.Schema)
+			if err != nil {
+				return o, fmt.Errorf("parameter %s: %w", p.Name, err)
+			}
+			s = v
+		}
+		s = withDescription(s, strings.TrimSpace(p.Description+" ("+p.In+" parameter)"))
+		props[key] = s
+		if p.Required || p.In == openapi3.ParameterInPath {
+			required = append(required, key)
+		}
+	}
+	if rb := op.RequestBody; rb != nil {
+		if rb.Value == nil {
+			return o, fmt.Errorf("the request body reference %q could not be resolved", rb.Ref)
+		}
+		ct, mt := bodyMedia(rb.Value.Content)
+		if mt == nil {
+			return o, &unsupportedError{fmt.Sprintf("left out: its request body is sent only as %s; the hub sends JSON, form or text bodies", strings.Join(sortedKeys(rb.Value.Content), ", "))}
+		}
+		o.BodyKey, o.BodyType = "body", ct
+		if count["body"] > 0 {
+			o.BodyKey = "requestBody"
+		}
+		var s any = map[string]any{}
+		if mt.Schema != nil {
+			v, err := conv.schema(mt.Schema)
+			if err != nil {
+				return o, fmt.Errorf("request body: %w", err)
+			}
+			s = v
+		}
+		s = withDescription(s, strings.TrimSpace(rb.Value.Description+" (request body, sent as "+ct+")"))
+		props[o.BodyKey] = s
+		if rb.Value.Required {
+			required = append(required, o.BodyKey)
+		}
+	}
+	in := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		in["required"] = required
+	}
+	var out any
+	if op.Responses != nil {
+		found := false
+		for _, code := range op.Responses.Keys() {
+			if !(len(code) == 3 && code[0] == '2') && code != "2XX" && code != "2xx" {
+				continue
+			}
+			found = true
+			r := op.Responses.Value(code)
+			if r == nil || r.Value == nil {
+				return o, fmt.Errorf("the response reference for %s could not be resolved", code)
+			}
+			if _, mt := jsonMedia(r.Value.Content); mt != nil && mt.Schema != nil {
+				v, err := conv.schema(mt.Schema)
+				if err != nil {
+					return o, fmt.Errorf("response %s: %w", code, err)
+				}
+				out = v
+			}
+			break
+		}
+		if !found {
+			o.Warning = "no 2xx answer is described: the tool has no output schema"
+		}
+	}
+	desc := strings.TrimSpace(op.Summary)
+	if d := strings.TrimSpace(op.Description); d != "" && d != desc {
+		if desc != "" {
+			desc += "\n\n"
+		}
+		desc += d
+	}
+	if desc != "" {
+		desc += "\n\n"
+	}
+	desc += "HTTP " + method + " " + path
+	if o.Warning != "" {
+		desc += " (the document describes no success answer)"
+	}
+	o.Tool = model.UpstreamTool{Name: o.Name, Description: desc, Annotations: annotations(method)}
+	var err error
+	if o.Tool.InputSchema, err = json.Marshal(in); err != nil {
+		return o, fmt.Errorf("encoding the input schema: %w", err)
+	}
+	// An MCP output schema is an object; an array or scalar answer is
+	// described in words only.
+	if m, ok := out.(map[string]any); ok && m["type"] == "object" {
+		if o.Tool.OutputSchema, err = json.Marshal(out); err != nil {
+			return o, fmt.Errorf("encoding the output schema: %w", err)
+		}
+	}
+	return o, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func refOf(pr *openapi3.ParameterRef) string {
+	if pr == nil {
+		return ""
+	}
+	return pr.Ref
+}
+
+func withDescription(s any, d string) any {
+	m, ok := s.(map[string]any)
+	if !ok || d == "" {
+		return s
+	}
+	if _, has := m["description"]; has {
+		return s
+	}
+	cp := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		cp[k] = v
+	}
+	cp["description"] = d
+	return cp
+}
+
+func paramStyle(p *openapi3.Parameter) (string, bool) {
+	style := p.Style
+	if style == "" {
+		switch p.In {
+		case openapi3.ParameterInQuery, openapi3.ParameterInCookie:
+			style = "form"
+		default:
+			style = "simple"
+		}
+	}
+	explode := style == "form"
+	if p.Explode != nil {
+		explode = *p.Explode
+	}
+	return style, explode
+}
+
+func annotations(method string) *model.Annotations {
+	t, f := true, false
+	a := &model.Annotations{OpenWorldHint: &t}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		a.ReadOnlyHint = &t
+	case http.MethodDelete:
+		a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint = &f, &t, &t
+	case http.MethodPut:
+		a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint = &f, &f, &t
+	default:
+		a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint = &f, &f, &f
+	}
+	return a
+}
+
+func isJSONType(ct string) bool {
+	ct = strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
+	return ct == "application/json" || strings.HasSuffix(ct, "+json")
+}
+
+func jsonMedia(c openapi3.Content) (string, *openapi3.MediaType) {
+	for _, ct := range sortedKeys(c) {
+		if isJSONType(ct) {
+			return ct, c[ct]
+		}
+	}
+	if mt := c["*/*"]; mt != nil {
+		return "*/*", mt
+	}
+	return "", nil
+}
+
+func firstMedia(c openapi3.Content) *openapi3.MediaType {
+	_, mt := jsonMedia(c)
+	return mt
+}
+
+// bodyMedia picks how a body is sent: JSON first, then a form, then text.
+func bodyMedia(c openapi3.Content) (string, *openapi3.MediaType) {
+	if ct, mt := jsonMedia(c); mt != nil {
+		if ct == "*/*" {
+			ct = "application/json"
+		}
+		return ct, mt
+	}
+	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain"} {
+		if mt := c[ct]; mt != nil {
+			return ct, mt
+		}
+	}
+	return "", nil
+}
+
+// converter turns OpenAPI schemas into self-contained JSON Schemas: every
+// reference inlined (a schema reached again through itself is an error),
+// OpenAPI 3.0's nullable and boolean exclusive bounds rewritten, and
+// keywords that are not JSON Schema's dropped.
+type converter struct {
+	doc   *openapi3.T
+	done  map[string]any // converted components by reference
+	stack []string
+}
+
+func (c *converter) schema(sr *openapi3.SchemaRef) (any, error) {
+	if sr == nil {
+		return map[string]any{}, nil
+	}
+	if sr.Ref != "" {
+		return c.ref(sr.Ref, sr)
+	}
+	if sr.Value == nil {
+		return nil, fmt.Errorf("a schema is empty")
+	}
+	b, err := json.Marshal(sr.Value)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a schema: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("encoding a schema: %w", err)
+	}
+	return c.walk(v)
+}
+
+func (c *converter) ref(ref string, sr *openapi3.SchemaRef) (any, error) {
+	if v, ok := c.done[ref]; ok {
+		return v, nil
+	}
+	if slices.Contains(c.stack, ref) {
+		cycle := append(slices.Clone(c.stack[slices.Index(c.stack, ref):]), ref)
+		return nil, fmt.Errorf("the schema %s refers to itself (%s): a recursive schema cannot be given to the model as one inlined JSON Schema", ref, strings.Join(cycle, " → "))
+	}
+	var target *openapi3.SchemaRef
+	if sr != nil && sr.Value != nil {
+		target = &openapi3.SchemaRef{Value: sr.Value}
+	} else if name, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok && c.doc.Components != nil {
+		target = c.doc.Components.Schemas[name]
+		if target != nil {
+			target = &openapi3.SchemaRef{Value: target.Value}
+		}
+	}
+	if target == nil || target.Value == nil {
+		return nil, fmt.Errorf("the reference %s could not be resolved", ref)
+	}
+	c.stack = append(c.stack, ref)
+	v, err := c.schema(target)
+	c.stack = c.stack[:len(c.stack)-1]
+	if err != nil {
+		return nil, err
+	}
+	c.done[ref] = v
+	return v, nil
+}
+
+// dropped are OpenAPI keywords with no meaning in JSON Schema.
+var dropped = map[string]bool{"example": true, "xml": true, "discriminator": true, "externalDocs": true, "nullable": true}
+
+func (c *converter) walk(v any) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		if ref, ok := x["$ref"].(string); ok {
+			r, err := c.ref(ref, nil)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if dropped[k] || strings.HasPrefix(k, "x-") {
+				continue
+			}
+			switch k {
+			case "properties", "patternProperties", "$defs", "dependentSchemas":
+				m, ok := e.(map[string]any)
+				if !ok {
+					continue
+				}
+				pm := make(map[string]any, len(m))
+				for name, s := range m {
+					w, err := c.walk(s)
+					if err != nil {
+						return nil, err
+					}
+					pm[name] = w
+				}
+				out[k] = pm
+				continue
+			case "enum", "const", "default", "examples", "required":
+				out[k] = e
+				continue
+			}
+			w, err := c.walk(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = w
+		}
+		if x["nullable"] == true {
+			switch t := out["type"].(type) {
+			case string:
+				out["type"] = []any{t, "null"}
+			case []any:
+				if !slices.Contains(t, any("null")) {
+					out["type"] = append(t, "null")
+				}
+			}
+		}
+		for _, k := range []string{"exclusiveMinimum", "exclusiveMaximum"} {
+			if b, ok := out[k].(bool); ok {
+				bound := "minimum"
+				if k == "exclusiveMaximum" {
+					bound = "maximum"
+				}
+				if n, has := out[bound]; b && has {
+					out[k] = n
+					delete(out, bound)
+				} else {
+					delete(out, k)
+				}
+			}
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			w, err := c.walk(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = w
+		}
+		return out, nil
+	}
+	return v, nil
+}
