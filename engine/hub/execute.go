@@ -86,6 +86,9 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 type lazySandbox struct{ h *Hub }
 
 func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outcome {
+	if out, ok := directRun(ctx, req); ok { // a direct call: no runtime needed
+		return out
+	}
 	d, err := l.h.sandbox()
 	if err != nil {
 		return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: sandbox.CodeInternal, Message: err.Error()}}

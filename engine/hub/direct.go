@@ -1,0 +1,81 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
+)
+
+// directForm matches the code DirectCode writes; directRun checks the match
+// by writing the code again from its parts.
+var directForm = regexp.MustCompile(`^try \{ return \{value: await ([A-Za-z_$][A-Za-z0-9_$]*)\[("(?:[^"\\]|\\.)*")\]\((\{.*\})\)\}; \} catch \(e\) \{`)
+
+// directRun runs a direct call's code (DirectCode, exactly) without a
+// JavaScript runtime: the one call goes to the run's host as the sandbox
+// would send it (sequence 1, no connection), and the outcome is what the
+// code returns, {value} or {toolError}. ok is false for any other code,
+// for a tool the run's namespaces do not have, and for a result the
+// envelope would cut: the sandbox runs those (a settled call is answered
+// from the attempt's journal, so the upstream is not called twice).
+func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool) {
+	m := directForm.FindStringSubmatch(req.JS)
+	if m == nil {
+		return sandbox.Outcome{}, false
+	}
+	var tool string
+	if json.Unmarshal([]byte(m[2]), &tool) != nil {
+		return sandbox.Outcome{}, false
+	}
+	address := m[1] + "." + tool
+	args := json.RawMessage(m[3])
+	if code, err := DirectCode(address, args); err != nil || code != req.JS {
+		return sandbox.Outcome{}, false
+	}
+	has := false
+	if req.NamespaceSet != nil {
+		has = req.NamespaceSet.Has(m[1], tool)
+	} else {
+		for _, t := range req.Namespaces[m[1]] {
+			has = has || t == tool
+		}
+	}
+	if !has || req.Host == nil {
+		return sandbox.Outcome{}, false
+	}
+	start := time.Now()
+	res := req.Host.CallTool(ctx, sandbox.Call{Seq: 1, Address: address, Args: args})
+	out := sandbox.Outcome{Calls: 1, Wall: time.Since(start)}
+	var result []byte
+	switch {
+	case res.Pause:
+		out.Status = sandbox.StatusPaused
+		return out, true
+	case res.Error != nil:
+		// The guest's ToolError has a hint, "" when there is none.
+		te := map[string]string{"code": res.Error.Code, "message": res.Error.Message, "hint": res.Error.Hint}
+		result, _ = json.Marshal(map[string]any{"toolError": te})
+	default:
+		var b bytes.Buffer
+		v := res.Value
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		if json.Compact(&b, v) != nil {
+			return sandbox.Outcome{}, false
+		}
+		result = append(append([]byte(`{"value":`), b.Bytes()...), '}')
+	}
+	limit := req.Limits.InlineResultBytes
+	if limit <= 0 {
+		limit = 24 << 10
+	}
+	if len(result) > limit {
+		return sandbox.Outcome{}, false
+	}
+	out.Status, out.Result = sandbox.StatusCompleted, result
+	return out, true
+}
