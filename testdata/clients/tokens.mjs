@@ -2,15 +2,20 @@
 // serves them plus the server instructions — with a real tokenizer
 // (gpt-tokenizer, o200k_base), read through the @modelcontextprotocol/sdk
 // 1.x client over stdio. Prints {tools, instructions, total, perTool}.
+//
+//   node tokens.mjs [profile]    the profile's surface (default: default)
 import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { bin, report, run } from "./common.mjs";
 
+const profile = process.argv[2];
+
 run(async () => {
   const client = new Client({ name: "tokens-e2e", version: "1.0.0" });
-  await client.connect(new StdioClientTransport({ command: bin, args: ["hub", "serve", "--stdio"], env: { ...process.env }, stderr: "inherit" }));
+  const args = ["hub", "serve", "--stdio", ...(profile ? ["--profile", profile] : [])];
+  await client.connect(new StdioClientTransport({ command: bin, args, env: { ...process.env }, stderr: "inherit" }));
   const { tools } = await client.listTools();
   const instructions = client.getInstructions() || "";
   await client.close();

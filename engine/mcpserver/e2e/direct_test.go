@@ -313,3 +313,40 @@ func TestConformanceDirect(t *testing.T) {
 		t.Logf("conformance %s (direct): %s", sc, lastLine(text))
 	}
 }
+
+// TestDirectSurfaceTokensCorpus measures, with gpt-tokenizer (o200k_base)
+// through the TypeScript SDK client, what tools/list and the instructions
+// cost an agent for the 19-source corpus: a direct-mode profile showing
+// every tool against the default code-mode surface. It logs both; the
+// direct listing is every tool's definition, so it is larger.
+func TestDirectSurfaceTokensCorpus(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	addCorpusCopies(t, h, 1)
+	h.cli("hub", "profiles", "add", "everything", "--mode", "direct")
+	type surface struct {
+		Tools, Instructions, Total int
+		Names                      []string
+	}
+	var manifestTools int
+	curated := ""
+	for _, m := range testenv.CorpusManifests(t) {
+		manifestTools += len(m.Tools)
+		if m.Namespace == "github" || curated == "" {
+			curated = m.Namespace
+		}
+	}
+	h.cli("hub", "profiles", "add", "curated", "--mode", "direct", "--namespace", curated)
+	var code, direct, one surface
+	h.client(&code, nil, "tokens.mjs")
+	h.client(&direct, nil, "tokens.mjs", "everything")
+	h.client(&one, nil, "tokens.mjs", "curated")
+	t.Logf("19-source corpus, o200k_base: code mode %d tokens (%d tools); direct mode, every tool: %d tokens (%d tools of %d in the manifests; tools/list %d, instructions %d); direct mode, namespace %s only: %d tokens (%d tools)",
+		code.Total, len(code.Names), direct.Total, len(direct.Names), manifestTools, direct.Tools, direct.Instructions, curated, one.Total, len(one.Names))
+	if len(code.Names) != 3 || len(direct.Names) < manifestTools*9/10 {
+		t.Fatalf("code mode lists %d tools, direct mode %d of %d", len(code.Names), len(direct.Names), manifestTools)
+	}
+	if direct.Total <= code.Total {
+		t.Errorf("direct mode (%d tokens) is not larger than code mode (%d)", direct.Total, code.Total)
+	}
+}
