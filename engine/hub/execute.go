@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
@@ -235,7 +236,16 @@ func resultValue(res *mcp.CallToolResult) (json.RawMessage, *model.ToolError) {
 		if msg == "" {
 			msg = "the tool reported an error"
 		}
-		return nil, &model.ToolError{Code: "tool_error", Message: msg}
+		te := &model.ToolError{Code: "tool_error", Message: msg}
+		if h, ok := res.Meta[openapi.MetaHTTP].(map[string]any); ok {
+			if n, ok := h["status"].(int); ok {
+				te.Status = n
+			} else if f, ok := h["status"].(float64); ok {
+				te.Status = int(f)
+			}
+			te.Hint, _ = h["hint"].(string)
+		}
+		return nil, te
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)

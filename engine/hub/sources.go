@@ -21,7 +21,12 @@ import (
 
 // AddRequest names a new source: a URL or a command.
 type AddRequest struct {
-	URL       string
+	URL string
+	// Document is an OpenAPI 3.0/3.1 or Swagger 2.0 document (a URL or a
+	// file): the source's tools are its operations, called at Server, else
+	// the document's first server.
+	Document  string
+	Server    string
 	Headers   map[string]string // sent with every request to an HTTP source; no credential
 	Command   []string
 	Env       map[string]string
@@ -81,6 +86,9 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 		if err := validHeaderName(req.SecretHeader); err != nil {
 			return nil, fmt.Errorf("adding a source: %w", err)
 		}
+	}
+	if req.Document != "" {
+		return h.proposeOpenAPI(ctx, req, src)
 	}
 	switch {
 	case req.URL != "" && len(req.Command) > 0:
@@ -151,6 +159,70 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	ns := req.Namespace
 	if ns == "" {
 		if ns, err = h.proposeNamespace(ctx, m.ServerName, &src); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+	}
+	src.Namespace = ns
+	src.AddedAt = time.Now().UTC().Truncate(time.Second)
+	m.Namespace = ns
+	m.Tools = readdress(ns, m.Tools)
+	return &Proposal{Source: src, Manifest: *m}, nil
+}
+
+// proposeOpenAPI reads an OpenAPI document and proposes its operations as
+// tools, called at the server the person reviews (src.URL).
+func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Source) (*Proposal, error) {
+	if req.URL != "" || len(req.Command) > 0 || len(req.Headers) > 0 || req.SecretEnv != "" || req.SecretHeader != "" {
+		return nil, fmt.Errorf("adding a source: an OpenAPI document takes no URL, command, headers or secret variable; its security scheme says where the credential goes")
+	}
+	src.Kind, src.Document = model.KindOpenAPI, req.Document
+	if !strings.Contains(req.Document, "://") {
+		abs, err := filepath.Abs(req.Document)
+		if err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+		src.Document = abs
+	} else if u, err := url.Parse(req.Document); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("adding a source: %q is not an http(s) URL or a file", req.Document)
+	}
+	if req.Server != "" {
+		u, err := url.Parse(req.Server)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("adding a source: the server %q is not an http(s) URL", req.Server)
+		}
+		src.URL = req.Server
+	}
+	if req.Namespace != "" {
+		if err := model.ValidNamespace(req.Namespace); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		}
+		if _, err := h.Source(ctx, req.Namespace); err == nil {
+			return nil, fmt.Errorf("adding a source: namespace %q is already used; pick another with --namespace or remove it with `capabilities hub remove %s`", req.Namespace, req.Namespace)
+		}
+	}
+	src.Namespace = "new"
+	s, err := source.ConnectWith(ctx, src, nil, h.sourceOptions())
+	if err != nil {
+		return nil, fmt.Errorf("adding a source: %w", err)
+	}
+	defer s.Close()
+	api := s.OpenAPI()
+	src.URL = api.Base.String()
+	if a := api.Auth; a != nil {
+		src.AuthScheme = a.Scheme
+		if a.Scheme == "apiKey" {
+			src.AuthScheme += " " + a.In + " " + a.Name
+		}
+	}
+	m, err := s.ListTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("adding a source: %w", err)
+	}
+	ns := req.Namespace
+	if ns == "" {
+		probe := src
+		probe.Kind, probe.URL = model.KindHTTP, src.URL
+		if ns, err = h.proposeNamespace(ctx, m.ServerName, &probe); err != nil {
 			return nil, fmt.Errorf("adding a source: %w", err)
 		}
 	}

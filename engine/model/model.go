@@ -12,6 +12,10 @@ import (
 const (
 	KindStdio = "stdio" // a local command speaking MCP over stdin/stdout
 	KindHTTP  = "http"  // a remote streamable-HTTP endpoint
+	// KindOpenAPI is an HTTP API described by an OpenAPI 3.0/3.1 or Swagger
+	// 2.0 document (Document); its tools are the document's operations,
+	// called at URL, the server reviewed when it was added.
+	KindOpenAPI = "openapi"
 )
 
 // Source is an upstream MCP server the person added to the hub.
@@ -33,6 +37,13 @@ type Source struct {
 	// SecretHeader is the HTTP header a remote source reads its credential
 	// from; empty means "Authorization: Bearer <secret>".
 	SecretHeader string `json:"secretHeader,omitempty"`
+	// Document is where an openapi source's document is read from: an
+	// http(s) URL or an absolute file path.
+	Document string `json:"document,omitempty"`
+	// AuthScheme, for an openapi source, says how its credential is sent
+	// (the document's security scheme: "apiKey header X-API-Key", "bearer",
+	// "basic"); empty when the document declares none the hub supports.
+	AuthScheme string `json:"authScheme,omitempty"`
 	// CallTimeoutMs is how long a call to one of the source's tools may
 	// wait for the upstream's answer, in milliseconds; 0 means the hub's
 	// default (CAPABILITIES_CALL_TIMEOUT, else 60 s).

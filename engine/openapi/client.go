@@ -165,7 +165,10 @@ func (a *API) Call(ctx context.Context, name string, args json.RawMessage, crede
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 300 {
-		return errorResult(statusText(resp, body, ct, a.Doc)), nil
+		msg, hint := statusText(resp, body, ct)
+		res := errorResult(msg)
+		res.Meta = mcp.Meta{MetaHTTP: map[string]any{"status": resp.StatusCode, "hint": hint}}
+		return res, nil
 	}
 	if len(body) == 0 {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: ""}}, StructuredContent: map[string]any{"status": resp.StatusCode}}, nil
@@ -187,8 +190,13 @@ func errorResult(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
-// statusText words an HTTP error: the status, the start of the body, a hint.
-func statusText(resp *http.Response, body []byte, ct string, doc *openapi3.T) string {
+// MetaHTTP is the _meta key of an error result carrying the HTTP status
+// and a hint ({"status": 404, "hint": "…"}), for the code's ToolError.
+const MetaHTTP = "capabilities.sh/http"
+
+// statusText words an HTTP error: the status and the start of the body,
+// and a hint.
+func statusText(resp *http.Response, body []byte, ct string) (string, string) {
 	msg := "HTTP " + resp.Status
 	text := strings.TrimSpace(string(body))
 	if ct == "text/html" || looksHTML(body) {
@@ -222,8 +230,5 @@ func statusText(resp *http.Response, body []byte, ct string, doc *openapi3.T) st
 	case c >= 500:
 		hint = "the server failed; retrying later may help"
 	}
-	if hint != "" {
-		msg += "\nhint: " + hint
-	}
-	return msg
+	return msg, hint
 }

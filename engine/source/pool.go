@@ -126,7 +126,7 @@ func (p *Pool) Close() {
 }
 
 func sameSource(a, b *model.Source) bool {
-	if a.Kind != b.Kind || a.Command != b.Command || a.URL != b.URL || a.Cwd != b.Cwd || a.CallTimeoutMs != b.CallTimeoutMs || len(a.Args) != len(b.Args) || len(a.Env) != len(b.Env) {
+	if a.Kind != b.Kind || a.Command != b.Command || a.URL != b.URL || a.Document != b.Document || a.Cwd != b.Cwd || a.CallTimeoutMs != b.CallTimeoutMs || len(a.Args) != len(b.Args) || len(a.Env) != len(b.Env) {
 		return false
 	}
 	for i := range a.Args {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -143,7 +144,8 @@ type Session struct {
 	orig   model.Source // as configured, to notice a changed source
 	secret string       // the credential's value, to notice a changed secret
 	cs     *mcp.ClientSession
-	proc   *process // nil for HTTP
+	proc   *process     // nil for HTTP
+	api    *openapi.API // an openapi source's document; cs is nil then
 
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
@@ -174,6 +176,9 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		}
 		env[src.SecretEnv] = cred.Value
 		src.Env = env
+	}
+	if src.Kind == model.KindOpenAPI {
+		return connectOpenAPI(ctx, src, orig, secretValue, opts)
 	}
 	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
 		value := ""
@@ -315,7 +320,12 @@ func (s *Session) startError(ctx context.Context, err error) error {
 }
 
 // Protocol is the negotiated protocol version.
-func (s *Session) Protocol() string { return s.cs.InitializeResult().ProtocolVersion }
+func (s *Session) Protocol() string {
+	if s.api != nil {
+		return ""
+	}
+	return s.cs.InitializeResult().ProtocolVersion
+}
 
 // Alive reports whether the session can still be used: its process runs
 // and its connection is open (an upstream that closed its stdout is as
@@ -381,6 +391,9 @@ func (s *Session) Stderr(lines int) string {
 // returns it as a manifest with addresses and contracts. Each page is
 // bounded by the source's call timeout.
 func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
+	if s.api != nil {
+		return s.apiManifest(), nil
+	}
 	var upstream []model.UpstreamTool
 	cursor := ""
 	seen := map[string]bool{}
@@ -468,6 +481,9 @@ func upstreamTool(t *mcp.Tool) (model.UpstreamTool, error) {
 // deadline, the source's call timeout: an upstream that does not answer by
 // then fails the call with a *TimeoutError.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if s.api != nil {
+		return s.callAPI(ctx, name, args)
+	}
 	var arguments any = map[string]any{}
 	if len(args) > 0 {
 		arguments = args
