@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"os"
+
 	"fmt"
+	"golang.org/x/term"
 	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/spf13/cobra"
 )
@@ -24,16 +28,26 @@ func newAddCmd(e *env) *cobra.Command {
 		sEnv    string
 		sHeader string
 		auth    bool
+		isDoc   bool
+		server  string
+		sStdin  bool
 	)
 	c := &cobra.Command{
-		Use:   "add <url> | add [flags] -- <command> [args…]",
-		Short: "Add an MCP server as a source",
+		Use:   "add <url> | add <openapi document> | add [flags] -- <command> [args…]",
+		Short: "Add an MCP server or an HTTP API as a source",
 		Long: `Add an MCP server: a streamable-HTTP URL, or a local command that speaks MCP
 on stdin/stdout (everything after --). The hub connects, lists the tools, proposes
-a namespace from the server's name and shows what it found before storing it.`,
+a namespace from the server's name and shows what it found before storing it.
+
+Or add an HTTP API by its OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML,
+a file or a URL ending in .json/.yaml/.yml or naming openapi or swagger; --openapi
+for any other URL): each operation becomes a tool, called only at the document's
+server (or --server). When the document declares an API key, bearer or basic
+scheme, the credential is asked for once (or read with --secret-stdin).`,
 		Example: `  capabilities hub add --yes -- npx -y @modelcontextprotocol/server-everything stdio
   capabilities hub add --namespace memory --env MEMORY_FILE_PATH=/tmp/memory.jsonl -- node server-memory/dist/index.js
-  capabilities hub add http://127.0.0.1:3001/mcp`,
+  capabilities hub add http://127.0.0.1:3001/mcp
+  capabilities hub add https://petstore3.swagger.io/api/v3/openapi.json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if asJSON && !yes {
 				return usagef("--json needs --yes: the JSON form does not prompt")
@@ -45,7 +59,7 @@ a namespace from the server's name and shows what it found before storing it.`,
 				}
 				req.CallTimeout = callTO
 			}
-			if auth {
+			if auth || sStdin {
 				v, err := e.readSecret("Credential for the new source (input hidden): ")
 				if err != nil {
 					return err
@@ -68,7 +82,9 @@ a namespace from the server's name and shows what it found before storing it.`,
 					return usagef("add expects a URL, or -- followed by a command (got %d arguments)", len(args))
 				}
 				req.URL = args[0]
-				if !strings.Contains(req.URL, "://") {
+				if isDoc || server != "" || openapi.IsDocumentLocation(req.URL) {
+					req.Document, req.URL, req.Server = req.URL, "", server
+				} else if !strings.Contains(req.URL, "://") {
 					return usagef("%q is not a URL; to run a local command put it after --: capabilities hub add -- %s", req.URL, req.URL)
 				}
 			}
@@ -122,6 +138,16 @@ a namespace from the server's name and shows what it found before storing it.`,
 				return err
 			}
 			ns := p.Source.Namespace
+			if req.Secret == "" && p.Source.AuthScheme != "" && e.stdinIsTerminal() {
+				v, err := e.readSecret(fmt.Sprintf("Credential for %s (%s; input hidden, empty to add it later): ", ns, p.Source.AuthScheme))
+				if err != nil {
+					return err
+				}
+				req.Secret = strings.TrimSpace(v)
+			}
+			if req.Secret == "" && p.Source.AuthScheme != "" {
+				fmt.Fprintf(e.stderr, "%s wants a credential (%s): store it with `capabilities hub auth %s`\n", ns, p.Source.AuthScheme, ns)
+			}
 			if req.Secret != "" {
 				if _, err := h.Auth(c.Context(), hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
 					return fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
@@ -156,6 +182,9 @@ a namespace from the server's name and shows what it found before storing it.`,
 	c.Flags().StringArrayVar(&headers, "header", nil, "send `HEADER`, written \"Name: value\", with every request to a remote server (repeatable; a credential goes in with --auth)")
 	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server")
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
+	c.Flags().BoolVar(&isDoc, "openapi", false, "the URL is an OpenAPI or Swagger document, whatever its name")
+	c.Flags().StringVar(&server, "server", "", "the base `URL` an OpenAPI source's calls go to (default: the document's first server)")
+	c.Flags().BoolVar(&sStdin, "secret-stdin", false, "read the source's credential from one line of standard input and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
 	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
@@ -169,7 +198,11 @@ func printProposal(e *env, p *hub.Proposal) {
 	if m.ServerVersion != "" {
 		name += " " + m.ServerVersion
 	}
-	fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", strings.TrimSpace(name), p.Source.Kind, m.Protocol)
+	if p.Source.Kind == model.KindOpenAPI {
+		fmt.Fprintf(e.stdout, "Found %s (an OpenAPI document)\n", strings.TrimSpace(name))
+	} else {
+		fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", strings.TrimSpace(name), p.Source.Kind, m.Protocol)
+	}
 	if p.Source.Kind == model.KindStdio {
 		fmt.Fprintf(e.stdout, "  runs:  %s\n", p.Source.CommandLine())
 		if p.Source.Cwd != "" {
@@ -177,6 +210,12 @@ func printProposal(e *env, p *hub.Proposal) {
 		}
 		for k := range p.Source.Env {
 			fmt.Fprintf(e.stdout, "  env:   %s=…\n", k)
+		}
+	} else if p.Source.Kind == model.KindOpenAPI {
+		fmt.Fprintf(e.stdout, "  document: %s\n", p.Source.Document)
+		fmt.Fprintf(e.stdout, "  calls go to: %s\n", p.Source.URL)
+		if p.Source.AuthScheme != "" {
+			fmt.Fprintf(e.stdout, "  credential: %s\n", p.Source.AuthScheme)
 		}
 	} else {
 		fmt.Fprintf(e.stdout, "  url:   %s\n", p.Source.URL)
@@ -202,4 +241,10 @@ func confirm(e *env, question string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// stdinIsTerminal reports whether a person types on standard input.
+func (e *env) stdinIsTerminal() bool {
+	f, ok := e.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
