@@ -469,6 +469,29 @@ func (e *Engine) maybePrune(ctx context.Context) {
 	}
 }
 
+// PruneDone deletes the runs (their journals and handles) that ended —
+// completed, failed, cancelled or expired — and were last updated before
+// cutoff. A run still running or waiting for a person is kept.
+func (e *Engine) PruneDone(ctx context.Context, cutoff time.Time) (int, error) {
+	ids, err := e.store.List(ctx, store.Runs)
+	if err != nil {
+		return 0, fmt.Errorf("pruning runs: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
+		if err != nil || !r.Status.Done() || !r.UpdatedAt.Before(cutoff) {
+			continue
+		}
+		if err := e.store.Delete(ctx, store.Runs, id); err != nil {
+			return n, fmt.Errorf("pruning run %s: %w", id, err)
+		}
+		e.deleteHandles(ctx, id)
+		n++
+	}
+	return n, nil
+}
+
 // Prune deletes runs (and journals) last updated before the retention
 // period, except runs still waiting for a person.
 func (e *Engine) Prune(ctx context.Context) (int, error) {

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 
@@ -19,15 +23,17 @@ var runStatuses = []string{"running", "awaiting_approval", "awaiting_connection"
 
 func newRunsCmd(e *env) *cobra.Command {
 	var (
-		status string
-		asJSON bool
+		status, since, namespace string
+		asJSON                   bool
 	)
 	c := &cobra.Command{
-		Use:   "runs [--status STATUS]",
+		Use:   "runs [--status STATUS] [--since AGE|TIME] [--namespace NS]",
 		Short: "List runs, newest first",
 		Long: "List runs (kept 7 days): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
 			"). The statuses are those of execute's envelope: a paused run is awaiting_approval (a call waits for a person's" +
-			" decision: `capabilities hub approve <runId>`) or awaiting_connection (a call waits for a credential: `capabilities hub auth`).",
+			" decision: `capabilities hub approve <runId>`) or awaiting_connection (a call waits for a credential: `capabilities hub auth`)." +
+			" --since keeps runs started within an age (90m, 24h, 7d) or at or after a time (2026-12-01 or RFC 3339); --namespace keeps" +
+			" runs that called a tool of that namespace. `runs prune --older-than 30d` deletes runs that ended before then.",
 		Args: func(c *cobra.Command, args []string) error {
 			if err := exactArgs(0, "no arguments (use `runs show <id>` for one run)")(c, args); err != nil {
 				return err
@@ -40,6 +46,14 @@ func newRunsCmd(e *env) *cobra.Command {
 			}
 			return usagef("--status %q is not a status: use one of %s", status, strings.Join(runStatuses, ", "))
 		},
+		PreRunE: func(c *cobra.Command, args []string) error {
+			if since != "" {
+				if _, err := parseSince(since, time.Now()); err != nil {
+					return usageError{err}
+				}
+			}
+			return nil
+		},
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			eng, err := h.Runs()
 			if err != nil {
@@ -48,6 +62,22 @@ func newRunsCmd(e *env) *cobra.Command {
 			list, err := eng.List(c.Context(), status)
 			if err != nil {
 				return err
+			}
+			if since != "" {
+				from, _ := parseSince(since, time.Now())
+				list = slices.DeleteFunc(list, func(r model.Run) bool { return r.CreatedAt.Before(from) })
+			}
+			if namespace != "" {
+				if _, err := h.Source(c.Context(), namespace); err != nil && !ranIn(c.Context(), eng, list, namespace) {
+					return err
+				}
+				var kept []model.Run
+				for _, r := range list {
+					if ranIn(c.Context(), eng, []model.Run{r}, namespace) {
+						kept = append(kept, r)
+					}
+				}
+				list = kept
 			}
 			if asJSON {
 				type row struct {
@@ -76,9 +106,100 @@ func newRunsCmd(e *env) *cobra.Command {
 		}),
 	}
 	c.Flags().StringVar(&status, "status", "", "only runs with this `STATUS`: "+strings.Join(runStatuses, ", "))
+	c.Flags().StringVar(&since, "since", "", "only runs started within this `AGE` (90m, 24h, 7d) or at or after a time (2026-12-01, RFC 3339)")
+	c.Flags().StringVar(&namespace, "namespace", "", "only runs that called a tool of the `NAMESPACE`")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	_ = c.RegisterFlagCompletionFunc("status", complete(fixed(runStatuses...)))
-	c.AddCommand(newRunsShowCmd(e))
+	c.AddCommand(newRunsShowCmd(e), newRunsPruneCmd(e))
+	return c
+}
+
+// ranIn reports whether one of the runs called a tool of the namespace
+// (its journal has a call to namespace.something).
+func ranIn(ctx context.Context, eng *run.Engine, runs []model.Run, ns string) bool {
+	for _, r := range runs {
+		journal, err := eng.Journal(ctx, r.ID)
+		if err != nil {
+			continue
+		}
+		for _, je := range journal {
+			if strings.HasPrefix(je.Address, ns+".") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseAge reads an age: a Go duration (90m, 36h) or whole days (7d).
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q is not an age: write whole days (7d) or a duration (90m, 36h)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age: write whole days (7d) or a duration (90m, 36h)", s)
+	}
+	return d, nil
+}
+
+// parseSince reads --since: an age before now, a date (local midnight) or
+// an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := parseAge(s); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: write an age (90m, 24h, 7d), a date (2026-12-01) or an RFC 3339 time", s)
+}
+
+func newRunsPruneCmd(e *env) *cobra.Command {
+	var (
+		olderThan string
+		asJSON    bool
+	)
+	c := &cobra.Command{
+		Use:   "prune --older-than AGE",
+		Short: "Delete runs that ended longer ago than AGE (their journals and handles with them)",
+		Long: `Delete the runs that completed, failed, were cancelled or expired, and were last updated longer
+ago than --older-than (30d, 36h, 90m), with their journals and stored handles. A run still running
+or waiting for a person is kept whatever its age. Runs are also pruned after 7 days on their own.`,
+		Example: `  capabilities hub runs prune --older-than 30d`,
+		Args:    exactArgs(0, "no arguments"),
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+			if olderThan == "" {
+				return usagef("pass --older-than AGE (e.g. 30d): runs that ended before then are deleted")
+			}
+			age, err := parseAge(olderThan)
+			if err != nil {
+				return usagef("--older-than: %v", err)
+			}
+			eng, err := h.Runs()
+			if err != nil {
+				return err
+			}
+			n, err := eng.PruneDone(c.Context(), time.Now().Add(-age))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return e.printJSON(map[string]any{"pruned": n})
+			}
+			fmt.Fprintf(e.stdout, "Deleted %d run(s) that ended more than %s ago.\n", n, olderThan)
+			return nil
+		}),
+	}
+	c.Flags().StringVar(&olderThan, "older-than", "", "delete runs that ended longer ago than `AGE` (30d, 36h, 90m)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print how many runs were deleted as JSON")
 	return c
 }
 

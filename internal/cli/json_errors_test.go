@@ -44,6 +44,7 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"hub exec":            {[]string{bigCode}, "hub", codeCodeTooLarge, 1},
 		"hub runs":            {[]string{"--status", "bogus"}, "hub", codeUsage, 2},
 		"hub runs show":       {[]string{"r0123abcd"}, "hub", codeNotFound, 1},
+		"hub runs prune":      {[]string{"--older-than", "soon"}, "hub", codeUsage, 2},
 		"hub cancel":          {[]string{"r0123abcd"}, "hub", codeNotFound, 1},
 		"hub approve":         {[]string{"r0123abcd"}, "hub", codeNotFound, 1},
 		"hub auth":            {[]string{"nope"}, "hub", codeNotFound, 1},

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseAgeAndSince(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		bad  bool
+	}{
+		{in: "7d", want: now.Add(-7 * 24 * time.Hour)},
+		{in: "90m", want: now.Add(-90 * time.Minute)},
+		{in: "0d", want: now},
+		{in: "2026-11-30T08:00:00Z", want: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
+		{in: "2026-11-30", want: time.Date(2026, 11, 30, 0, 0, 0, 0, time.Local)},
+		{in: "-3d", bad: true},
+		{in: "3 days", bad: true},
+		{in: "yesterday", bad: true},
+	} {
+		got, err := parseSince(tc.in, now)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("parseSince(%q) = %v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestRunsFiltersAndPrune: hub runs --since, --namespace and --status keep
+// exactly the matching runs; runs prune --older-than deletes the runs that
+// ended before then, with their journals, and keeps a run that waits for a
+// person however old, and the recent ones.
+func TestRunsFiltersAndPrune(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("CAPABILITIES_HOME", home)
+	st, _, err := store.Init(filepath.Join(home, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	day := 24 * time.Hour
+	runs := []struct {
+		id     string
+		status model.RunStatus
+		age    time.Duration
+		calls  []string
+	}{
+		{"r00000000000000000old", model.RunCompleted, 40 * day, []string{"writer.record"}},
+		{"r0000000000000oldwait", model.RunAwaitingApproval, 40 * day, []string{"reader.echo"}},
+		{"r000000000000000week", model.RunFailed, 5 * day, []string{"reader.echo"}},
+		{"r000000000000000hour", model.RunCompleted, time.Hour, []string{"reader.echo", "writer.record"}},
+	}
+	for _, r := range runs {
+		at := now.Add(-r.age)
+		if err := st.Put(ctx, store.Runs, r.id, model.Run{ID: r.id, Status: r.status, CreatedAt: at, UpdatedAt: at, Attempts: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range r.calls {
+			line, _ := json.Marshal(model.JournalEntry{Seq: i + 1, Address: a, OK: true, Value: json.RawMessage(`1`), At: at})
+			if err := st.Append(ctx, store.Runs, r.id, line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st.Close()
+	list := func(args ...string) []string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"hub", "runs", "--json"}, args...), strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("hub runs %v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+		}
+		var out struct{ Runs []struct{ ID string } }
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{}
+		for _, r := range out.Runs {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--since", "7d"}, []string{"r000000000000000hour", "r000000000000000week"}},
+		{[]string{"--since", "2h"}, []string{"r000000000000000hour"}},
+		{[]string{"--namespace", "writer"}, []string{"r000000000000000hour", "r00000000000000000old"}},
+		{[]string{"--namespace", "reader", "--status", "failed"}, []string{"r000000000000000week"}},
+		{[]string{"--namespace", "reader", "--since", "30d"}, []string{"r000000000000000hour", "r000000000000000week"}},
+	} {
+		if diff := cmp.Diff(tc.want, list(tc.args...)); diff != "" {
+			t.Errorf("hub runs %v (-want +got):\n%s", tc.args, diff)
+		}
+	}
+	for _, bad := range [][]string{{"runs", "--since", "yesterday"}, {"runs", "prune"}, {"runs", "prune", "--older-than", "soon"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"hub"}, bad...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
+			t.Errorf("hub %v: exit %d, want %d\n%s", bad, code, exitUsage, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"hub", "runs", "prune", "--older-than", "30d", "--json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("runs prune: exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"pruned": 1`) {
+		t.Errorf("runs prune --older-than 30d: %s", stdout.String())
+	}
+	if diff := cmp.Diff([]string{"r000000000000000hour", "r000000000000000week", "r0000000000000oldwait"}, list()); diff != "" {
+		t.Errorf("runs after the prune (-want +got):\n%s", diff)
+	}
+	st, err = store.Open(filepath.Join(home, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if lines, _ := st.ReadLog(ctx, store.Runs, "r00000000000000000old"); len(lines) != 0 {
+		t.Errorf("the pruned run's journal is still there: %d lines", len(lines))
+	}
+}
