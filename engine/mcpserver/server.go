@@ -76,7 +76,7 @@ func New(h *hub.Hub, opts Options) *Server {
 			Instructions: directInstructions,
 			Logger:       opts.Logger,
 			// Tools come and go with the hub's sources and the profile.
-			Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		})
 		s.direct.shown = map[string]string{}
 		s.direct.waiting = map[string]string{}
