@@ -156,6 +156,30 @@ func TestOpenAPISourceAgainstARealServer(t *testing.T) {
 	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "<html><body>hello</body></html>" {
 		t.Errorf("an HTML answer: %v %s", err, b)
 	}
+	// The request as the server saw it: the path value escaped whole, a
+	// name two parameters share split by where it goes, a query array not
+	// exploded, deepObject, header, cookie, a form body, and the API key,
+	// which the echo carries back and the hub scrubs.
+	if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: ns, Value: "test-key"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = h.Call(ctx, "petstore.echo", json.RawMessage(`{"path_id": "a/b c?", "query_id": "q", "ids": [1, 2], "filter": {"kind": "dog"}, "X-Trace": "t-1", "session": "s1", "body": {"a": "x y", "b": ["1", "2"]}}`), "")
+	if err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	var echo struct {
+		RawPath, Query, Body string
+		Headers              map[string]string
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &echo); err != nil {
+		t.Fatal(err)
+	}
+	gotEcho := []string{echo.RawPath, echo.Query, echo.Body, echo.Headers["x-trace"], echo.Headers["cookie"], echo.Headers["content-type"], echo.Headers["x-api-key"]}
+	wantEcho := []string{"/api/echo/a%2Fb%20c%3F", "?filter%5Bkind%5D=dog&id=q&ids=1%2C2", "a=x+y&b=1&b=2", "t-1", "session=s1", "application/x-www-form-urlencoded", "[secret]"}
+	if d := cmp.Diff(wantEcho, gotEcho); d != "" {
+		t.Errorf("the request as the server saw it (-want +got):\n%s", d)
+	}
+
 	changes, err := h.Refresh(ctx, ns)
 	if err != nil || len(changes) != 1 || changes[0].Error != "" || len(changes[0].Added)+len(changes[0].Removed)+len(changes[0].Changed) != 0 {
 		t.Errorf("refresh: %v %+v", err, changes)

@@ -76,8 +76,7 @@ const doc = {
     "/echo/{id}": {
       post: {
         operationId: "echo",
-        summary: "Answer with the request as it arrived",
-        security: [],
+        summary: "Answer with the request as it arrived (its headers too: the API key)",
         parameters: [
           { name: "id", in: "path", required: true, schema: { type: "string" } },
           { name: "id", in: "query", schema: { type: "string" } },
