@@ -24,7 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func newOpenAPIHub(t *testing.T) (*hub.Hub, *store.File) {
+func newOpenAPIHub(t testing.TB) (*hub.Hub, *store.File) {
 	t.Helper()
 	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
