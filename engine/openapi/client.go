@@ -142,7 +142,16 @@ func (a *API) Call(ctx context.Context, name string, args json.RawMessage, crede
 			return nil, fmt.Errorf("reading the arguments: %w", err)
 		}
 	}
-	req, err := Build(ctx, a.Base, op, m, a.Auth, credential)
+	auth := a.Auth
+	if auth == nil && credential != "" {
+		// A document that declares no scheme (GitHub's): a stored
+		// credential goes as a bearer token on every operation.
+		auth = &Auth{Scheme: "bearer"}
+		cp := *op
+		cp.Secured = true
+		op = &cp
+	}
+	req, err := Build(ctx, a.Base, op, m, auth, credential)
 	if err != nil {
 		return errorResult(fmt.Sprintf("the request for %s was not sent: %v", name, err)), nil
 	}

@@ -237,3 +237,30 @@ func TestReadRefuses(t *testing.T) {
 		t.Errorf("a server that never answers: %v", err)
 	}
 }
+
+// TestCredentialWithoutScheme: a document that declares no security scheme
+// (GitHub's) gets a stored credential as a bearer token; with none stored,
+// no Authorization header is sent.
+func TestCredentialWithoutScheme(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	doc := strings.Replace(strings.Replace(minimal, "%s", `{"type":"object"}`, 1), "%s", "{}", 1)
+	a, err := New(context.Background(), []byte(doc), "test.json", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cred := range []string{"tok", ""} {
+		res, err := a.Call(context.Background(), "x", nil, cred)
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	if d := cmp.Diff([]string{"Bearer tok", ""}, got); d != "" {
+		t.Errorf("Authorization (-want +got):\n%s", d)
+	}
+}
