@@ -48,6 +48,9 @@ type AddRequest struct {
 type Proposal struct {
 	Source   model.Source
 	Manifest model.Manifest
+	// Notes say what of an OpenAPI document the hub left out or could not
+	// read (an operation with a multipart body, one with no 2xx answer).
+	Notes []string
 }
 
 // Counts tallies the proposal's tools by effect.
@@ -230,7 +233,8 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 	src.AddedAt = time.Now().UTC().Truncate(time.Second)
 	m.Namespace = ns
 	m.Tools = readdress(ns, m.Tools)
-	return &Proposal{Source: src, Manifest: *m}, nil
+	notes := append(slices.Clone(api.Skipped), api.Warnings...)
+	return &Proposal{Source: src, Manifest: *m, Notes: notes}, nil
 }
 
 func readdress(ns string, tools []model.Tool) []model.Tool {

@@ -225,6 +225,9 @@ func printProposal(e *env, p *hub.Proposal) {
 	for _, t := range m.Tools {
 		fmt.Fprintf(e.stdout, "    %-40s %s\n", t.Address, t.Effect())
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(e.stdout, "  note: %s\n", n)
+	}
 	fmt.Fprintf(e.stdout, "  namespace: %s\n", p.Source.Namespace)
 }
 
