@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -251,5 +252,56 @@ func TestOpenAPIRefusals(t *testing.T) {
 	}
 	if !slices.ContainsFunc(p.Manifest.Tools, func(t model.Tool) bool { return t.Address == "petstore.moved" }) {
 		t.Error("no moved tool")
+	}
+}
+
+// TestOpenAPIServerChangeIsANewReview: a document that names another
+// server after the source was reviewed (here called at a --server of its
+// own, a session already up) is refused on refresh and on the calls after
+// it (the stored manifest stays), with a message saying to add it again.
+func TestOpenAPIServerChangeIsANewReview(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testenv.Root(t), "testdata", "openapi", "petstore-oai-3.0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(t.TempDir(), "petstore.yaml")
+	if err := os.WriteFile(doc, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newOpenAPIHub(t)
+	ctx := context.Background()
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`[]`))
+	}))
+	defer local.Close()
+	p, err := h.Propose(ctx, hub.AddRequest{Document: doc, Server: local.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// A session is up (a call answered) before the document changes.
+	if res, err := h.Call(ctx, p.Source.Namespace+".listPets", nil, ""); err != nil || res.IsError {
+		t.Fatalf("a call before the change: %v %+v", err, res)
+	}
+	if p.Source.DocumentServer != "http://petstore.swagger.io/v1" {
+		t.Fatalf("document server %q", p.Source.DocumentServer)
+	}
+	moved := strings.Replace(string(data), "http://petstore.swagger.io/v1", "https://elsewhere.example/v1", 1)
+	if err := os.WriteFile(doc, []byte(moved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := h.Refresh(ctx, p.Source.Namespace)
+	if err != nil || len(changes) != 1 || !strings.Contains(changes[0].Error, "now names the server https://elsewhere.example/v1 (http://petstore.swagger.io/v1 when the source was reviewed)") {
+		t.Fatalf("refresh: %v %+v", err, changes)
+	}
+	if _, err := h.Call(ctx, p.Source.Namespace+".listPets", nil, ""); err == nil || !strings.Contains(err.Error(), "remove the source and add it again") || !strings.Contains(err.Error(), "calls go only to "+local.URL+"/v1") {
+		t.Errorf("a call: %v", err)
+	}
+	m, err := h.Manifest(ctx, p.Source.Namespace)
+	if err != nil || len(m.Tools) != 3 {
+		t.Errorf("the stored manifest: %v %+v", err, m)
 	}
 }

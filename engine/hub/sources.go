@@ -210,7 +210,7 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 	}
 	defer s.Close()
 	api := s.OpenAPI()
-	src.URL = api.Base.String()
+	src.URL, src.DocumentServer = api.Base.String(), api.Named
 	if a := api.Auth; a != nil {
 		src.AuthScheme = a.Scheme
 		if a.Scheme == "apiKey" {

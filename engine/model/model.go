@@ -40,6 +40,11 @@ type Source struct {
 	// Document is where an openapi source's document is read from: an
 	// http(s) URL or an absolute file path.
 	Document string `json:"document,omitempty"`
+	// DocumentServer is the server URL the document named when the source
+	// was reviewed ("" when it named none the hub could use); a document
+	// that names another one later is refused until the source is added
+	// again and reviewed.
+	DocumentServer string `json:"documentServer,omitempty"`
 	// AuthScheme, for an openapi source, says how its credential is sent
 	// (the document's security scheme: "apiKey header X-API-Key", "bearer",
 	// "basic"); empty when the document declares none the hub supports.

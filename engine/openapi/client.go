@@ -24,8 +24,11 @@ const MaxResponseBytes = 16 << 20
 type API struct {
 	Doc  *openapi3.T
 	Base *url.URL
-	Auth *Auth
-	Ops  []Operation
+	// Named is the server URL the document itself names ("" when it names
+	// none the hub can use), whatever Base was chosen.
+	Named string
+	Auth  *Auth
+	Ops   []Operation
 	// Skipped names the operations left out and why; Warnings what the
 	// hub could not read of the ones kept.
 	Skipped  []string
@@ -60,6 +63,9 @@ func New(ctx context.Context, data []byte, location, server string) (*API, error
 		return nil, fmt.Errorf("reading %s: %w", location, err)
 	}
 	a := &API{Doc: doc, Base: base, Auth: auth, Ops: ops, Skipped: skipped, byName: map[string]*Operation{}}
+	if named, err := ServerURL(doc, location, ""); err == nil {
+		a.Named = named.String()
+	}
 	for i := range ops {
 		if w := ops[i].Warning; w != "" {
 			a.Warnings = append(a.Warnings, ops[i].Name+": "+w)

@@ -21,6 +21,18 @@ import (
 func connectOpenAPI(ctx context.Context, src, orig model.Source, secret string, opts Options) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.connectTimeout())
 	defer cancel()
+	api, err := loadAPI(ctx, &src)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{src: src, orig: orig, secret: secret, api: api, callTimeout: opts.callTimeout(&src)}
+	s.apiFresh.Store(true)
+	return s, nil
+}
+
+// loadAPI reads the document of src and checks that it still names the
+// server it named when src was reviewed.
+func loadAPI(ctx context.Context, src *model.Source) (*openapi.API, error) {
 	client, err := documentClient(src.Document)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
@@ -32,7 +44,17 @@ func connectOpenAPI(ctx context.Context, src, orig model.Source, secret string, 
 		}
 		return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
 	}
-	return &Session{src: src, orig: orig, secret: secret, api: api, callTimeout: opts.callTimeout(&src)}, nil
+	if !src.AddedAt.IsZero() && api.Named != src.DocumentServer { // a stored source, not a proposal
+		return nil, fmt.Errorf("connecting to %s: the document now names the server %s (%s when the source was reviewed); calls go only to %s: to use the new server, remove the source and add it again, and review it", src.Namespace, orNone(api.Named), orNone(src.DocumentServer), src.URL)
+	}
+	return api, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // documentClient reads a document URL without leaving its origin (nil
@@ -49,27 +71,57 @@ func documentClient(location string) (*http.Client, error) {
 }
 
 // OpenAPI returns the session's API, nil for an MCP source.
-func (s *Session) OpenAPI() *openapi.API { return s.api }
+func (s *Session) OpenAPI() *openapi.API {
+	if s.src.Kind != model.KindOpenAPI {
+		return nil
+	}
+	s.apiMu.Lock()
+	defer s.apiMu.Unlock()
+	return s.api
+}
 
-func (s *Session) apiManifest() *model.Manifest {
-	up := make([]model.UpstreamTool, len(s.api.Ops))
-	for i := range s.api.Ops {
-		up[i] = s.api.Ops[i].Tool
+// apiManifest lists the document's operations as tools. The document is
+// read again, except right after the session read it: a refresh sees a
+// changed document (and a server it now names is refused, the session
+// marked dead so that calls read the document again too).
+func (s *Session) apiManifest(ctx context.Context) (*model.Manifest, error) {
+	if !s.apiFresh.Swap(false) {
+		rctx, cancel := s.withDeadline(ctx)
+		api, err := loadAPI(rctx, &s.src)
+		cancel()
+		if err != nil {
+			s.broken.Store(true)
+			return nil, err
+		}
+		s.apiMu.Lock()
+		s.api = api
+		s.apiMu.Unlock()
+	}
+	s.apiMu.Lock()
+	api := s.api
+	s.apiMu.Unlock()
+	up := make([]model.UpstreamTool, len(api.Ops))
+	for i := range api.Ops {
+		up[i] = api.Ops[i].Tool
 	}
 	return &model.Manifest{
 		Namespace:     s.src.Namespace,
-		ServerName:    s.api.Title(),
-		ServerVersion: s.api.Version(),
-		Instructions:  s.api.Description(),
+		ServerName:    api.Title(),
+		ServerVersion: api.Version(),
+		Instructions:  api.Description(),
 		FetchedAt:     time.Now().UTC(),
 		Tools:         model.NewTools(s.src.Namespace, up),
-	}
+	}, nil
 }
 
 func (s *Session) callAPI(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	rctx, cancel := s.withDeadline(ctx)
 	defer cancel()
-	res, err := s.api.Call(rctx, name, args, s.secret)
+	s.apiFresh.Store(false) // a later listing reads the document again
+	s.apiMu.Lock()
+	api := s.api
+	s.apiMu.Unlock()
+	res, err := api.Call(rctx, name, args, s.secret)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
 			return nil, &TimeoutError{Namespace: s.src.Namespace, Method: "tools/call", Tool: name, Timeout: s.callTimeout}

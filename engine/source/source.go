@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -140,12 +141,14 @@ func (o *Options) logger() *slog.Logger {
 
 // Session is a live MCP session with one upstream.
 type Session struct {
-	src    model.Source // as started (with the credential in its env)
-	orig   model.Source // as configured, to notice a changed source
-	secret string       // the credential's value, to notice a changed secret
-	cs     *mcp.ClientSession
-	proc   *process     // nil for HTTP
-	api    *openapi.API // an openapi source's document; cs is nil then
+	src      model.Source // as started (with the credential in its env)
+	orig     model.Source // as configured, to notice a changed source
+	secret   string       // the credential's value, to notice a changed secret
+	cs       *mcp.ClientSession
+	proc     *process     // nil for HTTP
+	api      *openapi.API // an openapi source's document; cs is nil then
+	apiMu    sync.Mutex   // guards api, replaced when the document is read again
+	apiFresh atomic.Bool  // api was just read: the first ListTools uses it
 
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
@@ -321,7 +324,7 @@ func (s *Session) startError(ctx context.Context, err error) error {
 
 // Protocol is the negotiated protocol version.
 func (s *Session) Protocol() string {
-	if s.api != nil {
+	if s.src.Kind == model.KindOpenAPI {
 		return ""
 	}
 	return s.cs.InitializeResult().ProtocolVersion
@@ -391,8 +394,8 @@ func (s *Session) Stderr(lines int) string {
 // returns it as a manifest with addresses and contracts. Each page is
 // bounded by the source's call timeout.
 func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
-	if s.api != nil {
-		return s.apiManifest(), nil
+	if s.src.Kind == model.KindOpenAPI {
+		return s.apiManifest(ctx)
 	}
 	var upstream []model.UpstreamTool
 	cursor := ""
@@ -481,7 +484,7 @@ func upstreamTool(t *mcp.Tool) (model.UpstreamTool, error) {
 // deadline, the source's call timeout: an upstream that does not answer by
 // then fails the call with a *TimeoutError.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	if s.api != nil {
+	if s.src.Kind == model.KindOpenAPI {
 		return s.callAPI(ctx, name, args)
 	}
 	var arguments any = map[string]any{}
