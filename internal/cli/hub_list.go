@@ -75,7 +75,7 @@ func newListCmd(e *env) *cobra.Command {
 					when = ago(*s.RefreshedAt)
 				}
 				where := s.Command
-				if s.Kind == model.KindHTTP {
+				if s.Kind == model.KindHTTP || s.Kind == model.KindOpenAPI {
 					where = s.URL
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.ToolCount, s.Health, when, where)
