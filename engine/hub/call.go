@@ -29,6 +29,9 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 		return nil, fmt.Errorf("calling %s: %w", address, err)
 	}
 	cred, err := h.credential(ctx, src, conn)
+	if err == nil && cred == nil && t.Secured {
+		err = missingCredential(src.Namespace, conn)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("calling %s: %w", address, err)
 	}
@@ -45,6 +48,15 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 		return nil, h.scrubErr(err, nil)
 	}
 	return h.scrubResult(res), nil
+}
+
+// missingCredential is the error of a call to an operation that requires
+// the source's credential when the source has none.
+func missingCredential(ns, conn string) *ConnectionError {
+	if conn == "" {
+		conn = DefaultConnection
+	}
+	return &ConnectionError{Namespace: ns, Connection: conn}
 }
 
 // scrubResult removes secrets from a tool result, through its JSON. A text

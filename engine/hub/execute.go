@@ -181,6 +181,10 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	if err != nil {
 		return nil, &model.ToolError{Code: "connection_error", Message: err.Error(), Status: 500}
 	}
+	if cred == nil && tl.Secured {
+		ce := missingCredential(src.Namespace, conn)
+		return nil, &model.ToolError{Code: run.CodeConnectionRequired, Message: ce.Error(), Hint: "capabilities hub auth " + ce.Namespace + " --connection " + ce.Connection}
+	}
 	s, err := t.h.pool.Session(ctx, *src, protocol, cred)
 	if err != nil {
 		return nil, &model.ToolError{Code: "upstream_unavailable", Message: t.h.Scrub(err.Error()), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}

@@ -305,3 +305,41 @@ func TestOpenAPIServerChangeIsANewReview(t *testing.T) {
 		t.Errorf("the stored manifest: %v %+v", err, m)
 	}
 }
+
+// TestOpenAPIOperationWaitsForItsCredential: with no credential stored, an
+// operation the document leaves open runs, and one that requires the API
+// key waits for a connection (awaiting_connection, naming hub auth) instead
+// of going out without it; once the key is stored, the run resumes and the
+// call goes with it.
+func TestOpenAPIOperationWaitsForItsCredential(t *testing.T) {
+	base := testenv.PetstoreAPI(t)
+	h, _ := newOpenAPIHub(t)
+	ctx := context.Background()
+	addPetstore(t, h, base+"/openapi.json", "")
+	env, err := h.Execute(ctx, `return (await petstore.listPets({})).length`)
+	if err != nil || env.Status != "completed" || string(env.Result) != "2" {
+		t.Fatalf("an open operation without a credential: %v %+v", err, env)
+	}
+	env, err = h.Execute(ctx, `return await petstore.createPet({body: {name: "Kit"}})`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("createPet: %v %+v", err, env)
+	}
+	if _, err := approval.Record(ctx, h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	env, err = h.Resume(ctx, env.RunID)
+	if err != nil || env.Status != "awaiting_connection" {
+		t.Fatalf("createPet without its key: %v %+v", err, env)
+	}
+	b, _ := json.Marshal(env)
+	if !strings.Contains(string(b), "capabilities hub auth petstore") {
+		t.Errorf("the envelope does not say how to store the key: %s", b)
+	}
+	if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: "petstore", Value: "test-key"}); err != nil {
+		t.Fatal(err)
+	}
+	env, err = h.Resume(ctx, env.RunID)
+	if err != nil || env.Status != "completed" || !strings.Contains(string(env.Result), `"name":"Kit"`) {
+		t.Fatalf("createPet once the key is stored: %v %+v", err, env)
+	}
+}

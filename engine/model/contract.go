@@ -17,6 +17,9 @@ type UpstreamTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// Secured: an OpenAPI operation that requires the source's credential
+	// (a call without one waits for a connection).
+	Secured bool `json:"secured,omitempty"`
 }
 
 // NewTools gives each upstream tool of one namespace its address and
@@ -43,6 +46,7 @@ func NewTools(namespace string, upstream []UpstreamTool) []Tool {
 			InputSchema:  u.InputSchema,
 			OutputSchema: u.OutputSchema,
 			Annotations:  u.Annotations,
+			Secured:      u.Secured,
 			Contract:     ContractDigest(u),
 		})
 	}

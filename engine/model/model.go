@@ -116,6 +116,9 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// Secured: an OpenAPI operation that requires the source's credential;
+	// a call without one waits for a connection (awaiting_connection).
+	Secured bool `json:"secured,omitempty"`
 	// Contract is the hex SHA-256 of the tool's canonical contract (see Contract).
 	Contract string `json:"contract"`
 }

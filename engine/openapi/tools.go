@@ -290,7 +290,7 @@ func operation(conv *converter, doc *openapi3.T, auth *Auth, path, method string
 	if o.Warning != "" {
 		desc += " (the document describes no success answer)"
 	}
-	o.Tool = model.UpstreamTool{Name: o.Name, Description: desc, Annotations: annotations(method)}
+	o.Tool = model.UpstreamTool{Name: o.Name, Description: desc, Annotations: annotations(method), Secured: o.Secured}
 	var err error
 	if o.Tool.InputSchema, err = json.Marshal(in); err != nil {
 		return o, fmt.Errorf("encoding the input schema: %w", err)
