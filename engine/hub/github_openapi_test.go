@@ -14,7 +14,7 @@ import (
 // source "github" and says how long Propose and Accept took.
 func addGitHub(t testing.TB, h *hub.Hub) time.Duration {
 	t.Helper()
-	doc := testenv.NPMPath(t, "@octokit/openapi/generated/api.github.com.json")
+	doc := testenv.LargeNPMPath(t, "@octokit/openapi/generated/api.github.com.json")
 	ctx := context.Background()
 	start := time.Now()
 	p, err := h.Propose(ctx, hub.AddRequest{Document: doc, Namespace: "github"})

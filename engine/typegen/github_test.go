@@ -15,7 +15,7 @@ import (
 // whole declaration (no budget) type-checks with tsc --strict, with calls of
 // the tool.
 func TestGitHubDescriptionCompiles(t *testing.T) {
-	doc := testenv.NPMPath(t, "@octokit/openapi/generated/api.github.com.json")
+	doc := testenv.LargeNPMPath(t, "@octokit/openapi/generated/api.github.com.json")
 	start := time.Now()
 	api, err := openapi.Load(context.Background(), nil, doc, "")
 	if err != nil {

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,6 +120,24 @@ func Harnesses() (string, error) {
 		}
 	}
 	return filepath.Clean(bin), nil
+}
+
+// LargeNPMPath returns the path of rel inside testdata/harnesses/node_modules,
+// the test-only npm install (scripts/setup.sh --tests) that holds the large
+// packages the demo does not need (the agent CLIs, GitHub's OpenAPI
+// description). When it is missing the test fails in CI (CI=true) and skips
+// elsewhere, saying to run scripts/setup.sh --tests.
+func LargeNPMPath(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(Root(t), "testdata", "harnesses", "node_modules", rel)
+	if _, err := os.Stat(p); err != nil {
+		msg := fmt.Sprintf("%s is missing: run scripts/setup.sh --tests (it installs testdata/harnesses)", p)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
 }
 
 // RequireHarnesses returns the directory of the real agent CLIs (see
