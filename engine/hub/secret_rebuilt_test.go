@@ -227,7 +227,11 @@ throw new Error("upstream said no to " + s + " / " + btoa(s));`)
 const tryAtob = (s) => { try { return atob(s.replace(/\n/g, "")); } catch (e) { return "not base64: " + s; } };
 const esc = await leaky.leakEscaped({});
 const forms = await leaky.leakForms({});
-const big = await leaky.leakBig({});
+// Over 64 KB, it arrives as a handle: read it whole, slice by slice
+// (a slice ends at byte 65536, where the credential was on the wire).
+const bigH = await leaky.leakBig({});
+let big = "";
+for (let off = 0; off < bigH.size; off += 65536) big += await hub.read(bigH, {offset: off, length: 65536});
 const dec = {
   token: esc.token, header: esc.header,
   base32: forms.base32, base32lower: forms.base32lower,

@@ -113,7 +113,9 @@ throw new Error("no to " + s + " " + btoa(s));`})
 const tryAtob = (s) => { try { return atob(s.replace(/\n/g, "")); } catch (e) { return "not base64: " + s; } };
 const esc = await leaky.leakEscaped({});
 const forms = await leaky.leakForms({});
-const big = await leaky.leakBig({});
+const bigH = await leaky.leakBig({}); // over 64 KB: a handle, read whole
+let big = "";
+for (let off = 0; off < bigH.size; off += 65536) big += await hub.read(bigH, {offset: off, length: 65536});
 const at = big.search(/[^x]/);
 const dec = {
   token: esc.token, header: esc.header, base32: forms.base32,
