@@ -317,6 +317,9 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		s.fail(ctx, line, m, errors.New("the hub no longer knows this session"))
 		return
 	case resp.StatusCode == http.StatusAccepted:
+		// A notification's answer: notifications/initialized opens the
+		// event stream.
+		s.listenAfter(ctx, wg, m)
 		return
 	case resp.StatusCode >= 300:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -379,6 +382,12 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		s.fail(ctx, line, m, err)
 		return
 	}
+	s.listenAfter(ctx, wg, m)
+}
+
+// listenAfter opens the session's event stream once the client sent
+// notifications/initialized (a session of a revision before 2026-07-28).
+func (s *Shim) listenAfter(ctx context.Context, wg *sync.WaitGroup, m shimMsg) {
 	if m.Method == "notifications/initialized" && modernVersion(m) == "" {
 		s.mu.Lock()
 		start := !s.listening && s.version != "" && s.version < modernProtocol

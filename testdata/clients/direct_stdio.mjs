@@ -65,7 +65,10 @@ run(async () => {
     out.again = result(await client.callTool(write));
     const waited = new Promise((resolve) => (onChange = resolve));
     execFileSync(bin, ["hub", "profiles", "edit", profile, "--remove-tool", "reader.echo"], { env: process.env });
+    const scale = Number(process.env.CAPABILITIES_TEST_TIMEOUT_SCALE || 3);
+    const timer = setTimeout(() => fail(`no tools/list_changed within ${10 * scale} s after the profile was edited`), 10000 * scale);
     await waited;
+    clearTimeout(timer);
     out.changed = changed;
     out.toolsAfterEdit = (await client.listTools()).tools.map((t) => t.name);
   } else if (mode === "elicit") {

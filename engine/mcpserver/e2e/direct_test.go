@@ -350,3 +350,38 @@ func TestDirectSurfaceTokensCorpus(t *testing.T) {
 		t.Errorf("direct mode (%d tokens) is not larger than code mode (%d)", direct.Total, code.Total)
 	}
 }
+
+// TestDirectProfileThroughTheShim: with a long-running hub serving (serve
+// --http), serve --stdio --profile issues relays to its /mcp/issues: the
+// TypeScript client sees the profile's tools, a write waits for hub
+// approve and then runs once, and tools/list_changed comes through the
+// relay after the profile is edited.
+func TestDirectProfileThroughTheShim(t *testing.T) {
+	t.Parallel()
+	h, _, wc := directProfile(t)
+	h.serveHTTP()
+	var out struct {
+		Tools          []struct{ Name string }
+		After          directResult
+		Changed        int
+		ToolsAfterEdit []string
+	}
+	h.client(&out, nil, "direct_stdio.mjs", "list", "issues")
+	var names []string
+	for _, tl := range out.Tools {
+		names = append(names, tl.Name)
+	}
+	sort.Strings(names)
+	if want := []string{"reader__echo", "writer__changeTools", "writer__echo", "writer__record", "writer__sleep"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list through the shim = %v, want %v", names, want)
+	}
+	if out.After.IsError || out.After.Text != "recorded from a direct call" {
+		t.Errorf("the write after hub approve = %+v", out.After)
+	}
+	if n := lines(t, wc); n != 1 {
+		t.Errorf("writer was called %d times, want 1", n)
+	}
+	if out.Changed < 1 || len(out.ToolsAfterEdit) != 4 {
+		t.Errorf("after the edit: %d list_changed, tools %v", out.Changed, out.ToolsAfterEdit)
+	}
+}
