@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -16,8 +17,8 @@ func newDisconnectCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "disconnect",
 		Short: "Remove the `capabilities` entry from each agent's MCP config",
-		Long: `Remove the capabilities entry that connect wrote from each agent harness config,
-changing nothing else (what connect created around it, such as an "mcpServers" key the file
+		Long: `Remove the capabilities entry that connect wrote from each agent harness config (and the
+capabilities-<profile> entry of each profile's connect --profile), changing nothing else (what connect created around it, such as an "mcpServers" key the file
 did not have, goes too), and turn back on the entries connect --replace turned off. The skill
 copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
 		Args: cobra.NoArgs,
@@ -31,6 +32,7 @@ copies connect installed go too (a file changed since is left, and named). Each 
 				return err
 			}
 			snaps := filepath.Join(dir, "snapshots")
+			names := e.entryNames(c.Context())
 			var changes []edit.Change
 			for _, f := range files {
 				format, key := edit.Format(f.Format), f.ServersKey
@@ -45,11 +47,15 @@ copies connect installed go too (a file changed since is left, and named). Each 
 						if src == nil {
 							return nil, nil // no file: nothing to take out
 						}
-						out, err := edit.RemoveEntry(format, src, key, entryName)
-						if err != nil {
-							return nil, err
+						out := src
+						for _, name := range names {
+							var err error
+							if out, err = edit.RemoveEntry(format, out, key, name); err != nil {
+								return nil, err
+							}
 						}
-						if out, err = turnBackOn(format, out, key, replaced); err != nil || string(out) == string(src) {
+						out, err := turnBackOn(format, out, key, replaced)
+						if err != nil || string(out) == string(src) {
 							return out, err
 						}
 						return edit.Prune(format, out, key, created)
@@ -69,6 +75,28 @@ copies connect installed go too (a file changed since is left, and named). Each 
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// entryNames are the names of the hub's entries: capabilities, and
+// capabilities-<profile> for each profile the hub has (connect --profile).
+func (e *env) entryNames(ctx context.Context) []string {
+	names := []string{entryName}
+	h, _, err := e.openHub()
+	if err != nil {
+		return names
+	}
+	defer h.Close()
+	ps, err := h.Profiles(ctx)
+	if err != nil {
+		e.log.Warn("listing profiles: only the capabilities entry is taken out", "err", err)
+		return names
+	}
+	for _, p := range ps {
+		if n, _ := profileEntry(p.Name); n != entryName {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // turnBackOn undoes what connect --replace did to the harness's own

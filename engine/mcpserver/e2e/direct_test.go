@@ -198,7 +198,8 @@ func TestProfilesCLIBadInput(t *testing.T) {
 
 // TestConnectProfileWritesItsEntry: hub connect --profile issues writes an
 // entry named capabilities-issues running serve --stdio --profile issues,
-// beside the default profile's capabilities entry.
+// beside the default profile's capabilities entry; disconnect takes both
+// out.
 func TestConnectProfileWritesItsEntry(t *testing.T) {
 	t.Parallel()
 	h, _, _ := directProfile(t)
@@ -217,6 +218,10 @@ func TestConnectProfileWritesItsEntry(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("hub connect %v: %v\n%s", args, err, out)
 		}
+	}
+	orig, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
 	connect("--profile", "issues")
 	connect()
@@ -241,6 +246,15 @@ func TestConnectProfileWritesItsEntry(t *testing.T) {
 		if e, ok := got.MCPServers[name]; !ok || !slices.Equal(e.Args, args) {
 			t.Errorf("entry %s = %+v, want args %v:\n%s", name, e, args, b)
 		}
+	}
+	// disconnect takes both entries out: the file is as it was.
+	cmd := exec.Command(binPath, "hub", "disconnect", "--client", "cursor")
+	cmd.Env = append(h.env(), "HOME="+home, "XDG_CONFIG_HOME=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hub disconnect: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != string(orig) {
+		t.Errorf("after disconnect the config is\n%s\nwant\n%s", b, orig)
 	}
 }
 
