@@ -34,23 +34,11 @@ func stuckHub(t *testing.T, callTimeout time.Duration, sources map[string]map[st
 		Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout), CallTimeout: time.Hour},
 	})
 	t.Cleanup(h.Close)
-	ctx := context.Background()
+	var reqs []hub.AddRequest
 	for ns, env := range sources {
-		p, err := h.Propose(ctx, hub.AddRequest{Namespace: ns, Command: testenv.Scripted(t), Env: env, CallTimeout: callTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Accept(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		reqs = append(reqs, hub.AddRequest{Namespace: ns, Command: testenv.Scripted(t), Env: env, CallTimeout: callTimeout})
 	}
-	r, err := h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	addReviewed(t, h, reqs...)
 	return h
 }
 

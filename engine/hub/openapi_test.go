@@ -41,20 +41,7 @@ func newOpenAPIHub(t testing.TB) (*hub.Hub, *store.File) {
 func addPetstore(t *testing.T, h *hub.Hub, doc, key string) *hub.Proposal {
 	t.Helper()
 	ctx := context.Background()
-	p, err := h.Propose(ctx, hub.AddRequest{Document: doc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Accept(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	p := addReviewed(t, h, hub.AddRequest{Document: doc})[0]
 	if key != "" {
 		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: p.Source.Namespace, Value: key}); err != nil {
 			t.Fatal(err)

@@ -29,25 +29,13 @@ func profileHub(t *testing.T) (*hub.Hub, *store.File, map[string]string) {
 	}
 	h := hub.New(st, hub.Options{})
 	t.Cleanup(h.Close)
-	ctx := context.Background()
 	calls := map[string]string{}
+	var reqs []hub.AddRequest
 	for ns, tools := range map[string]string{"reader": "3", "writer": "4"} {
 		calls[ns] = filepath.Join(dir, ns+"-calls.jsonl")
-		p, err := h.Propose(ctx, hub.AddRequest{Namespace: ns, Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_TOOLS": tools, "SCRIPTED_CALLS": calls[ns]}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Accept(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		reqs = append(reqs, hub.AddRequest{Namespace: ns, Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_TOOLS": tools, "SCRIPTED_CALLS": calls[ns]}})
 	}
-	r, err := h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	addReviewed(t, h, reqs...)
 	return h, st, calls
 }
 
