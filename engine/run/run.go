@@ -493,7 +493,9 @@ func (e *Engine) PruneDone(ctx context.Context, cutoff time.Time) (int, error) {
 }
 
 // Prune deletes runs (and journals) last updated before the retention
-// period, except runs still waiting for a person.
+// period that are done, or paused with nothing a person can still decide
+// (every pending call decided or expired); a run still waiting for a
+// person stays, however old.
 func (e *Engine) Prune(ctx context.Context) (int, error) {
 	ids, err := e.store.List(ctx, store.Runs)
 	if err != nil {
@@ -506,7 +508,7 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 		if err != nil {
 			continue
 		}
-		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status.Paused()) {
+		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status.Paused() && !waitsForAPerson(r, e.now())) {
 			if err := e.store.Delete(ctx, store.Runs, id); err == nil {
 				e.deleteHandles(ctx, id)
 				n++
@@ -514,4 +516,16 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// waitsForAPerson says whether a paused run has a pending call a person can
+// still decide (undecided, and not expired).
+func waitsForAPerson(r *model.Run, now time.Time) bool {
+	for i := range r.Pending {
+		p := &r.Pending[i]
+		if p.AwaitsDecision() && (p.ExpiresAt.IsZero() || now.Before(p.ExpiresAt)) {
+			return true
+		}
+	}
+	return false
 }

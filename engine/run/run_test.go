@@ -277,6 +277,35 @@ func TestPrune(t *testing.T) {
 	if _, err := eng.Get(ctx, env.RunID); err == nil {
 		t.Error("the pruned run is still there")
 	}
+
+	// A run 8 days old that still waits for a person (its approval not
+	// expired) stays; once its approval has expired, it goes.
+	paused, err := f.h.Execute(ctx, `return await up.record({item: "old"})`)
+	if err != nil || paused.Status != "awaiting_approval" {
+		t.Fatalf("a write: %+v, %v; want awaiting_approval", paused, err)
+	}
+	age := func(expires time.Time) {
+		t.Helper()
+		rec, err := eng.Get(ctx, paused.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.UpdatedAt = time.Now().Add(-8 * 24 * time.Hour)
+		for i := range rec.Pending {
+			rec.Pending[i].ExpiresAt = expires
+		}
+		if err := f.h.Store().Put(ctx, store.Runs, rec.ID, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age(time.Now().Add(time.Hour))
+	if n, err := eng.Prune(ctx); err != nil || n != 0 {
+		t.Fatalf("Prune of an old run still waiting for a person = %d, %v; want it kept", n, err)
+	}
+	age(time.Now().Add(-time.Hour))
+	if n, err := eng.Prune(ctx); err != nil || n != 1 {
+		t.Fatalf("Prune of an old run whose approval expired = %d, %v; want it deleted", n, err)
+	}
 }
 
 // TestInvariantI6ResumeNeverRepeatsACall kills -9 a process in the middle of a run
