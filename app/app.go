@@ -78,12 +78,6 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("opening the hub: %w", err)
 	}
 	dir := filepath.Join(home, "hub")
-	return run(ctx, opts, log, stderr, dir)
-}
-
-// run is the app's body: the hub, its MCP endpoint, notifications, the
-// agents' configs, the tray and the loop.
-func run(ctx context.Context, opts Options, log *slog.Logger, stderr io.Writer, dir string) error {
 	st, err := store.Open(dir)
 	if err != nil {
 		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)

@@ -7,9 +7,9 @@ import (
 )
 
 // windows shows the console's screens to the person: the app's own window
-// (Wails, in a build with the desktop tag: window_process.go) or, in the
-// pure-Go build, a page in the browser (pages.go). Screens: "" (the
-// pending calls), "review", "runs", "sources", "settings".
+// (capabilities-window beside the app: window_process.go) or, where there
+// is none or it cannot start, a page in the browser (pages.go). Screens:
+// "" (the pending calls), "review", "runs", "sources", "settings".
 type windows interface {
 	// Show brings the screen up; auto is true when the app opens it by
 	// itself (a pending call with no notification daemon) rather than
