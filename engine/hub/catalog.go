@@ -35,6 +35,11 @@ type catalog struct {
 
 	nssOnce sync.Once
 	nss     *sandbox.Namespaces
+
+	// What a profile's view needs to build its own index (profile_view.go).
+	verdicts  map[string]policy.Action
+	indexOpts index.Options
+	views     views
 }
 
 // search builds the search index and the describer once.
@@ -113,21 +118,24 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 		byAddr[tools[i].Address] = &tools[i]
 	}
 	conns := h.connectionNames(ctx, sources)
+	ixOpts := index.Options{
+		Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
+		Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
+		Connections: func(ns string) ([]string, string) {
+			c := conns[ns]
+			return c.names, c.def
+		},
+	}
 	c := &catalog{
-		tools:   tools,
-		byAddr:  byAddr,
-		sources: sources,
-		proto:   proto,
-		schemas: map[string]*jsonschema.Resolved{},
+		tools:     tools,
+		byAddr:    byAddr,
+		sources:   sources,
+		proto:     proto,
+		schemas:   map[string]*jsonschema.Resolved{},
+		verdicts:  verdicts,
+		indexOpts: ixOpts,
 		newSearch: func() (*index.Index, *typegen.Describer) {
-			return index.New(tools, index.Options{
-				Asks:   func(t *model.Tool) bool { return verdicts[t.Address] != policy.Allow },
-				Hidden: func(t *model.Tool) bool { return verdicts[t.Address] == policy.Deny },
-				Connections: func(ns string) ([]string, string) {
-					c := conns[ns]
-					return c.names, c.def
-				},
-			}), typegen.NewDescriber(visible)
+			return index.New(tools, ixOpts), typegen.NewDescriber(visible)
 		},
 	}
 	h.catalog.Store(c)
@@ -186,14 +194,20 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
 	}
-	skills := h.searchSkills(q)
-	if len(c.tools) == 0 {
+	ix, _, v, err := h.searcher(ctx, c)
+	if err != nil {
+		return SearchResult{}, fmt.Errorf("searching: %w", err)
+	}
+	skills := h.searchSkills(ctx, q)
+	if len(c.tools) == 0 || v != nil && !v.p.All() && len(v.tools) == 0 {
 		if len(skills) > 0 {
 			return index.SkillsOnly(q, skills), nil
 		}
+		if len(c.tools) > 0 {
+			return SearchResult{}, fmt.Errorf("searching: profile %s shows no tool of the hub (%s)", v.p.Name, v.p.viewText())
+		}
 		return SearchResult{}, fmt.Errorf("searching: the hub has no tools yet; add a source with `capabilities hub add`")
 	}
-	ix, _ := c.search()
 	res, err := ix.Search(q)
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
@@ -208,7 +222,7 @@ func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (strin
 	skills, targets := splitSkillTargets(targets)
 	var out string
 	if len(skills) > 0 {
-		s, err := h.describeSkills(skills)
+		s, err := h.describeSkills(ctx, skills)
 		if err != nil {
 			return "", fmt.Errorf("describing: %w", err)
 		}
@@ -221,7 +235,10 @@ func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (strin
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)
 	}
-	_, desc := c.search()
+	_, desc, _, err := h.searcher(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("describing: %w", err)
+	}
 	decl, err := desc.Describe(targets, typegen.Options{Budget: budget})
 	if err != nil {
 		return "", fmt.Errorf("describing: %w", err)

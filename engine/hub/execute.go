@@ -102,7 +102,9 @@ func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}
-	return h.runEngine().Execute(ctx, code)
+	env, err := h.runEngine().Execute(ctx, code)
+	h.explainOutside(ctx, env)
+	return env, err
 }
 
 // Resume continues a run after a person decided (or returns its current
@@ -125,12 +127,15 @@ func (t tools) Namespaces(ctx context.Context) (*sandbox.Namespaces, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.namespaces(), nil
+	return t.h.runNamespaces(ctx, c)
 }
 
 func (t tools) Tool(ctx context.Context, address string) (*model.Tool, error) {
 	c, err := t.h.loadCatalog(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.h.outsideView(ctx, c, address); err != nil {
 		return nil, err
 	}
 	if tl := c.byAddr[address]; tl != nil {

@@ -27,6 +27,9 @@ type Profile struct {
 	// each namespace, plus each tool listed. Both empty: every tool.
 	Namespaces []string `json:"namespaces,omitempty"`
 	Tools      []string `json:"tools,omitempty"`
+	// Skills are the skills search and describe show (and hub connect
+	// --profile installs in the agents). Empty: every skill of the hub.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // Profile modes.
@@ -128,7 +131,7 @@ func decodeProfile(raw []byte) (*Profile, error) {
 	dec.DisallowUnknownFields()
 	var p Profile
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("decoding the profile: %w (a profile has only name, mode, namespaces and tools: it carries no policy)", err)
+		return nil, fmt.Errorf("decoding the profile: %w (a profile has only name, mode, namespaces, tools and skills: it carries no policy)", err)
 	}
 	if p.Mode != ModeCode && p.Mode != ModeDirect {
 		return nil, fmt.Errorf("mode %q: a profile's mode is %q or %q", p.Mode, ModeCode, ModeDirect)
@@ -153,9 +156,6 @@ func (h *Hub) checkProfile(ctx context.Context, p *Profile) error {
 	if p.Mode != ModeCode && p.Mode != ModeDirect {
 		return fmt.Errorf("mode %q: pass %q (search, describe, execute) or %q (one MCP tool per visible tool)", p.Mode, ModeCode, ModeDirect)
 	}
-	if p.Mode == ModeCode && !p.All() {
-		return fmt.Errorf("a code-mode profile shows every tool for now: narrowing one to namespaces or tools is not built yet (use --mode direct)")
-	}
 	for _, ns := range p.Namespaces {
 		if _, err := h.Source(ctx, ns); err != nil {
 			return err
@@ -166,7 +166,7 @@ func (h *Hub) checkProfile(ctx context.Context, p *Profile) error {
 			return err
 		}
 	}
-	return nil
+	return h.checkProfileSkills(p.Skills)
 }
 
 // PutProfile validates p and writes it. create refuses a name that exists
@@ -175,9 +175,11 @@ func (h *Hub) checkProfile(ctx context.Context, p *Profile) error {
 func (h *Hub) PutProfile(ctx context.Context, p Profile, create bool) error {
 	p.Namespaces = sortedSet(p.Namespaces)
 	p.Tools = sortedSet(p.Tools)
+	p.Skills = sortedSet(p.Skills)
 	if err := h.checkProfile(ctx, &p); err != nil {
 		return fmt.Errorf("saving profile %s: %w", p.Name, err)
 	}
+	defer h.Invalidate() // the views made from the old record go
 	return store.UpdateJSON(ctx, h.store, store.Profiles, p.Name, func(old *Profile) (*Profile, error) {
 		switch {
 		case create && (old != nil || p.Name == DefaultProfile):
@@ -201,6 +203,7 @@ func (h *Hub) RemoveProfile(ctx context.Context, name string) error {
 	if err := h.store.Delete(ctx, store.Profiles, name); err != nil {
 		return fmt.Errorf("removing profile %s: %w", name, err)
 	}
+	h.Invalidate()
 	return nil
 }
 

@@ -58,7 +58,7 @@ func TestProfileInputIsRefusedAndNothingWritten(t *testing.T) {
 		{"bad mode", hub.Profile{Name: "x", Mode: "tools"}, true, `mode "tools"`, nil},
 		{"unknown namespace", hub.Profile{Name: "x", Mode: hub.ModeDirect, Namespaces: []string{"nope"}}, true, `unknown namespace "nope"`, hub.ErrUnknownNamespace},
 		{"unknown tool", hub.Profile{Name: "x", Mode: hub.ModeDirect, Tools: []string{"reader.nope"}}, true, `unknown tool "reader.nope"`, hub.ErrUnknownTool},
-		{"narrowed code mode", hub.Profile{Name: "x", Mode: hub.ModeCode, Namespaces: []string{"reader"}}, true, "not built yet", nil},
+		{"unknown skill", hub.Profile{Name: "x", Mode: hub.ModeCode, Skills: []string{"nope"}}, true, `skill "nope"`, nil},
 		{"add default", hub.Profile{Name: "default", Mode: hub.ModeDirect}, true, "profile exists", hub.ErrProfileExists},
 		{"edit a missing profile", hub.Profile{Name: "ghost", Mode: hub.ModeDirect}, false, `unknown profile "ghost"`, hub.ErrUnknownProfile},
 	} {

@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/index"
@@ -34,7 +36,7 @@ func (h *Hub) Skills() (st skill.Store, ok bool) {
 // with the query, best first. Skills are read from their folder on each
 // search (a handful of small files), so one added by another process
 // shows at once. A namespace-scoped search finds no skills.
-func (h *Hub) searchSkills(q SearchQuery) []index.SkillHit {
+func (h *Hub) searchSkills(ctx context.Context, q SearchQuery) []index.SkillHit {
 	st, ok := h.Skills()
 	if !ok || q.Namespace != "" || strings.TrimSpace(q.Text) == "" {
 		return nil
@@ -44,6 +46,7 @@ func (h *Hub) searchSkills(q SearchQuery) []index.SkillHit {
 		h.log.Warn("reading skills for search", "err", err)
 		return nil
 	}
+	all = slices.DeleteFunc(all, func(s *skill.Stored) bool { return !h.skillShown(ctx, s.Name) })
 	if len(all) == 0 {
 		return nil
 	}
@@ -69,7 +72,7 @@ func (h *Hub) searchSkills(q SearchQuery) []index.SkillHit {
 
 // describeSkills renders the skill targets ("skill:<name>"): each one's
 // SKILL.md and the files beside it.
-func (h *Hub) describeSkills(names []string) (string, error) {
+func (h *Hub) describeSkills(ctx context.Context, names []string) (string, error) {
 	st, ok := h.Skills()
 	var parts []string
 	for _, n := range names {
@@ -77,11 +80,16 @@ func (h *Hub) describeSkills(names []string) (string, error) {
 			return "", fmt.Errorf("unknown target %q: %w", SkillPrefix+n, skill.ErrNotFound)
 		}
 		s, err := st.Get(n)
+		if err == nil && !h.skillShown(ctx, n) {
+			err = skill.ErrNotFound // outside the served profile: not there
+		}
 		if errors.Is(err, skill.ErrNotFound) {
 			have := []string{}
 			if all, lerr := st.List(); lerr == nil {
 				for _, a := range all {
-					have = append(have, SkillPrefix+a.Name)
+					if h.skillShown(ctx, a.Name) {
+						have = append(have, SkillPrefix+a.Name)
+					}
 				}
 			}
 			if len(have) == 0 {

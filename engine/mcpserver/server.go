@@ -87,7 +87,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		return s
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions + profileInstructions(s.profile),
 		Logger:       opts.Logger,
 	})
 	yes, no := true, false
@@ -96,20 +96,20 @@ func New(h *hub.Hub, opts Options) *Server {
 		Description: searchDescription,
 		InputSchema: searchSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
-	}, s.search)
+	}, s.inProfile(s.search))
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        "describe",
 		Description: describeDescription,
 		InputSchema: describeSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
-	}, s.describe)
+	}, s.inProfile(s.describe))
 	s.mcp.AddTool(&mcp.Tool{
 		Name:         "execute",
 		Description:  executeDescription,
 		InputSchema:  executeSchema,
 		OutputSchema: envelopeSchema,
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes},
-	}, s.execute)
+	}, s.inProfile(s.execute))
 	return s
 }
 
