@@ -71,7 +71,7 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			for _, f := range files {
 				changes = append(changes, connectChange(f, bin, sources, profile))
 			}
-			installs, err := skillInstalls(files)
+			installs, err := e.profileSkillInstalls(c.Context(), files, profile)
 			if err != nil {
 				return err
 			}

@@ -14,9 +14,10 @@ func newProfilesCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "profiles",
 		Short: "Add, list, show, edit and remove profiles (curated views served to agents)",
-		Long: `A profile is a curated view of the hub: which namespaces and tools an agent served
-through it sees, and how: code mode (search, describe, execute) or direct mode (each visible
-tool is its own MCP tool, named namespace__tool). A profile grants nothing and carries no
+		Long: `A profile is a curated view of the hub: which namespaces, tools and skills an agent
+served through it sees, and how: code mode (search, describe and execute see only the
+profile's tools; a namespace outside it is not in execute's code) or direct mode (each
+visible tool is its own MCP tool, named namespace__tool). A profile grants nothing and carries no
 policy: every call through it is decided by the hub's one policy, asks the person the same
 way, and is journaled as a run.
 
@@ -36,6 +37,8 @@ type profileFlags struct {
 	tools           []string
 	addNS, removeNS []string
 	addTool, rmTool []string
+	skills          []string
+	addSkill, rmSkl []string
 	all             bool
 	asJSON          bool
 }
@@ -43,18 +46,20 @@ type profileFlags struct {
 func newProfilesAddCmd(e *env) *cobra.Command {
 	var f profileFlags
 	c := &cobra.Command{
-		Use:   "add <name> [--mode code|direct] [--namespace NS]... [--tool ADDRESS]...",
+		Use:   "add <name> [--mode code|direct] [--namespace NS]... [--tool ADDRESS]... [--skill NAME]...",
 		Short: "Add a profile",
 		Long: `Add a profile. Its visible tools are every tool of each --namespace plus each --tool;
-with neither, every tool of the hub. --mode direct serves each visible tool as its own MCP tool;
-code mode (the default) serves search, describe and execute over every tool.`,
-		Example: `  capabilities hub profiles add issues --mode direct --namespace github --tool linear.createIssue`,
+with neither, every tool of the hub. Its skills are each --skill; with none, every skill of the
+hub. --mode direct serves each visible tool as its own MCP tool; code mode (the default) serves
+search, describe and execute over the visible tools and skills.`,
+		Example: `  capabilities hub profiles add issues --mode direct --namespace github --tool linear.createIssue
+  capabilities hub profiles add docs --namespace github --skill release-notes`,
 		Args:    exactArgs(1, "one profile name"),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := hub.ValidProfileName(args[0]); err != nil {
 				return usageError{fmt.Errorf("adding profile: %w", err)}
 			}
-			p := hub.Profile{Name: args[0], Mode: f.mode, Namespaces: f.namespaces, Tools: f.tools}
+			p := hub.Profile{Name: args[0], Mode: f.mode, Namespaces: f.namespaces, Tools: f.tools, Skills: f.skills}
 			if err := h.PutProfile(c.Context(), p, true); err != nil {
 				return err
 			}
@@ -64,6 +69,7 @@ code mode (the default) serves search, describe and execute over every tool.`,
 	c.Flags().StringVar(&f.mode, "mode", hub.ModeCode, "the `MODE`: code (search, describe, execute) or direct (one MCP tool per visible tool)")
 	c.Flags().StringSliceVar(&f.namespaces, "namespace", nil, "show every tool of the `NAMESPACE` (repeatable)")
 	c.Flags().StringSliceVar(&f.tools, "tool", nil, "show the tool at `ADDRESS` (namespace.tool; repeatable)")
+	c.Flags().StringSliceVar(&f.skills, "skill", nil, "show the skill `NAME` (repeatable; none: every skill)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the profile as JSON")
 	_ = c.RegisterFlagCompletionFunc("tool", complete(addresses))
 	return c
@@ -72,10 +78,11 @@ code mode (the default) serves search, describe and execute over every tool.`,
 func newProfilesEditCmd(e *env) *cobra.Command {
 	var f profileFlags
 	c := &cobra.Command{
-		Use:   "edit <name> [--mode code|direct] [--add-namespace NS] [--remove-namespace NS] [--add-tool A] [--remove-tool A] [--all]",
-		Short: "Change a profile's mode or visible tools",
+		Use:   "edit <name> [--mode code|direct] [--add-namespace NS] [--remove-namespace NS] [--add-tool A] [--remove-tool A] [--skill NAME]... [--add-skill NAME] [--remove-skill NAME] [--all]",
+		Short: "Change a profile's mode, visible tools or skills",
 		Example: `  capabilities hub profiles edit issues --add-tool github.listIssues --remove-namespace linear
-  capabilities hub profiles edit default --mode direct`,
+  capabilities hub profiles edit default --mode direct
+  capabilities hub profiles edit docs --add-skill pdf-forms --remove-skill release-notes`,
 		Args: exactArgs(1, "one profile name"),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			p, err := h.Profile(c.Context(), args[0])
@@ -103,6 +110,18 @@ func newProfilesEditCmd(e *env) *cobra.Command {
 			}
 			p.Namespaces = slices.DeleteFunc(append(p.Namespaces, f.addNS...), func(s string) bool { return slices.Contains(f.removeNS, s) })
 			p.Tools = slices.DeleteFunc(append(p.Tools, f.addTool...), func(s string) bool { return slices.Contains(f.rmTool, s) })
+			if c.Flags().Changed("skill") {
+				if len(f.addSkill)+len(f.rmSkl) > 0 {
+					return usagef("--skill sets the profile's skills; it does not go with --add-skill or --remove-skill")
+				}
+				p.Skills = f.skills
+			}
+			for _, n := range f.rmSkl {
+				if !slices.Contains(p.Skills, n) {
+					return usagef("--remove-skill %s: profile %s does not list it (it lists %s)", n, p.Name, listOrNone(p.Skills))
+				}
+			}
+			p.Skills = slices.DeleteFunc(append(p.Skills, f.addSkill...), func(s string) bool { return slices.Contains(f.rmSkl, s) })
 			if err := h.PutProfile(c.Context(), *p, false); err != nil {
 				return err
 			}
@@ -114,6 +133,9 @@ func newProfilesEditCmd(e *env) *cobra.Command {
 	c.Flags().StringSliceVar(&f.removeNS, "remove-namespace", nil, "stop listing the `NAMESPACE`")
 	c.Flags().StringSliceVar(&f.addTool, "add-tool", nil, "show the tool at `ADDRESS` too")
 	c.Flags().StringSliceVar(&f.rmTool, "remove-tool", nil, "stop listing the tool at `ADDRESS`")
+	c.Flags().StringSliceVar(&f.skills, "skill", nil, "show only the skill `NAME` (repeatable; replaces the profile's skills)")
+	c.Flags().StringSliceVar(&f.addSkill, "add-skill", nil, "show the skill `NAME` too")
+	c.Flags().StringSliceVar(&f.rmSkl, "remove-skill", nil, "stop listing the skill `NAME` (a profile that lists none shows every skill)")
 	c.Flags().BoolVar(&f.all, "all", false, "show every tool of the hub (drop the namespace and tool lists)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print the profile as JSON")
 	return c
@@ -151,15 +173,20 @@ func newProfilesListCmd(e *env) *cobra.Command {
 }
 
 func viewText(p hub.Profile) string {
-	if p.All() {
-		return "every tool"
-	}
 	var parts []string
+	if p.All() {
+		parts = append(parts, "every tool")
+	}
 	if len(p.Namespaces) > 0 {
 		parts = append(parts, "namespaces "+strings.Join(p.Namespaces, ", "))
 	}
 	if len(p.Tools) > 0 {
 		parts = append(parts, "tools "+strings.Join(p.Tools, ", "))
+	}
+	if p.AllSkills() {
+		parts = append(parts, "every skill")
+	} else {
+		parts = append(parts, "skills "+strings.Join(p.Skills, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -2,15 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
+	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/skill"
 )
 
@@ -47,19 +50,45 @@ func hubSkills() ([]*skill.Stored, error) {
 	return all, nil
 }
 
-// skillInstalls are the changes that copy each hub skill into the skills
-// folder of each harness in files that reads skills: one change per file,
-// <skills>/<name>/<file>. A folder of that name that does not hold the
-// hub's files already is someone else's: that skill is refused for that
-// harness (one error, nothing of it written).
-func skillInstalls(files []harness.File) ([]edit.Change, error) {
+// profileSkillInstalls are skillInstalls of the skills profile shows: a
+// profile that lists skills installs those; one that lists none, every
+// skill of the hub.
+func (e *env) profileSkillInstalls(ctx context.Context, files []harness.File, profile string) ([]edit.Change, error) {
+	h, _, err := e.openHub()
+	if err != nil {
+		if profile == hub.DefaultProfile {
+			return skillInstalls(files, nil) // no hub: no skills either
+		}
+		return nil, err
+	}
+	p, err := h.Profile(ctx, profile)
+	h.Close()
+	if err != nil {
+		return nil, fmt.Errorf("connect --profile: %w", err)
+	}
+	return skillInstalls(files, p.ShowsSkill)
+}
+
+// skillInstalls are the changes that copy each hub skill (each that shows
+// says yes to, when it is not nil) into the skills folder of each harness
+// in files that reads skills: one change per file, <skills>/<name>/<file>.
+// A folder of that name that does not hold the hub's files already is
+// someone else's: that skill is refused for that harness (one error,
+// nothing of it written).
+func skillInstalls(files []harness.File, shows func(name string) bool) ([]edit.Change, error) {
 	hs := skillHarnesses(files)
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	skills, err := hubSkills()
-	if err != nil || len(skills) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if shows != nil {
+		skills = slices.DeleteFunc(skills, func(s *skill.Stored) bool { return !shows(s.Name) })
+	}
+	if len(skills) == 0 {
+		return nil, nil
 	}
 	hubHome, err := hubDir()
 	if err != nil {
