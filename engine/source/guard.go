@@ -1,10 +1,14 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/oauth"
 )
 
 // Credential is a resolved secret for one session with an upstream: for a
@@ -14,6 +18,30 @@ import (
 type Credential struct {
 	Connection string // the connection's name, part of the session's key
 	Value      string
+	// OAuth, for an HTTP source signed in with OAuth, hands out the access
+	// token (Value is then empty): it is sent as Authorization: Bearer only
+	// to the origin it was issued for, refreshed before it expires and once
+	// when the server refuses it.
+	OAuth *oauth.Source
+	// Challenge, with OAuth, signs in again when the server refuses the
+	// tokens for good (an interactive client); nil: the call fails with an
+	// *oauth.SignInError.
+	Challenge func(ctx context.Context, ch oauth.Challenge) error
+}
+
+// key is what tells one credential from another for the pool: the value,
+// or the sign-in an OAuth source belongs to (the same across refreshes).
+func (c *Credential) key() string {
+	if c == nil {
+		return ""
+	}
+	if c.OAuth != nil {
+		if t := c.OAuth.Tokens(); t != nil {
+			return "oauth:" + t.Grant
+		}
+		return "oauth:"
+	}
+	return c.Value
 }
 
 // guardedTransport lets an HTTP source talk only to the origin fixed when
@@ -28,12 +56,23 @@ type guardedTransport struct {
 	base   http.RoundTripper
 }
 
+// ProbeClient is an HTTP client for src that carries no credential (its
+// plain headers only) and reaches only its origin: for asking the server
+// whether it wants an OAuth sign-in.
+func ProbeClient(src *model.Source) (*http.Client, error) {
+	return newGuardedClient(src.URL, "", "", src.Headers)
+}
+
 func newGuardedClient(rawURL string, header, value string, extra map[string]string) (*http.Client, error) {
+	return newGuardedClientOver(rawURL, header, value, extra, http.DefaultTransport)
+}
+
+func newGuardedClientOver(rawURL string, header, value string, extra map[string]string, base http.RoundTripper) (*http.Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the source URL: %w", err)
 	}
-	t := &guardedTransport{origin: origin(u), header: header, value: value, extra: extra, base: http.DefaultTransport}
+	t := &guardedTransport{origin: origin(u), header: header, value: value, extra: extra, base: base}
 	return &http.Client{
 		Transport: t,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {

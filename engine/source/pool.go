@@ -53,7 +53,7 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, c
 
 	e.once.Lock()
 	defer e.once.Unlock()
-	if e.s != nil && e.s.Alive() && sameSource(&e.s.orig, &src) && e.s.secret == credValue(cred) {
+	if e.s != nil && e.s.Alive() && sameSource(&e.s.orig, &src) && e.s.secret == cred.key() {
 		return e.s, nil
 	}
 	if e.s != nil {
@@ -96,13 +96,6 @@ func (p *Pool) Drop(namespace string) {
 		}
 		e.once.Unlock()
 	}
-}
-
-func credValue(c *Credential) string {
-	if c == nil {
-		return ""
-	}
-	return c.Value
 }
 
 // Close ends every session and reaps every upstream process.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -165,10 +166,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	// The source as configured, before the credential joins its
 	// environment: Pool compares it with the next call's source, and a
 	// difference would restart the upstream on every call.
-	orig, secretValue := src, ""
-	if cred != nil {
-		secretValue = cred.Value
-	}
+	orig, secretValue := src, cred.key()
 	if cred != nil && cred.Value != "" && src.Kind == model.KindStdio {
 		if src.SecretEnv == "" {
 			return nil, fmt.Errorf("connecting to %s: the source has no variable for its credential; set one with `capabilities hub auth %s --env VAR`", src.Namespace, src.Namespace)
@@ -185,10 +183,17 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	}
 	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
 		value := ""
-		if cred != nil {
+		var base http.RoundTripper = http.DefaultTransport
+		if cred != nil && cred.OAuth != nil {
+			o, err := oauth.OriginOf(src.URL)
+			if err != nil {
+				return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+			}
+			base = &oauth.Transport{Base: base, Source: cred.OAuth, Origin: o, Challenge: cred.Challenge}
+		} else if cred != nil {
 			value = cred.Value
 		}
-		hc, err := newGuardedClient(src.URL, src.SecretHeader, value, src.Headers)
+		hc, err := newGuardedClientOver(src.URL, src.SecretHeader, value, src.Headers, base)
 		if err != nil {
 			return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
 		}
