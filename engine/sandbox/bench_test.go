@@ -109,3 +109,25 @@ func BenchmarkRunParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRuntimeFromSnapshot is the cost of one runtime copied from the
+// snapshot of its namespace set (what the warmers, and a run that finds no
+// runtime ready, pay).
+func BenchmarkRuntimeFromSnapshot(b *testing.B) {
+	d := driver(b)
+	nss := NewNamespaces(testNamespaces)
+	v, err := d.build(nss)
+	if err != nil {
+		b.Fatal(err)
+	}
+	closeRuntime(v.rt)
+	s := d.snaps.get(nss)
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := d.fromSnapshot(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		closeRuntime(v.rt)
+	}
+}

@@ -283,13 +283,14 @@ func (k *killSwitch) Cause() error {
 // cappedMemory backs a runtime's linear memory and refuses to grow it past
 // limit: memory.grow then fails and QuickJS reports out of memory.
 type cappedMemory struct {
-	buf   []byte
-	limit uint64
-	hit   atomic.Bool
+	buf     []byte
+	limit   uint64
+	reserve uint64 // the capacity to allocate at least (a snapshot's size)
+	hit     atomic.Bool
 }
 
 func (m *cappedMemory) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	m.buf = make([]byte, 0, min(capacity, m.limit))
+	m.buf = make([]byte, 0, min(max(capacity, m.reserve), m.limit))
 	return m
 }
 
@@ -310,8 +311,15 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 func (m *cappedMemory) Free() { m.buf = nil }
 
 // field returns a pointer to an unexported field of a qjs.Runtime.
-func field[T any](rt *qjs.Runtime, name string) *T {
-	f := reflect.ValueOf(rt).Elem().FieldByName(name)
+func field[T any](rt *qjs.Runtime, name string) *T { return fieldOf[T](rt, name) }
+
+// fieldOf returns a pointer to the field name of the struct p points to; it
+// panics when there is none (a qjs version whose layout differs).
+func fieldOf[T any](p any, name string) *T {
+	f := reflect.ValueOf(p).Elem().FieldByName(name)
+	if !f.IsValid() || f.Type() != reflect.TypeFor[T]() {
+		panic(fmt.Sprintf("sandbox: %T has no field %s of type %v", p, name, reflect.TypeFor[T]()))
+	}
 	return (*T)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
@@ -371,9 +379,16 @@ func emptyDir() (string, error) {
 
 // closeRuntime frees a runtime, killed or not. qjs's own Close leaks the
 // wazero runtime and panics when the module was closed by a kill.
+// A runtime copied from a snapshot has no wazero runtime of its own: its
+// module is closed, and its Go functions forgotten.
 func closeRuntime(rt *qjs.Runtime) {
 	if wrt := *field[wazero.Runtime](rt, "wrt"); wrt != nil {
 		_ = wrt.Close(context.Background())
+		return
+	}
+	if m := *field[api.Module](rt, "module"); m != nil {
+		host.regs.Delete(m.Name())
+		_ = m.Close(context.Background())
 	}
 }
 

@@ -1,0 +1,100 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A runtime copied from a snapshot is the runtime newVM builds: the first
+// run of a new namespace set gets the runtime built the long way (the
+// snapshot's template), the next ones copies, and all give the same result,
+// logs and calls for the same code, seed and clock — the prelude's
+// hardening, the namespaces, the seeded randomness and the logical clock
+// included.
+func TestCopiedRuntimeIsTheBuiltOne(t *testing.T) {
+	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	nss := NewNamespaces(map[string][]string{"snap": {"ping"}, "gh": {"echo"}})
+	js := `
+const r = await gh.echo({ n: Math.random() });
+console.log("tools", Object.keys(snap).join(","), typeof gh.echo);
+let evalBlocked = false;
+try { (0, eval)("1") } catch (e) { evalBlocked = e instanceof EvalError }
+return { r, uuid: crypto.randomUUID(), now: Date.now(), evalBlocked, std: typeof std, os: typeof os,
+  frozen: Object.isFrozen(snap), stack: new Error("x").stack.split("\n").length };`
+	type result struct {
+		Status Status
+		Result string
+		Logs   []string
+	}
+	var first result
+	for i := range 6 {
+		out := d.Run(context.Background(), Request{JS: js, Host: &fakeHost{}, NamespaceSet: nss, Seed: 5, Clock: time.UnixMilli(1_700_000_000_000)})
+		got := result{out.Status, string(out.Result), out.Logs}
+		if out.Error != nil {
+			t.Fatalf("run %d: %v", i, out.Error)
+		}
+		if i == 0 {
+			first = got
+			continue
+		}
+		if diff := cmp.Diff(first, got); diff != "" {
+			t.Errorf("run %d differs from the first (-first +this):\n%s", i, diff)
+		}
+	}
+	if n := d.copies.Load(); n < 5 {
+		t.Errorf("%d runtimes were copied from a snapshot, want at least 5 (one per run after the first)", n)
+	}
+	if want := `"evalBlocked":true,"std":"undefined","os":"undefined","frozen":true`; !strings.Contains(first.Result, want) {
+		t.Errorf("result %s, want it to contain %s", first.Result, want)
+	}
+}
+
+// Runs made from the same snapshot share nothing: what run A changes —
+// globals (a non-configurable one, a 1 MB string), built-in prototypes,
+// built-ins replaced — run B does not see, however many runs alternate;
+// the same checks in run A's own code see every change.
+func TestCopiedRuntimesShareNothing(t *testing.T) {
+	d := driver(t)
+	before := d.copies.Load()
+	pollute := `
+globalThis.leaked = "A";
+Object.prototype.polluted = "A";
+Array.prototype.push = function () { return "A" };
+try { JSON.stringify = () => "\"A\"" } catch {}
+Object.defineProperty(globalThis, "sticky", { value: "A", configurable: false });
+globalThis.big = "x".repeat(1 << 20);`
+	check := `
+const seen = [];
+const add = (what) => { seen[seen.length] = what };
+if (typeof leaked !== "undefined") add("global");
+if (({}).polluted !== undefined) add("Object.prototype");
+const a = []; a.push(1); if (a.length !== 1) add("Array.prototype.push");
+if (JSON.stringify({ b: 1 }) !== '{"b":1}') add("JSON.stringify");
+if (typeof sticky !== "undefined") add("non-configurable global");
+if (typeof big !== "undefined") add("memory");
+return seen`
+	// The check sees every change made in its own run.
+	if out, _ := run(t, pollute+check); string(out.Result) != `["global","Object.prototype","Array.prototype.push","JSON.stringify","non-configurable global","memory"]` {
+		t.Fatalf("pollution and check in one run: %s %+v", out.Result, out.Error)
+	}
+	for i := range 10 {
+		if out, _ := run(t, pollute+"return 1"); out.Status != StatusCompleted {
+			t.Fatalf("run A %d: %+v", i, out.Error)
+		}
+		out, _ := run(t, check)
+		if out.Status != StatusCompleted || string(out.Result) != "[]" {
+			t.Fatalf("run B %d after run A saw what A changed: %s %+v", i, out.Result, out.Error)
+		}
+	}
+	if n := d.copies.Load() - before; n < 10 {
+		t.Errorf("%d of 20 runs got a copied runtime, want at least 10", n)
+	}
+}
