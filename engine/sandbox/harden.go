@@ -18,7 +18,8 @@ package sandbox
 //  3. MaxExecutionTime does nothing: the runtime is built with
 //     CloseOnContextDone and runs, for its whole life, under a killSwitch
 //     context that the driver trips when guest compute time or wall time runs
-//     out or the host cancels. Measured cost: wazero then checks for
+//     out or the host cancels (tripping it sets the module's closed flag
+//     directly: interrupt.go). Measured cost: wazero then checks for
 //     termination on every loop back-edge and call, and tight guest loops run
 //     about 6x slower; it is the only interrupt qjs v0.0.6 offers (its
 //     interrupt handler is not exported from the wasm).
@@ -96,6 +97,11 @@ func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *kill
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating runtime: %w", err)
 	}
+	mod := *field[api.Module](rt, "module")
+	if err := directInterrupt(mod); err != nil {
+		slog.Debug("the sandbox's calls into QuickJS each start a goroutine", "err", err)
+	}
+	ks.arm(mod)
 	cacheFunctions(rt)
 	return rt, mem, ks, nil
 }
@@ -252,6 +258,22 @@ type killSwitch struct {
 	once  sync.Once
 	mu    sync.Mutex
 	cause error
+	mod   unsafe.Pointer // the module's *wasm.ModuleInstance (interrupt.go)
+}
+
+// arm makes trip close m's module at once (see interrupt.go).
+func (k *killSwitch) arm(m api.Module) {
+	p, err := moduleInstance(m)
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	k.mod = p
+	tripped := k.cause != nil
+	k.mu.Unlock()
+	if tripped {
+		k.stop(p)
+	}
 }
 
 func (k *killSwitch) Done() <-chan struct{} { return k.done }
@@ -268,8 +290,10 @@ func (k *killSwitch) trip(cause error) {
 	k.once.Do(func() {
 		k.mu.Lock()
 		k.cause = cause
+		mod := k.mod
 		k.mu.Unlock()
 		close(k.done)
+		k.stop(mod)
 	})
 }
 

@@ -153,6 +153,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("copying a runtime: instantiating QuickJS: %w", err)
 	}
+	ks.arm(mod)
 	m := mod.Memory()
 	pages := uint32(len(s.mem) / 65536)
 	if have := m.Size() / 65536; have < pages {

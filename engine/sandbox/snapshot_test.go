@@ -98,3 +98,21 @@ return seen`
 		t.Errorf("%d of 20 runs got a copied runtime, want at least 10", n)
 	}
 }
+
+// The goroutine wazero starts on every call into QuickJS is off, and a
+// runaway guest is still stopped (by the kill switch setting the module's
+// closed flag): a tight loop ends as timeout_compute, and a run after it
+// completes.
+func TestInterruptWithoutAGoroutinePerCall(t *testing.T) {
+	d := driver(t)
+	if !direct.on {
+		t.Fatalf("calls into QuickJS each start a goroutine: %v", direct.err)
+	}
+	out := d.Run(context.Background(), Request{JS: `for (;;) {}`, Host: &fakeHost{}, Limits: Limits{ComputeMs: 50, WallMs: testWallMs}})
+	if out.Error == nil || out.Error.Code != CodeComputeTimeout {
+		t.Fatalf("a tight loop with 50 ms of compute: %+v, want %s", out.Error, CodeComputeTimeout)
+	}
+	if out, _ := run(t, `return 2`); string(out.Result) != "2" {
+		t.Fatalf("the run after: %s %+v", out.Result, out.Error)
+	}
+}
