@@ -39,18 +39,29 @@ type API struct {
 
 // Load reads, parses and resolves a document and lists its operations.
 // server is the reviewed base URL ("" takes the document's own); client
-// reads a document given by URL.
+// reads a document given by URL, and the documents it refers to on the same
+// origin (a file document may refer to files in its folder or below: see
+// RefReader).
 func Load(ctx context.Context, client *http.Client, location, server string) (*API, error) {
 	data, err := Read(ctx, client, location)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, data, location, server)
+	refs, err := NewRefReader(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	return newAPI(ctx, data, location, server, refs)
 }
 
-// New makes an API of a document's bytes.
+// New makes an API of a document's bytes; references to other documents
+// are refused.
 func New(ctx context.Context, data []byte, location, server string) (*API, error) {
-	doc, err := Parse(ctx, data, location)
+	return newAPI(ctx, data, location, server, nil)
+}
+
+func newAPI(ctx context.Context, data []byte, location, server string, refs *RefReader) (*API, error) {
+	doc, err := ParseWith(ctx, data, location, refs)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
+	yaml4 "go.yaml.in/yaml/v4"
 	"gopkg.in/yaml.v3"
 )
 
@@ -108,57 +109,64 @@ func looksHTML(b []byte) bool {
 
 // Parse loads and resolves a document (JSON or YAML; OpenAPI 3.0, 3.1 or
 // Swagger 2.0, converted to 3.0). location is where it came from, for
-// messages and relative references; references to other documents are not
-// followed.
+// messages; references to other documents are not followed (ParseWith
+// follows them).
 func Parse(ctx context.Context, data []byte, location string) (*openapi3.T, error) {
+	return ParseWith(ctx, data, location, nil)
+}
+
+// ParseWith is Parse with refs, which reads the other documents the
+// document refers to (nil: references to other documents are refused).
+func ParseWith(ctx context.Context, data []byte, location string, refs *RefReader) (*openapi3.T, error) {
 	if looksHTML(data) {
 		return nil, fmt.Errorf("parsing %s: it is an HTML page, not an OpenAPI document", location)
 	}
-	var top map[string]any
-	js := data
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(data) {
-		// Valid JSON goes to kin-openapi compacted (whitespace costs it more
-		// than compacting does); only its version is read here.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, data); err != nil {
+	var (
+		root *yaml4.Node
+		js   []byte // the document as JSON, for kin-openapi's JSON decoding
+	)
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		n, err := jsonToNode(data)
+		if err != nil {
+			// decode says where the JSON is wrong.
+			if _, derr := decode(data); derr != nil {
+				err = derr
+			}
 			return nil, fmt.Errorf("parsing %s: %w", location, err)
 		}
-		js = buf.Bytes()
-		var v struct{ OpenAPI, Swagger any }
-		if err := json.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("parsing %s: %w", location, err)
-		}
-		top = map[string]any{}
-		if v.OpenAPI != nil {
-			top["openapi"] = v.OpenAPI
-		}
-		if v.Swagger != nil {
-			top["swagger"] = v.Swagger
-		}
+		root, js = n, data
 	} else {
 		raw, err := decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", location, err)
 		}
-		m, ok := raw.(map[string]any)
-		if !ok {
+		if _, ok := raw.(map[string]any); !ok {
 			return nil, fmt.Errorf("parsing %s: the document is not an object with an openapi or swagger field", location)
 		}
-		top = m
-		if js, err = json.Marshal(top); err != nil {
+		if js, err = json.Marshal(raw); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", location, err)
+		}
+		if root, err = jsonToNode(js); err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", location, err)
 		}
 	}
+	if root.Kind != yaml4.MappingNode {
+		return nil, fmt.Errorf("parsing %s: the document is not an object with an openapi or swagger field", location)
+	}
+	openapiV, swaggerV := topScalar(root, "openapi"), topScalar(root, "swagger")
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
-	loader.IsExternalRefsAllowed = false
+	base := refs.base(location)
+	if refs != nil {
+		loader.ReadFromURIFunc = refs.read
+	}
 	var (
 		doc *openapi3.T
 		err error
 	)
 	switch {
-	case top["swagger"] != nil:
-		if v := fmt.Sprint(top["swagger"]); !strings.HasPrefix(v, "2") {
+	case swaggerV != nil:
+		if v := swaggerV.Value; !strings.HasPrefix(v, "2") {
 			return nil, fmt.Errorf("parsing %s: swagger %s is not a version the hub reads (2.0, or OpenAPI 3.0/3.1)", location, v)
 		}
 		var d2 openapi2.T
@@ -168,24 +176,23 @@ func Parse(ctx context.Context, data []byte, location string) (*openapi3.T, erro
 		if doc, err = openapi2conv.ToV3(&d2); err != nil {
 			return nil, fmt.Errorf("converting %s from Swagger 2.0: %w", location, refError(err))
 		}
-		if err := loader.ResolveRefsIn(doc, nil); err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", location, refError(err))
-		}
-	case top["openapi"] != nil:
-		if v := fmt.Sprint(top["openapi"]); !strings.HasPrefix(v, "3.0") && !strings.HasPrefix(v, "3.1") {
+	case openapiV != nil:
+		if v := openapiV.Value; !strings.HasPrefix(v, "3.0") && !strings.HasPrefix(v, "3.1") {
 			return nil, fmt.Errorf("parsing %s: openapi %s is not a version the hub reads (3.0, 3.1, or Swagger 2.0)", location, v)
 		}
-		// Decoded as JSON (kin-openapi's LoadFromData reads JSON with its
-		// YAML parser: 1.3 s of GitHub's 2 s), then resolved.
-		doc = &openapi3.T{}
-		if err := json.Unmarshal(js, doc); err != nil {
+		if doc, err = decodeV3(root, js); err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", location, err)
-		}
-		if err := loader.ResolveRefsIn(doc, nil); err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", location, refError(err))
 		}
 	default:
 		return nil, fmt.Errorf("parsing %s: no openapi or swagger field: not an OpenAPI document", location)
+	}
+	if err := loader.ResolveRefsIn(doc, base); err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", location, refError(err))
+	}
+	if refs != nil && refs.followed() {
+		// Components of other documents become the document's own, so
+		// that every schema is reached by a name inside it.
+		doc.InternalizeRefs(ctx, nil)
 	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
 		return nil, fmt.Errorf("parsing %s: the document has no paths, so no operation to call", location)
@@ -193,11 +200,21 @@ func Parse(ctx context.Context, data []byte, location string) (*openapi3.T, erro
 	return doc, nil
 }
 
+// topScalar is the scalar value of key in a mapping node, nil when absent.
+func topScalar(m *yaml4.Node, key string) *yaml4.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key && m.Content[i+1].Kind == yaml4.ScalarNode && m.Content[i+1].Tag != "!!null" {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
 // refError words the loader's message on a reference it could not follow.
 func refError(err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "encountered disallowed external reference") {
-		return fmt.Errorf("%w (the hub follows only references inside the document)", err)
+		return fmt.Errorf("%w (a document given as bytes may refer only inside itself)", err)
 	}
 	return err
 }
