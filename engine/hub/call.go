@@ -32,14 +32,23 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 	if err == nil && cred == nil && t.Secured {
 		err = missingCredential(src.Namespace, conn)
 	}
+	if err == nil {
+		err = readyToken(ctx, src.Namespace, cred)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("calling %s: %w", address, err)
 	}
 	s, err := h.pool.Session(ctx, *src, m.Protocol, cred)
+	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
+		return nil, fmt.Errorf("calling %s: %w", address, ce)
+	}
 	if err != nil {
 		return nil, h.scrubErr(fmt.Errorf("calling %s: %w", address, err), ErrUpstreamUnavailable)
 	}
 	res, err := s.CallTool(ctx, t.Name, args)
+	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
+		return nil, fmt.Errorf("calling %s: %w", address, ce)
+	}
 	var te *source.TimeoutError
 	if errors.As(err, &te) {
 		return nil, &scrubbedError{msg: fmt.Sprintf("calling %s: %s; a slow tool gets more time with `capabilities hub add --call-timeout` or CAPABILITIES_CALL_TIMEOUT", address, timeoutText(te)), err: te}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
@@ -173,6 +174,10 @@ func (h *Hub) resolveForScrub(ctx context.Context, ns, conn string) {
 			}
 			continue
 		}
+		if tk, ok := oauth.Parse(v); ok && c.Auth == model.AuthOAuth {
+			h.rememberTokens(c.SecretRef, tk)
+			continue
+		}
 		h.remember(c.SecretRef, v)
 	}
 }
@@ -268,8 +273,10 @@ func (h *Hub) Auth(ctx context.Context, req AuthRequest) (*model.Connections, er
 		if c == nil {
 			c = &model.Connections{Namespace: req.Namespace}
 		}
-		if c.Get(req.Connection) == nil {
+		if cur := c.Get(req.Connection); cur == nil {
 			c.Items = append(c.Items, model.Connection{Name: req.Connection, SecretRef: ref, CreatedAt: time.Now().UTC().Truncate(time.Second)})
+		} else {
+			cur.Auth, cur.SignIn = "", "" // a static credential now
 		}
 		if c.Default == "" {
 			c.Default = req.Connection
@@ -280,6 +287,7 @@ func (h *Hub) Auth(ctx context.Context, req AuthRequest) (*model.Connections, er
 	if err != nil {
 		return nil, fmt.Errorf("storing a credential: %w", err)
 	}
+	h.oauth.forget(req.Namespace)
 	h.pool.Drop(req.Namespace) // the next call starts with the new credential
 	h.Invalidate()             // search names the connections
 	return out, nil
@@ -291,9 +299,19 @@ type ConnectionError struct {
 	Connection string
 	Unknown    bool // the connection does not exist (vs. has no credential yet)
 	Known      []string
+	// SignIn says why an OAuth connection's tokens stopped working (the
+	// refresh token was refused): a person must sign in again.
+	SignIn string
 }
 
 func (e *ConnectionError) Error() string {
+	if e.SignIn != "" {
+		cmd := "capabilities hub auth " + e.Namespace
+		if e.Connection != "" && e.Connection != DefaultConnection {
+			cmd += " --connection " + e.Connection
+		}
+		return fmt.Sprintf("%s/%s: %s; sign in again: %s", e.Namespace, e.Connection, e.SignIn, cmd)
+	}
 	if e.Unknown {
 		return fmt.Sprintf("%s has no connection %q (it has: %s)", e.Namespace, e.Connection, strings.Join(e.Known, ", "))
 	}
@@ -329,6 +347,9 @@ func (h *Hub) credential(ctx context.Context, src *model.Source, conn string) (*
 		}
 		return nil, &ConnectionError{Namespace: src.Namespace, Connection: name}
 	}
+	if c.SignIn != "" {
+		return nil, &ConnectionError{Namespace: src.Namespace, Connection: c.Name, SignIn: c.SignIn}
+	}
 	v, err := h.Secrets().Get(ctx, c.SecretRef)
 	if errors.Is(err, secret.ErrNotFound) {
 		return nil, &ConnectionError{Namespace: src.Namespace, Connection: c.Name}
@@ -336,8 +357,31 @@ func (h *Hub) credential(ctx context.Context, src *model.Source, conn string) (*
 	if err != nil {
 		return nil, fmt.Errorf("reading the credential of %s/%s: %w", src.Namespace, c.Name, err)
 	}
+	if c.Auth == model.AuthOAuth {
+		tk, ok := oauth.Parse(v)
+		if !ok {
+			return nil, &ConnectionError{Namespace: src.Namespace, Connection: c.Name, SignIn: "the connection holds no OAuth tokens"}
+		}
+		h.rememberTokens(c.SecretRef, tk)
+		return &source.Credential{Connection: c.Name, OAuth: h.oauthSource(src.Namespace, c, tk)}, nil
+	}
 	h.remember(c.SecretRef, v)
 	return &source.Credential{Connection: c.Name, Value: v}, nil
+}
+
+// readyToken makes sure an OAuth credential has an access token that is
+// valid now, refreshing it first, before the call's request (and its
+// journaled intent) goes out: a refused refresh token makes the call wait
+// for a sign-in instead of failing in flight.
+func readyToken(ctx context.Context, ns string, cred *source.Credential) error {
+	if cred == nil || cred.OAuth == nil {
+		return nil
+	}
+	_, err := cred.OAuth.Token(ctx)
+	if ce := signInError(ns, cred, err); ce != nil {
+		return ce
+	}
+	return err
 }
 
 // ConnectionReady reports whether a call through conn could now get its
@@ -347,7 +391,8 @@ func (h *Hub) ConnectionReady(ctx context.Context, ns, conn string) bool {
 	if err != nil {
 		return false
 	}
-	return conns.Get(conn) != nil
+	c := conns.Get(conn)
+	return c != nil && c.SignIn == ""
 }
 
 func validEnvName(s string) error {

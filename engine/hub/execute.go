@@ -176,6 +176,9 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	protocol := c.proto[tl.Namespace()]
 	// The secret is resolved only now: after policy and approval.
 	cred, err := t.h.credential(ctx, src, conn)
+	if err == nil {
+		err = readyToken(ctx, src.Namespace, cred)
+	}
 	var ce *ConnectionError
 	if errors.As(err, &ce) {
 		if ce.Unknown {
@@ -191,6 +194,9 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		return nil, &model.ToolError{Code: run.CodeConnectionRequired, Message: ce.Error(), Hint: "capabilities hub auth " + ce.Namespace + " --connection " + ce.Connection}
 	}
 	s, err := t.h.pool.Session(ctx, *src, protocol, cred)
+	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
+		return nil, connectionRequired(ce)
+	}
 	if err != nil {
 		return nil, &model.ToolError{Code: "upstream_unavailable", Message: t.h.Scrub(err.Error()), Status: 503, Retryable: true, Hint: "a person can check it with `capabilities hub doctor`"}
 	}
@@ -202,6 +208,9 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	var te *source.TimeoutError
 	if errors.As(err, &te) {
 		return nil, &model.ToolError{Code: "upstream_timeout", Address: tl.Address, Message: tl.Address + ": " + timeoutText(te), Status: 504, Retryable: true, Hint: "the upstream may be stuck or slow: retry later, or do without this call; a person can check it with `capabilities hub doctor`"}
+	}
+	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
+		return nil, connectionRequired(ce)
 	}
 	if err != nil {
 		// A call cut short by its caller, or whose upstream died (the next
@@ -218,6 +227,12 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		terr.Message = t.h.Scrub(terr.Message)
 	}
 	return v, terr
+}
+
+// connectionRequired is the ToolError of a call that waits for a person
+// to store a credential or sign in again (awaiting_connection).
+func connectionRequired(ce *ConnectionError) *model.ToolError {
+	return &model.ToolError{Code: run.CodeConnectionRequired, Message: ce.Error(), Hint: "capabilities hub auth " + ce.Namespace + " --connection " + ce.Connection}
 }
 
 func (t tools) Scrubber(ctx context.Context, journal []model.JournalEntry) *scrub.Scrubber {

@@ -38,6 +38,9 @@ type Options struct {
 	// SkillsDir is where the hub's skills are kept; "" is skills/ in the
 	// store's folder.
 	SkillsDir string
+	// OAuthSkew is how long before its expiry an OAuth access token is
+	// refreshed (oauth.DefaultSkew, 60 s, when 0).
+	OAuthSkew time.Duration
 }
 
 // Hub is one process's engine over a shared store.
@@ -48,6 +51,7 @@ type Hub struct {
 	pool        *source.Pool
 	runs        runs
 	secrets     secrets
+	oauth       oauthSources
 	policyCache policyCache
 
 	refreshes refreshes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
@@ -51,6 +53,9 @@ type Proposal struct {
 	// Notes say what of an OpenAPI document the hub left out or could not
 	// read (an operation with a multipart body, one with no 2xx answer).
 	Notes []string
+	// SignIn: the server wants an OAuth sign-in before it lists its tools
+	// (it answered 401 with a Bearer challenge); the proposal has none yet.
+	SignIn bool
 }
 
 // Counts tallies the proposal's tools by effect.
@@ -151,6 +156,11 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 		h.remember("", req.Secret)
 	}
 	s, err := source.ConnectWith(ctx, src, cred, h.sourceOptions())
+	if err != nil && src.Kind == model.KindHTTP && cred == nil {
+		if p := h.proposeSignIn(ctx, req, src); p != nil {
+			return p, nil
+		}
+	}
 	if err != nil {
 		return nil, h.scrubErr(fmt.Errorf("adding a source: %w", err), ErrUpstreamUnavailable)
 	}
@@ -170,6 +180,34 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	m.Namespace = ns
 	m.Tools = readdress(ns, m.Tools)
 	return &Proposal{Source: src, Manifest: *m}, nil
+}
+
+// proposeSignIn proposes an HTTP source that refused the hub with a 401
+// and a Bearer challenge (an OAuth-protected MCP server): added with no
+// tools yet and marked Auth "oauth", for `hub auth` to sign in to and list
+// its tools. nil when the server did not ask for OAuth.
+func (h *Hub) proposeSignIn(ctx context.Context, req AddRequest, src model.Source) *Proposal {
+	hc, err := source.ProbeClient(&src)
+	if err != nil {
+		return nil
+	}
+	ch, status, err := oauth.Probe(ctx, hc, src.URL)
+	if err != nil || status != http.StatusUnauthorized || !ch.Bearer {
+		return nil
+	}
+	ns := req.Namespace
+	if ns == "" {
+		if ns, err = h.proposeNamespace(ctx, "", &src); err != nil {
+			return nil
+		}
+	}
+	src.Namespace, src.Auth = ns, model.AuthOAuth
+	src.AddedAt = time.Now().UTC().Truncate(time.Second)
+	return &Proposal{
+		Source:   src,
+		Manifest: model.Manifest{Namespace: ns, Tools: []model.Tool{}, FetchedAt: src.AddedAt},
+		SignIn:   true,
+	}
 }
 
 // proposeOpenAPI reads an OpenAPI document and proposes its operations as

@@ -49,6 +49,9 @@ type Source struct {
 	// (the document's security scheme: "apiKey header X-API-Key", "bearer",
 	// "basic"); empty when the document declares none the hub supports.
 	AuthScheme string `json:"authScheme,omitempty"`
+	// Auth is "oauth" when the server asked for an OAuth sign-in (a 401
+	// with a Bearer challenge) when it was added: `hub auth` signs in.
+	Auth string `json:"auth,omitempty"`
 	// CallTimeoutMs is how long a call to one of the source's tools may
 	// wait for the upstream's answer, in milliseconds; 0 means the hub's
 	// default (CAPABILITIES_CALL_TIMEOUT, else 60 s).
@@ -61,7 +64,16 @@ type Connection struct {
 	Name      string    `json:"name"`
 	SecretRef string    `json:"secretRef"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Auth is "oauth" for a connection made by signing in (its secret is
+	// the token set); empty for a static credential.
+	Auth string `json:"auth,omitempty"`
+	// SignIn, when set, says why the connection's tokens can no longer be
+	// used (the refresh token was refused): a person must sign in again.
+	SignIn string `json:"signIn,omitempty"`
 }
+
+// AuthOAuth marks a connection, or a source, that signs in with OAuth.
+const AuthOAuth = "oauth"
 
 // Connections is connections/<namespace>.json: a source's connections and
 // its default one.

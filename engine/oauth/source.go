@@ -89,17 +89,25 @@ func (s *Source) Token(ctx context.Context) (*Tokens, error) {
 	if s.cur == nil {
 		return nil, &SignInError{Reason: "not signed in"}
 	}
-	return s.refreshLocked(ctx, s.cur.AccessToken)
+	t, _, err := s.refreshLocked(ctx, s.cur.AccessToken)
+	return t, err
 }
 
 // Refresh gets new tokens because the server refused the access token
 // rejected (a 401). Tokens another process refreshed meanwhile are used
 // without asking the authorization server again.
 func (s *Source) Refresh(ctx context.Context, rejected string) (*Tokens, error) {
+	t, _, err := s.refreshFor(ctx, rejected)
+	return t, err
+}
+
+// refreshFor is Refresh, also saying whether it asked the authorization
+// server (asked false: it adopted tokens refreshed elsewhere).
+func (s *Source) refreshFor(ctx context.Context, rejected string) (t *Tokens, asked bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur != nil && s.cur.AccessToken != rejected && s.cur.Fresh(s.opts.Now(), 0) {
-		return s.cur, nil
+		return s.cur, false, nil
 	}
 	return s.refreshLocked(ctx, rejected)
 }
@@ -123,41 +131,41 @@ func (s *Source) use(t *Tokens) {
 	}
 }
 
-func (s *Source) refreshLocked(ctx context.Context, rejected string) (*Tokens, error) {
+func (s *Source) refreshLocked(ctx context.Context, rejected string) (*Tokens, bool, error) {
 	unlock, err := s.store.Lock(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("refreshing the access token: %w", err)
+		return nil, false, fmt.Errorf("refreshing the access token: %w", err)
 	}
 	defer unlock()
 	base := s.cur
 	if stored, err := s.store.Load(ctx); err == nil && stored != nil {
 		if stored.AccessToken != rejected && stored.Fresh(s.opts.Now(), s.opts.Skew) {
 			s.use(stored) // another process refreshed (or signed in) meanwhile
-			return stored, nil
+			return stored, false, nil
 		}
 		base = stored // its refresh token may have been rotated
 	} else if err != nil && !errors.Is(err, ErrSignInRequired) {
-		return nil, fmt.Errorf("refreshing the access token: reading the stored tokens: %w", err)
+		return nil, false, fmt.Errorf("refreshing the access token: reading the stored tokens: %w", err)
 	}
 	if base == nil {
-		return nil, &SignInError{Reason: "not signed in"}
+		return nil, false, &SignInError{Reason: "not signed in"}
 	}
 	if base.RefreshToken == "" {
-		return nil, s.needSignIn(ctx, "the access token expired and the server gave no refresh token", nil)
+		return nil, false, s.needSignIn(ctx, "the access token expired and the server gave no refresh token", nil)
 	}
 	nt, err := refresh(ctx, s.opts.HTTPClient, base, s.opts.Now())
 	var te *TokenError
 	if errors.As(err, &te) && (te.Code == "invalid_grant" || te.Code == "unauthorized_client" || te.Code == "invalid_client") {
-		return nil, s.needSignIn(ctx, "the authorization server refused the refresh token", err)
+		return nil, true, s.needSignIn(ctx, "the authorization server refused the refresh token", err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("refreshing the access token: %w", err)
+		return nil, true, fmt.Errorf("refreshing the access token: %w", err)
 	}
 	if err := s.store.Save(ctx, nt); err != nil {
-		return nil, fmt.Errorf("refreshing the access token: saving the new tokens: %w", err)
+		return nil, true, fmt.Errorf("refreshing the access token: saving the new tokens: %w", err)
 	}
 	s.use(nt)
-	return nt, nil
+	return nt, true, nil
 }
 
 func (s *Source) needSignIn(ctx context.Context, reason string, cause error) error {

@@ -75,8 +75,10 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	refreshed := false
-	for challenges := 0; ; {
+	// A 401 gets the tokens refreshed once. Adopting tokens another process
+	// refreshed meanwhile does not count: the server may refuse those too.
+	asked := false
+	for challenges, adopted := 0, 0; ; {
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized:
 		case resp.StatusCode == http.StatusForbidden && ParseChallenge(resp.Header).Error == "insufficient_scope":
@@ -89,9 +91,13 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		ch := ParseChallenge(resp.Header)
 		status := resp.StatusCode
 		drain(resp)
-		if status == http.StatusUnauthorized && tok != nil && !refreshed {
-			refreshed = true
-			nt, rerr := t.Source.Refresh(ctx, tok.AccessToken)
+		if status == http.StatusUnauthorized && tok != nil && !asked && adopted < 2 {
+			nt, didAsk, rerr := t.Source.refreshFor(ctx, tok.AccessToken)
+			if didAsk {
+				asked = true
+			} else {
+				adopted++
+			}
 			if rerr == nil {
 				tok = nt
 				if resp, err = t.send(req, tok); err != nil {

@@ -162,7 +162,15 @@ scheme, the credential is asked for once (or read with --secret-stdin).`,
 					return err
 				}
 				r, w, d := p.Counts()
-				return e.printJSON(map[string]any{"namespace": ns, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d, "reviewed": len(review.Items)})
+				out := map[string]any{"namespace": ns, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d, "reviewed": len(review.Items)}
+				if p.SignIn {
+					out["signIn"] = "capabilities hub auth " + ns
+				}
+				return e.printJSON(out)
+			}
+			if p.SignIn {
+				fmt.Fprintf(e.stdout, "Added %s; it has no tools until you sign in.\nSign in with: capabilities hub auth %s\n", ns, ns)
+				return nil
 			}
 			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n\n", ns, len(p.Manifest.Tools))
 			if err := runReview(c.Context(), e, h, ns, yes, false); err != nil {
@@ -198,7 +206,9 @@ func printProposal(e *env, p *hub.Proposal) {
 	if m.ServerVersion != "" {
 		name += " " + m.ServerVersion
 	}
-	if p.Source.Kind == model.KindOpenAPI {
+	if p.SignIn {
+		fmt.Fprintf(e.stdout, "Found an MCP server at %s that asks for an OAuth sign-in before it lists its tools\n", p.Source.URL)
+	} else if p.Source.Kind == model.KindOpenAPI {
 		fmt.Fprintf(e.stdout, "Found %s (an OpenAPI document)\n", strings.TrimSpace(name))
 	} else {
 		fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", strings.TrimSpace(name), p.Source.Kind, m.Protocol)

@@ -2,41 +2,78 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/oauth"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/internal/browser"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
 func newAuthCmd(e *env) *cobra.Command {
 	var (
-		conn   string
-		envVar string
-		header string
-		asJSON bool
+		conn         string
+		envVar       string
+		header       string
+		asJSON       bool
+		clientID     string
+		secretStdin  bool
+		metadataURL  string
+		scopes       []string
+		noBrowser    bool
+		oauthTimeout time.Duration
 	)
 	c := &cobra.Command{
-		Use:   "auth <namespace> [--connection NAME] [--env VAR | --header NAME]",
-		Short: "Store a credential for a source, in the OS keychain",
-		Long: `Store a credential for a source under a connection (default: "default"). The value is
-read at a masked prompt, or from standard input when it is not a terminal — never from an
-argument. It goes to the OS keychain (a mode-600 file when there is none, announced each
-time) and reaches the upstream only when a call needs it: as the environment variable
---env of a local server, or the header --header of a remote one (default
-Authorization: Bearer).`,
+		Use:   "auth <namespace> [--connection NAME] [--env VAR | --header NAME | --client-id ID] [--scope S]...",
+		Short: "Sign in to a source (OAuth), or store a credential for it, in the OS keychain",
+		Long: `Sign in to a remote MCP server that asks for OAuth (it answers 401 with a Bearer
+challenge, or was added as such): the hub finds its authorization server, registers itself
+(or uses --client-id, its secret read at a masked prompt or with --client-secret-stdin),
+opens the authorization page in your browser (the URL is printed too, for a machine with
+no browser) and waits on 127.0.0.1 for the answer. The tokens go to the OS keychain as the
+connection's secret; the hub refreshes them and sends them only to that server's origin.
+Run it again when a call says "sign in again".
+
+Otherwise store a credential for a source under a connection (default: "default"). The
+value is read at a masked prompt, or from standard input when it is not a terminal —
+never from an argument. It goes to the OS keychain (a mode-600 file when there is none,
+announced each time) and reaches the upstream only when a call needs it: as the
+environment variable --env of a local server, or the header --header of a remote one
+(default Authorization: Bearer).`,
 		Example: `  capabilities hub auth github --env GITHUB_PERSONAL_ACCESS_TOKEN
   capabilities hub auth github --connection work
-  printf %s "$TOKEN" | capabilities hub auth linear --header X-API-Key`,
+  printf %s "$TOKEN" | capabilities hub auth linear --header X-API-Key
+  capabilities hub auth notion                      # an OAuth server: sign in in the browser
+  capabilities hub auth acme --client-id hub-cli --scope read --scope write`,
 		Args:              exactArgs(1, "one namespace"),
 		ValidArgsFunction: complete(byPosition(namespaces)),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
-			if _, err := h.Source(c.Context(), args[0]); err != nil {
+			src, err := h.Source(c.Context(), args[0])
+			if err != nil {
 				return err
+			}
+			oauthFlags := clientID != "" || len(scopes) > 0 || secretStdin || metadataURL != ""
+			if oauthFlags && (envVar != "" || header != "") {
+				return usagef("--client-id, --scope and --client-secret-stdin are for an OAuth sign-in; --env and --header store a static credential")
+			}
+			if envVar == "" && header == "" {
+				wants, err := wantsOAuth(c.Context(), h, src, conn, oauthFlags)
+				if err != nil {
+					return err
+				}
+				if wants {
+					return signIn(c.Context(), e, h, signInFlags{ns: args[0], conn: conn, clientID: clientID, secretStdin: secretStdin, metadataURL: metadataURL, scopes: scopes, noBrowser: noBrowser, timeout: oauthTimeout, asJSON: asJSON})
+				}
 			}
 			name := conn
 			if name == "" {
@@ -61,8 +98,109 @@ Authorization: Bearer).`,
 	c.Flags().StringVar(&envVar, "env", "", "the environment variable `NAME` a local server reads the credential from")
 	c.Flags().StringVar(&header, "header", "", "the HTTP header `NAME` a remote server reads the credential from (default Authorization: Bearer)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&clientID, "client-id", "", "OAuth: the `ID` of a client registered with the authorization server (its secret is asked for at a masked prompt)")
+	c.Flags().BoolVar(&secretStdin, "client-secret-stdin", false, "OAuth: read the --client-id's secret from standard input (empty for a public client)")
+	c.Flags().StringVar(&metadataURL, "client-metadata-url", "", "OAuth: an https `URL` serving the hub's client ID metadata document, used when the authorization server supports them")
+	c.Flags().StringArrayVar(&scopes, "scope", nil, "OAuth: a `SCOPE` to ask for (repeatable; default: what the server asks for)")
+	c.Flags().BoolVar(&noBrowser, "no-browser", false, "OAuth: only print the authorization URL, do not open a browser")
+	c.Flags().DurationVar(&oauthTimeout, "timeout", 5*time.Minute, "OAuth: wait at most `DURATION` for the sign-in in the browser")
 	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
 	return c
+}
+
+// wantsOAuth decides whether `hub auth` signs in rather than storing a
+// static credential: the source was added as OAuth, the connection already
+// is one, an OAuth flag was given, or the server answers 401 with a Bearer
+// challenge now.
+func wantsOAuth(ctx context.Context, h *hub.Hub, src *model.Source, conn string, flags bool) (bool, error) {
+	if src.Kind != model.KindHTTP {
+		if flags {
+			return false, usagef("%s is not a remote MCP server: OAuth sign-in is for HTTP sources", src.Namespace)
+		}
+		return false, nil
+	}
+	if flags || src.Auth == model.AuthOAuth {
+		return true, nil
+	}
+	if conns, err := h.Connections(ctx, src.Namespace); err == nil {
+		if c := conns.Get(conn); c != nil && c.Auth == model.AuthOAuth {
+			return true, nil
+		}
+	}
+	hc, err := source.ProbeClient(src)
+	if err != nil {
+		return false, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ch, status, err := oauth.Probe(pctx, hc, src.URL)
+	if err != nil {
+		return false, nil // unreachable now: a static credential can still be stored
+	}
+	return status == http.StatusUnauthorized && ch.Bearer, nil
+}
+
+type signInFlags struct {
+	ns, conn, clientID, metadataURL string
+	secretStdin, noBrowser, asJSON  bool
+	scopes                          []string
+	timeout                         time.Duration
+}
+
+// signIn runs the OAuth flow for `hub auth`, then lists the source's tools
+// when it had none (it was added before anyone signed in).
+func signIn(ctx context.Context, e *env, h *hub.Hub, f signInFlags) error {
+	name := f.conn
+	if name == "" {
+		name = hub.DefaultConnection
+	}
+	req := hub.SignInRequest{Namespace: f.ns, Connection: f.conn, ClientID: f.clientID, ClientMetadataURL: f.metadataURL, Scopes: f.scopes}
+	if f.clientID != "" && (f.secretStdin || e.stdinIsTerminal()) {
+		v, err := e.readSecret(fmt.Sprintf("Client secret of %s (input hidden; empty for a public client): ", f.clientID))
+		if err != nil && !f.secretStdin {
+			return err
+		}
+		req.ClientSecret = strings.TrimSpace(v)
+	}
+	req.Open = func(authURL string) error {
+		fmt.Fprintf(e.stderr, "Sign in to %s in your browser. If no page opens, open this URL:\n  %s\n", f.ns, authURL)
+		if f.noBrowser {
+			return nil
+		}
+		if err := browser.Open(authURL); err != nil {
+			fmt.Fprintf(e.stderr, "(no browser opened: %v)\n", err)
+		}
+		return nil
+	}
+	sctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("nobody signed in within %s (--timeout)", f.timeout))
+	defer cancel()
+	if _, err := h.SignIn(sctx, req); err != nil {
+		return err
+	}
+	m, _ := h.Manifest(ctx, f.ns)
+	var listed *hub.Change
+	if m == nil || len(m.Tools) == 0 {
+		ch, err := h.Refresh(ctx, f.ns)
+		if err == nil && len(ch) == 1 {
+			listed = &ch[0]
+		}
+	}
+	if f.asJSON {
+		out := map[string]any{"namespace": f.ns, "connection": name, "auth": "oauth", "secrets": h.SecretStatus()}
+		if listed != nil {
+			out["tools"] = listed.Tools
+		}
+		return e.printJSON(out)
+	}
+	fmt.Fprintf(e.stdout, "Signed in to %s/%s; the tokens are in %s.\n", f.ns, name, h.SecretStatus())
+	if listed != nil {
+		if listed.Error != "" {
+			fmt.Fprintf(e.stdout, "Listing its tools failed: %s\n", listed.Error)
+		} else {
+			fmt.Fprintf(e.stdout, "%s has %d tools; review them with: capabilities hub review %s\n", f.ns, listed.Tools, f.ns)
+		}
+	}
+	return nil
 }
 
 // readSecret reads a credential: at a masked prompt on a terminal, else one
