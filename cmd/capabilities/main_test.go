@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 //
 // Variables: $HOME and $CAPABILITIES_HOME point into the script's work dir,
 // $NODE is node, $NM is testdata/npm/node_modules/@modelcontextprotocol,
-// $SCRIPTED is testdata/upstreams/scripted.mjs, $HARNESSES is
+// $SCRIPTED is testdata/upstreams/scripted.mjs, $OAUTHRS is
+// testdata/upstreams/oauth-resource.mjs (an MCP server behind OAuth), $HARNESSES is
 // testdata/harnesses/node_modules/.bin (the real claude, codex and gemini
 // CLIs; set only when they are installed), and the environment those CLIs
 // need to run here without network, login or prompt (testenv.HarnessEnv).
@@ -66,6 +67,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NODE", node)
 			env.Setenv("NM", nm)
 			env.Setenv("SCRIPTED", scripted)
+			env.Setenv("OAUTHRS", filepath.Join(testenv.Root(t), "testdata", "upstreams", "oauth-resource.mjs"))
 			env.Setenv("PATH", filepath.Dir(node)+string(os.PathListSeparator)+env.Getenv("PATH"))
 			if bin, err := testenv.Harnesses(); err == nil {
 				env.Setenv("HARNESSES", bin)

@@ -183,7 +183,8 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 }
 
 // proposeSignIn proposes an HTTP source that refused the hub with a 401
-// and a Bearer challenge (an OAuth-protected MCP server): added with no
+// and a Bearer challenge, and whose OAuth metadata can be found (an
+// OAuth-protected MCP server, not one that wants a static token): added with no
 // tools yet and marked Auth "oauth", for `hub auth` to sign in to and list
 // its tools. nil when the server did not ask for OAuth.
 func (h *Hub) proposeSignIn(ctx context.Context, req AddRequest, src model.Source) *Proposal {
@@ -192,7 +193,7 @@ func (h *Hub) proposeSignIn(ctx context.Context, req AddRequest, src model.Sourc
 		return nil
 	}
 	ch, status, err := oauth.Probe(ctx, hc, src.URL)
-	if err != nil || status != http.StatusUnauthorized || !ch.Bearer {
+	if err != nil || status != http.StatusUnauthorized || !oauth.Protected(ctx, &http.Client{Timeout: 30 * time.Second}, src.URL, ch) {
 		return nil
 	}
 	ns := req.Namespace

@@ -87,6 +87,22 @@ func Probe(ctx context.Context, hc *http.Client, serverURL string) (Challenge, i
 	return c, resp.StatusCode, nil
 }
 
+// Protected reports whether the server at serverURL, which answered with
+// the challenge ch, is protected by OAuth: the challenge names its
+// protected resource metadata, or discovery finds that metadata or an
+// authorization server's. A bare "Bearer realm=…" challenge from a server
+// with neither wants a static token, not a sign-in.
+func Protected(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) bool {
+	if !ch.Bearer {
+		return false
+	}
+	if ch.ResourceMetadata != "" {
+		return true
+	}
+	md, err := Discover(ctx, hc, serverURL, ch)
+	return err == nil && !md.Fallback
+}
+
 // Metadata is what discovery found about a protected MCP server.
 type Metadata struct {
 	// Resource is the resource identifier to ask tokens for (RFC 8707).

@@ -32,6 +32,7 @@ func newAuthCmd(e *env) *cobra.Command {
 		scopes       []string
 		noBrowser    bool
 		oauthTimeout time.Duration
+		forceOAuth   bool
 	)
 	c := &cobra.Command{
 		Use:   "auth <namespace> [--connection NAME] [--env VAR | --header NAME | --client-id ID] [--scope S]...",
@@ -62,9 +63,9 @@ environment variable --env of a local server, or the header --header of a remote
 			if err != nil {
 				return err
 			}
-			oauthFlags := clientID != "" || len(scopes) > 0 || secretStdin || metadataURL != ""
+			oauthFlags := forceOAuth || clientID != "" || len(scopes) > 0 || secretStdin || metadataURL != ""
 			if oauthFlags && (envVar != "" || header != "") {
-				return usagef("--client-id, --scope and --client-secret-stdin are for an OAuth sign-in; --env and --header store a static credential")
+				return usagef("--oauth, --client-id, --scope and --client-secret-stdin are for an OAuth sign-in; --env and --header store a static credential")
 			}
 			if envVar == "" && header == "" {
 				wants, err := wantsOAuth(c.Context(), h, src, conn, oauthFlags)
@@ -102,6 +103,7 @@ environment variable --env of a local server, or the header --header of a remote
 	c.Flags().BoolVar(&secretStdin, "client-secret-stdin", false, "OAuth: read the --client-id's secret from standard input (empty for a public client)")
 	c.Flags().StringVar(&metadataURL, "client-metadata-url", "", "OAuth: an https `URL` serving the hub's client ID metadata document, used when the authorization server supports them")
 	c.Flags().StringArrayVar(&scopes, "scope", nil, "OAuth: a `SCOPE` to ask for (repeatable; default: what the server asks for)")
+	c.Flags().BoolVar(&forceOAuth, "oauth", false, "sign in with OAuth even when the server publishes no OAuth metadata (a 2025-03-26 server with the default endpoints)")
 	c.Flags().BoolVar(&noBrowser, "no-browser", false, "OAuth: only print the authorization URL, do not open a browser")
 	c.Flags().DurationVar(&oauthTimeout, "timeout", 5*time.Minute, "OAuth: wait at most `DURATION` for the sign-in in the browser")
 	_ = c.RegisterFlagCompletionFunc("connection", complete(connectionsOf))
@@ -110,8 +112,8 @@ environment variable --env of a local server, or the header --header of a remote
 
 // wantsOAuth decides whether `hub auth` signs in rather than storing a
 // static credential: the source was added as OAuth, the connection already
-// is one, an OAuth flag was given, or the server answers 401 with a Bearer
-// challenge now.
+// is one, an OAuth flag was given (--oauth forces it), or the server answers
+// 401 with a Bearer challenge now and publishes OAuth metadata.
 func wantsOAuth(ctx context.Context, h *hub.Hub, src *model.Source, conn string, flags bool) (bool, error) {
 	if src.Kind != model.KindHTTP {
 		if flags {
@@ -134,10 +136,10 @@ func wantsOAuth(ctx context.Context, h *hub.Hub, src *model.Source, conn string,
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ch, status, err := oauth.Probe(pctx, hc, src.URL)
-	if err != nil {
-		return false, nil // unreachable now: a static credential can still be stored
+	if err != nil || status != http.StatusUnauthorized {
+		return false, nil // unreachable now, or open: a static credential can still be stored
 	}
-	return status == http.StatusUnauthorized && ch.Bearer, nil
+	return oauth.Protected(pctx, &http.Client{Timeout: 30 * time.Second}, src.URL, ch), nil
 }
 
 type signInFlags struct {

@@ -15,11 +15,14 @@
 //                        seen: [Authorization headers' tokens the MCP endpoint got]}
 //
 // Prints one JSON line when ready: {"mcp": URL, "issuer": URL, "admin": URL}.
+// PORT fixes the resource server's port (default: any free one).
 import http from "node:http";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const mockMain = require.resolve("oauth2-mock-server", { paths: [process.env.NPM_DIR || process.cwd()] });
+import { fileURLToPath } from "node:url";
+const npmDir = process.env.NPM_DIR || fileURLToPath(new URL("../npm/", import.meta.url));
+const mockMain = require.resolve("oauth2-mock-server", { paths: [npmDir] });
 const { OAuth2Server } = require(mockMain);
 const jose = createRequire(mockMain)("jose");
 
@@ -124,7 +127,7 @@ const rs = http.createServer(async (req, res) => {
   });
   req.pipe(up);
 });
-rs.listen(0, "127.0.0.1", () => {
+rs.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
   self = `http://127.0.0.1:${rs.address().port}`;
   console.log(JSON.stringify({ mcp: `${self}/mcp`, issuer, admin: `${self}/admin` }));
 });
