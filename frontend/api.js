@@ -227,6 +227,16 @@ export function decide(item, choice) {
  * @typedef {object} Settings
  * @property {boolean} raiseApprovals
  * @property {boolean} paused
+ * @property {number} runRetentionDays runs that ended longer ago are deleted
+ * @property {number} runRetentionMB beyond this, the oldest runs that ended are deleted
+ */
+
+/**
+ * The Runs screen's filters (GET /api/runs's query): "" is any.
+ * @typedef {object} RunFilter
+ * @property {string} status
+ * @property {string} since an age: 1h, 24h, 7d
+ * @property {string} namespace
  */
 
 /**

@@ -6,8 +6,8 @@ import { APIError, acceptReview, decide, get, post, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
 import { h, replace } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
-import { renderRunDetail, renderRunList } from "./runs.js";
-import { renderSettings } from "./settings.js";
+import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
+import { renderSettings, showSettings } from "./settings.js";
 import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
@@ -54,6 +54,10 @@ const ui = {
   dialog: byId("approval", HTMLDialogElement),
   reviewBody: byId("review-body", HTMLDivElement),
   reviewStatus: byId("review-status", HTMLDivElement),
+  runsFilter: byId("runs-filter", HTMLFormElement),
+  runsStatus: byId("runs-status", HTMLSelectElement),
+  runsSince: byId("runs-since", HTMLSelectElement),
+  runsNamespace: byId("runs-namespace", HTMLInputElement),
   runsList: byId("runs-list", HTMLOListElement),
   runsEmpty: byId("runs-empty", HTMLParagraphElement),
   runDetail: byId("run-detail", HTMLDivElement),
@@ -390,10 +394,13 @@ async function loadRuns(run, focus) {
   state.run = run;
   const shown = state.shown;
   try {
-    const { runs } = await get("/api/runs").then((v) => /** @type {{runs: RunRow[]}} */ (v));
+    const filter = { status: ui.runsStatus.value, since: ui.runsSince.value, namespace: ui.runsNamespace.value };
+    const { runs } = await get(runsPath(filter)).then((v) => /** @type {{runs: RunRow[]}} */ (v));
     if (shown !== state.shown) return;
     showError("");
     replace(ui.runsList, ...renderRunList(runs, run, (id) => go("runs", id, true), Date.now()));
+    ui.runsList.dataset.query = runsPath(filter); // what the list shows (tests wait on it)
+    ui.runsEmpty.textContent = emptyText(filter);
     ui.runsEmpty.hidden = runs.length > 0;
   } catch (err) {
     failed(err);
@@ -432,7 +439,7 @@ async function loadSettings() {
     const s = await get("/api/settings").then((v) => /** @type {Settings} */ (v));
     if (shown !== state.shown) return;
     showError("");
-    replace(ui.settingsList, ...renderSettings(s, (key, on) => void changeSetting(key, on)));
+    replace(ui.settingsList, ...renderSettings(s, (key, value) => void changeSetting(key, value)));
   } catch (err) {
     failed(err);
   }
@@ -441,13 +448,13 @@ async function loadSettings() {
 /**
  * Changes one setting and shows what the hub answered.
  * @param {keyof Settings} key
- * @param {boolean} on
+ * @param {boolean | number} value
  */
-async function changeSetting(key, on) {
+async function changeSetting(key, value) {
   try {
-    const s = await post("/api/settings", { [key]: on }).then((v) => /** @type {Settings} */ (v));
+    const s = await post("/api/settings", { [key]: value }).then((v) => /** @type {Settings} */ (v));
     showError("");
-    replace(ui.settingsList, ...renderSettings(s, (k, v) => void changeSetting(k, v)));
+    showSettings(ui.settingsList, s);
     ui.settingsStatus.textContent = "Saved.";
   } catch (err) {
     failed(err);
@@ -457,6 +464,13 @@ async function changeSetting(key, on) {
 for (const s of SCREENS) {
   byId(`nav-${s}`, HTMLButtonElement).addEventListener("click", () => go(s));
 }
+// The Runs screen's filters: a choice applies at once, the namespace on
+// Enter or Filter.
+ui.runsFilter.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  void loadRuns(state.run, false);
+});
+for (const el of [ui.runsStatus, ui.runsSince]) el.addEventListener("change", () => void loadRuns(state.run, false));
 // Back and forward between fragments fire hashchange (popstate too: one is
 // enough, or each screen would load twice).
 window.addEventListener("hashchange", () => void follow());

@@ -8,6 +8,30 @@ import { h, svg } from "./dom.js";
 /** @typedef {import("./api.js").RunRow} RunRow */
 /** @typedef {import("./api.js").RunDetail} RunDetail */
 /** @typedef {import("./api.js").Call} Call */
+/** @typedef {import("./api.js").RunFilter} RunFilter */
+
+/**
+ * GET /api/runs with the filters set, as `hub runs` takes them.
+ * @param {RunFilter} f
+ * @returns {string}
+ */
+export function runsPath(f) {
+  const q = new URLSearchParams();
+  if (f.status) q.set("status", f.status);
+  if (f.since) q.set("since", f.since);
+  if (f.namespace.trim()) q.set("namespace", f.namespace.trim());
+  const qs = q.toString();
+  return qs ? `/api/runs?${qs}` : "/api/runs";
+}
+
+/**
+ * What the list says when it is empty.
+ * @param {RunFilter} f
+ * @returns {string}
+ */
+export function emptyText(f) {
+  return f.status || f.since || f.namespace.trim() ? "No runs match the filters." : "No runs yet.";
+}
 
 /** The timeline's drawing width, in SVG units (the track scales to fit). */
 export const WIDTH = 1000;

@@ -328,6 +328,33 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatalf("the timeline draws %d bars, want 3 (one per write)", n)
 		}
 		p.screenshots(shots, "runs", "[data-testid=run-detail]")
+
+		// The filters of `hub runs`: a status applies at once, a namespace
+		// on Enter; the list is the API's answer to that query.
+		rows := func(query string) (all, loopRows, others int) {
+			t.Helper()
+			p.do(map[string]any{"op": "attached", "selector": `#runs-list[data-query="` + query + `"]`}, nil)
+			return p.count(`[data-testid=run-row]`), p.count(`[data-testid=run-row][data-run="` + loop + `"]`), p.count(`[data-testid=run-row]:not([data-status=completed])`)
+		}
+		p.do(map[string]any{"op": "select", "selector": "#runs-status", "value": "completed"}, nil)
+		if all, l, o := rows("/api/runs?status=completed"); all == 0 || l != 1 || o != 0 {
+			t.Fatalf("status completed: %d rows, the loop run %d time(s), %d not completed", all, l, o)
+		}
+		p.do(map[string]any{"op": "fill", "selector": "#runs-namespace", "value": "writer"}, nil)
+		p.do(map[string]any{"op": "press", "keys": []string{"Enter"}}, nil)
+		if all, l, o := rows("/api/runs?status=completed&namespace=writer"); all == 0 || l != 1 || o != 0 {
+			t.Fatalf("status completed, namespace writer: %d rows, the loop run %d time(s), %d not completed", all, l, o)
+		}
+		p.do(map[string]any{"op": "fill", "selector": "#runs-namespace", "value": "rev"}, nil)
+		p.do(map[string]any{"op": "click", "selector": "#runs-apply"}, nil)
+		if _, l, _ := rows("/api/runs?status=completed&namespace=rev"); l != 0 {
+			t.Fatalf("namespace rev lists the loop run, which called writer only")
+		}
+		p.screenshots(shots, "runs-filtered")
+		p.do(map[string]any{"op": "select", "selector": "#runs-status", "value": ""}, nil)
+		p.do(map[string]any{"op": "fill", "selector": "#runs-namespace", "value": ""}, nil)
+		p.do(map[string]any{"op": "click", "selector": "#runs-apply"}, nil)
+		rows("/api/runs")
 	})
 
 	t.Run("sources", func(t *testing.T) {
@@ -370,6 +397,24 @@ func TestConsoleInABrowser(t *testing.T) {
 				t.Fatalf("Pause the hub clicked again: %s is still there", paused)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+		// The run retention: a number typed and left is saved.
+		p.do(map[string]any{"op": "fill", "selector": "#setting-runRetentionDays", "value": "3"}, nil)
+		p.do(map[string]any{"op": "press", "keys": []string{"Tab"}}, nil)
+		p.do(map[string]any{"op": "fill", "selector": "#setting-runRetentionMB", "value": "64"}, nil)
+		p.do(map[string]any{"op": "press", "keys": []string{"Tab"}}, nil)
+		for {
+			b, _ := os.ReadFile(settings)
+			if strings.Contains(string(b), `"runRetentionDays": 3`) && strings.Contains(string(b), `"runRetentionMB": 64`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the retention typed on the Settings screen: %s holds %q", settings, b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if out := h.run("hub", "runs", "prune", "--json"); !strings.Contains(out, `"pruned": 0`) {
+			t.Fatalf("hub runs prune by the new retention (no run is 3 days old, all fit in 64 MB): %s", out)
 		}
 		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
 	})

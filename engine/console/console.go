@@ -21,9 +21,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -568,14 +570,62 @@ type Runs struct {
 	Runs []RunRow `json:"runs"`
 }
 
+// runFilter reads GET /api/runs's query: status (one of hub.RunStatuses),
+// since (an RFC 3339 time, or an age: 90m, 24h, 7d) and namespace — the
+// filters of `hub runs`.
+func runFilter(q url.Values, now time.Time) (hub.RunFilter, error) {
+	for k := range q {
+		if k != "status" && k != "since" && k != "namespace" {
+			return hub.RunFilter{}, fmt.Errorf("unknown filter %q: filter by status, since or namespace", k)
+		}
+	}
+	f := hub.RunFilter{Status: q.Get("status"), Namespace: q.Get("namespace")}
+	if f.Status != "" && !slices.Contains(hub.RunStatuses, f.Status) {
+		return f, fmt.Errorf("status %q is not a status: use one of %s", f.Status, strings.Join(hub.RunStatuses, ", "))
+	}
+	if f.Namespace != "" && model.ValidNamespace(f.Namespace) != nil {
+		return f, fmt.Errorf("namespace %q is not a namespace", f.Namespace)
+	}
+	if s := q.Get("since"); s != "" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			f.Since = t
+		} else if d, err := parseAge(s); err == nil {
+			f.Since = now.Add(-d)
+		} else {
+			return f, fmt.Errorf("since %q: write an age (90m, 24h, 7d) or an RFC 3339 time", s)
+		}
+	}
+	return f, nil
+}
+
+// parseAge reads an age: whole days (7d) or a Go duration (90m, 36h).
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q is not an age", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age", s)
+	}
+	return d, nil
+}
+
 func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	eng, err := c.hub.Runs()
+	f, err := runFilter(r.URL.Query(), time.Now())
 	if err != nil {
-		c.internal(w, "listing runs", err)
+		fail(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	list, err := eng.List(ctx, r.URL.Query().Get("status"))
+	list, err := c.hub.ListRuns(ctx, f)
+	if errors.Is(err, hub.ErrUnknownNamespace) {
+		fail(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
 	if err != nil {
 		c.internal(w, "listing runs", err)
 		return
@@ -791,13 +841,20 @@ type SettingsInfo struct {
 	RaiseApprovals bool `json:"raiseApprovals"`
 	// Paused: every call asks, nothing runs unseen.
 	Paused bool `json:"paused"`
+	// RunRetentionDays and RunRetentionMB: run history older, or beyond
+	// that size (oldest first), is deleted; a run waiting for a person is
+	// kept. The values in force (the defaults when never set).
+	RunRetentionDays int `json:"runRetentionDays"`
+	RunRetentionMB   int `json:"runRetentionMB"`
 }
 
 // settingsChange is POST /api/settings: the settings to change (an absent
 // one stays).
 type settingsChange struct {
-	RaiseApprovals *bool `json:"raiseApprovals"`
-	Paused         *bool `json:"paused"`
+	RaiseApprovals   *bool `json:"raiseApprovals"`
+	Paused           *bool `json:"paused"`
+	RunRetentionDays *int  `json:"runRetentionDays"`
+	RunRetentionMB   *int  `json:"runRetentionMB"`
 }
 
 func (c *Handler) settings(w http.ResponseWriter, r *http.Request) {
@@ -806,7 +863,9 @@ func (c *Handler) settings(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, "reading the settings", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SettingsInfo{RaiseApprovals: s.RaiseApprovals, Paused: c.hub.Paused()})
+	ret := s.Retention()
+	writeJSON(w, http.StatusOK, SettingsInfo{RaiseApprovals: s.RaiseApprovals, Paused: c.hub.Paused(),
+		RunRetentionDays: int(ret.Age / (24 * time.Hour)), RunRetentionMB: int(ret.Bytes >> 20)})
 }
 
 func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
@@ -818,17 +877,33 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &ch) {
 		return
 	}
-	if ch.RaiseApprovals == nil && ch.Paused == nil {
-		fail(w, http.StatusBadRequest, "bad_request", "name a setting to change: raiseApprovals or paused")
+	if ch.RaiseApprovals == nil && ch.Paused == nil && ch.RunRetentionDays == nil && ch.RunRetentionMB == nil {
+		fail(w, http.StatusBadRequest, "bad_request", "name a setting to change: raiseApprovals, paused, runRetentionDays or runRetentionMB")
 		return
 	}
-	if ch.RaiseApprovals != nil {
+	if ch.RunRetentionDays != nil && *ch.RunRetentionDays < 1 || ch.RunRetentionMB != nil && *ch.RunRetentionMB < 1 {
+		fail(w, http.StatusBadRequest, "bad_request", "keep runs at least 1 day and 1 MB")
+		return
+	}
+	if ch.RaiseApprovals != nil || ch.RunRetentionDays != nil || ch.RunRetentionMB != nil {
 		s, err := c.hub.Settings()
 		if err != nil {
 			c.internal(w, "reading the settings", err)
 			return
 		}
-		s.RaiseApprovals = *ch.RaiseApprovals
+		if ch.RaiseApprovals != nil {
+			s.RaiseApprovals = *ch.RaiseApprovals
+		}
+		if ch.RunRetentionDays != nil {
+			s.RunRetentionDays = *ch.RunRetentionDays
+		}
+		if ch.RunRetentionMB != nil {
+			s.RunRetentionMB = *ch.RunRetentionMB
+		}
+		if err := s.Check(); err != nil {
+			fail(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
 		if err := c.hub.SetSettings(s); err != nil {
 			c.internal(w, "writing the settings", err)
 			return
@@ -840,7 +915,7 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c.log.Info("settings changed", "raiseApprovals", ch.RaiseApprovals, "paused", ch.Paused)
+	c.log.Info("settings changed", "raiseApprovals", ch.RaiseApprovals, "paused", ch.Paused, "runRetentionDays", ch.RunRetentionDays, "runRetentionMB", ch.RunRetentionMB)
 	c.settings(w, r)
 }
 

@@ -177,18 +177,37 @@ func TestSettingsScreenAPI(t *testing.T) {
 		}
 		return s
 	}
-	if got := read(p.send(request{method: http.MethodGet, target: "/api/settings", cookie: cookie})); got != (console.SettingsInfo{}) {
+	defaults := console.SettingsInfo{RunRetentionDays: hub.DefaultRunRetentionDays, RunRetentionMB: hub.DefaultRunRetentionMB}
+	if got := read(p.send(request{method: http.MethodGet, target: "/api/settings", cookie: cookie})); got != defaults {
 		t.Fatalf("the default settings: %+v", got)
 	}
 	got := read(p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]bool{"raiseApprovals": true}, cookie: cookie, csrf: csrf, origin: origin}))
-	if diff := cmp.Diff(console.SettingsInfo{RaiseApprovals: true}, got); diff != "" {
+	want := defaults
+	want.RaiseApprovals = true
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after raiseApprovals: true (-want +got):\n%s", diff)
 	}
 	got = read(p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]bool{"paused": true}, cookie: cookie, csrf: csrf, origin: origin}))
-	if diff := cmp.Diff(console.SettingsInfo{RaiseApprovals: true, Paused: true}, got); diff != "" {
+	want.Paused = true
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after paused: true (-want +got):\n%s", diff)
 	}
-	if s, err := f.h.Settings(); err != nil || !s.RaiseApprovals || !f.h.Paused() {
+	got = read(p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]int{"runRetentionDays": 3, "runRetentionMB": 50}, cookie: cookie, csrf: csrf, origin: origin}))
+	want.RunRetentionDays, want.RunRetentionMB = 3, 50
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after the retention (-want +got):\n%s", diff)
+	}
+	if s, err := f.h.Settings(); err != nil || !s.RaiseApprovals || !f.h.Paused() || s.Retention().Age != 3*24*time.Hour || s.Retention().Bytes != 50<<20 {
 		t.Errorf("the hub after the changes: %+v (%v), paused %v", s, err, f.h.Paused())
+	}
+	// Out of range: refused, and nothing changes.
+	for _, bad := range []map[string]int{{"runRetentionDays": 0}, {"runRetentionMB": -1}, {"runRetentionDays": 40000}, {"runRetentionMB": 1 << 21}} {
+		w := p.send(request{method: http.MethodPost, target: "/api/settings", body: bad, cookie: cookie, csrf: csrf, origin: origin})
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "bad_request") {
+			t.Errorf("settings %v: %d %s, want 400", bad, w.Code, w.Body)
+		}
+	}
+	if got := read(p.send(request{method: http.MethodGet, target: "/api/settings", cookie: cookie})); got != want {
+		t.Errorf("after refused changes the settings read %+v, want %+v", got, want)
 	}
 }

@@ -35,7 +35,7 @@ type runs struct {
 
 func (h *Hub) runEngine() *run.Engine {
 	h.runs.once.Do(func() {
-		h.runs.engine = run.New(h.store, lazySandbox{h}, tools{h}, run.Options{Logger: h.log, Limits: h.opts.Run})
+		h.runs.engine = run.New(h.store, lazySandbox{h}, tools{h}, run.Options{Logger: h.log, Limits: h.opts.Run, Retention: h.autoRetention})
 	})
 	return h.runs.engine
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 )
 
@@ -20,6 +22,43 @@ type Settings struct {
 	// focus) when a call waits. Off: a notification asks, and a window the
 	// app opens by itself (no notification daemon) comes up minimised.
 	RaiseApprovals bool `json:"raiseApprovals"`
+	// RunRetentionDays: a run that ended longer ago is deleted with its
+	// journal and handles (0: DefaultRunRetentionDays).
+	RunRetentionDays int `json:"runRetentionDays,omitempty"`
+	// RunRetentionMB: while the runs take more, the oldest that ended are
+	// deleted (0: DefaultRunRetentionMB).
+	RunRetentionMB int `json:"runRetentionMB,omitempty"`
+}
+
+// The retention of run history when the settings do not say.
+const (
+	DefaultRunRetentionDays = 7
+	DefaultRunRetentionMB   = 1024
+	maxRunRetentionDays     = 36500
+	maxRunRetentionMB       = 1 << 20
+)
+
+// Retention is the run history the settings keep.
+func (s Settings) Retention() run.Retention {
+	days, mb := s.RunRetentionDays, s.RunRetentionMB
+	if days <= 0 {
+		days = DefaultRunRetentionDays
+	}
+	if mb <= 0 {
+		mb = DefaultRunRetentionMB
+	}
+	return run.Retention{Age: time.Duration(days) * 24 * time.Hour, Bytes: int64(mb) << 20}
+}
+
+// Check says what is wrong with settings a person entered.
+func (s Settings) Check() error {
+	if s.RunRetentionDays < 0 || s.RunRetentionDays > maxRunRetentionDays {
+		return fmt.Errorf("run retention of %d days: keep runs 1 to %d days (0: the default, %d)", s.RunRetentionDays, maxRunRetentionDays, DefaultRunRetentionDays)
+	}
+	if s.RunRetentionMB < 0 || s.RunRetentionMB > maxRunRetentionMB {
+		return fmt.Errorf("run retention of %d MB: keep 1 to %d MB of runs (0: the default, %d)", s.RunRetentionMB, maxRunRetentionMB, DefaultRunRetentionMB)
+	}
+	return nil
 }
 
 func (h *Hub) settingsPath() (string, error) {
@@ -51,8 +90,12 @@ func (h *Hub) Settings() (Settings, error) {
 	return s, nil
 }
 
-// SetSettings writes the person's settings (atomically, mode 600).
+// SetSettings writes the person's settings (atomically, mode 600);
+// settings Check refuses are not written.
 func (h *Hub) SetSettings(s Settings) error {
+	if err := s.Check(); err != nil {
+		return fmt.Errorf("writing the settings: %w", err)
+	}
 	p, err := h.settingsPath()
 	if err != nil {
 		return fmt.Errorf("writing the settings: %w", err)

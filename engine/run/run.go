@@ -118,6 +118,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the clock (time.Now by default); tests move it.
 	Now func() time.Time
+	// Retention is what the automatic prune keeps (read at each prune, at
+	// most hourly); nil: Limits.Retention by age, no size limit.
+	Retention func(context.Context) Retention
 }
 
 // Engine executes and resumes runs over a store.
@@ -469,53 +472,17 @@ func (e *Engine) maybePrune(ctx context.Context) {
 	}
 }
 
-// PruneDone deletes the runs (their journals and handles) that ended —
-// completed, failed, cancelled or expired — and were last updated before
-// cutoff. A run still running or waiting for a person is kept.
-func (e *Engine) PruneDone(ctx context.Context, cutoff time.Time) (int, error) {
-	ids, err := e.store.List(ctx, store.Runs)
-	if err != nil {
-		return 0, fmt.Errorf("pruning runs: %w", err)
-	}
-	n := 0
-	for _, id := range ids {
-		r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
-		if err != nil || !r.Status.Done() || !r.UpdatedAt.Before(cutoff) {
-			continue
-		}
-		if err := e.store.Delete(ctx, store.Runs, id); err != nil {
-			return n, fmt.Errorf("pruning run %s: %w", id, err)
-		}
-		e.deleteHandles(ctx, id)
-		n++
-	}
-	return n, nil
-}
-
-// Prune deletes runs (and journals) last updated before the retention
-// period that are done, or paused with nothing a person can still decide
-// (every pending call decided or expired); a run still waiting for a
-// person stays, however old.
+// Prune is the automatic prune: PruneRuns with Options.Retention, else
+// Limits.Retention. Runs (and journals) that are done, or paused with
+// nothing a person can still decide (every pending call decided or
+// expired), go; a run still waiting for a person stays, however old.
 func (e *Engine) Prune(ctx context.Context) (int, error) {
-	ids, err := e.store.List(ctx, store.Runs)
-	if err != nil {
-		return 0, err
+	ret := Retention{Age: e.limits.Retention}
+	if e.opts.Retention != nil {
+		ret = e.opts.Retention(ctx)
 	}
-	cutoff := e.now().Add(-e.limits.Retention)
-	n := 0
-	for _, id := range ids {
-		r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
-		if err != nil {
-			continue
-		}
-		if r.UpdatedAt.Before(cutoff) && (r.Status.Done() || r.Status.Paused() && !waitsForAPerson(r, e.now())) {
-			if err := e.store.Delete(ctx, store.Runs, id); err == nil {
-				e.deleteHandles(ctx, id)
-				n++
-			}
-		}
-	}
-	return n, nil
+	p, err := e.PruneRuns(ctx, ret)
+	return p.Runs, err
 }
 
 // waitsForAPerson says whether a paused run has a pending call a person can

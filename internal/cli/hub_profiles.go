@@ -54,7 +54,7 @@ hub. --mode direct serves each visible tool as its own MCP tool; code mode (the 
 search, describe and execute over the visible tools and skills.`,
 		Example: `  capabilities hub profiles add issues --mode direct --namespace github --tool linear.createIssue
   capabilities hub profiles add docs --namespace github --skill release-notes`,
-		Args:    exactArgs(1, "one profile name"),
+		Args: exactArgs(1, "one profile name"),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := hub.ValidProfileName(args[0]); err != nil {
 				return usageError{fmt.Errorf("adding profile: %w", err)}

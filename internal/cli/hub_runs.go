@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 
@@ -19,7 +17,7 @@ import (
 
 // runStatuses are the statuses --status accepts: the envelope's words, which
 // run records use too.
-var runStatuses = []string{"running", "awaiting_approval", "awaiting_connection", "completed", "failed", "cancelled", "expired"}
+var runStatuses = hub.RunStatuses
 
 func newRunsCmd(e *env) *cobra.Command {
 	var (
@@ -29,11 +27,11 @@ func newRunsCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "runs [--status STATUS] [--since AGE|TIME] [--namespace NS]",
 		Short: "List runs, newest first",
-		Long: "List runs (kept 7 days): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
+		Long: "List runs (kept 7 days and 1 GB by default: see `runs prune`): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
 			"). The statuses are those of execute's envelope: a paused run is awaiting_approval (a call waits for a person's" +
 			" decision: `capabilities hub approve <runId>`) or awaiting_connection (a call waits for a credential: `capabilities hub auth`)." +
 			" --since keeps runs started within an age (90m, 24h, 7d) or at or after a time (2026-12-01 or RFC 3339); --namespace keeps" +
-			" runs that called a tool of that namespace. `runs prune --older-than 30d` deletes runs that ended before then.",
+			" runs that called a tool of that namespace. `runs prune` deletes runs by the hub's retention (or --older-than, --max-mb).",
 		Args: func(c *cobra.Command, args []string) error {
 			if err := exactArgs(0, "no arguments (use `runs show <id>` for one run)")(c, args); err != nil {
 				return err
@@ -55,29 +53,13 @@ func newRunsCmd(e *env) *cobra.Command {
 			return nil
 		},
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
-			eng, err := h.Runs()
-			if err != nil {
-				return err
-			}
-			list, err := eng.List(c.Context(), status)
-			if err != nil {
-				return err
-			}
+			f := hub.RunFilter{Status: status, Namespace: namespace}
 			if since != "" {
-				from, _ := parseSince(since, time.Now())
-				list = slices.DeleteFunc(list, func(r model.Run) bool { return r.CreatedAt.Before(from) })
+				f.Since, _ = parseSince(since, time.Now())
 			}
-			if namespace != "" {
-				if _, err := h.Source(c.Context(), namespace); err != nil && !ranIn(c.Context(), eng, list, namespace) {
-					return err
-				}
-				var kept []model.Run
-				for _, r := range list {
-					if ranIn(c.Context(), eng, []model.Run{r}, namespace) {
-						kept = append(kept, r)
-					}
-				}
-				list = kept
+			list, err := h.ListRuns(c.Context(), f)
+			if err != nil {
+				return err
 			}
 			if asJSON {
 				type row struct {
@@ -114,23 +96,6 @@ func newRunsCmd(e *env) *cobra.Command {
 	return c
 }
 
-// ranIn reports whether one of the runs called a tool of the namespace
-// (its journal has a call to namespace.something).
-func ranIn(ctx context.Context, eng *run.Engine, runs []model.Run, ns string) bool {
-	for _, r := range runs {
-		journal, err := eng.Journal(ctx, r.ID)
-		if err != nil {
-			continue
-		}
-		for _, je := range journal {
-			if strings.HasPrefix(je.Address, ns+".") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // parseAge reads an age: a Go duration (90m, 36h) or whole days (7d).
 func parseAge(s string) (time.Duration, error) {
 	if d, ok := strings.CutSuffix(s, "d"); ok {
@@ -165,42 +130,58 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func newRunsPruneCmd(e *env) *cobra.Command {
 	var (
 		olderThan string
+		maxMB     int
 		asJSON    bool
 	)
 	c := &cobra.Command{
-		Use:   "prune --older-than AGE",
-		Short: "Delete runs that ended longer ago than AGE (their journals and handles with them)",
-		Long: `Delete the runs that completed, failed, were cancelled or expired, and were last updated longer
-ago than --older-than (30d, 36h, 90m), with their journals and stored handles. A run still running
-or waiting for a person is kept whatever its age. Runs are also pruned after 7 days on their own.`,
-		Example: `  capabilities hub runs prune --older-than 30d`,
-		Args:    exactArgs(0, "no arguments"),
+		Use:   "prune [--older-than AGE] [--max-mb N]",
+		Short: "Delete old runs (their journals and handles with them) by the hub's retention, or by AGE and size",
+		Long: `Delete the runs that completed, failed, were cancelled or expired (or wait on a decision
+that expired), with their journals and stored handles: those last updated longer ago than
+--older-than (30d, 36h, 90m), then, oldest first, as many as it takes for the runs left to
+take at most --max-mb megabytes. Without either flag, the hub's retention (the console's
+Settings: 7 days and 1024 MB unless changed) decides, as it does when the hub prunes on its
+own (at most hourly, when code runs). A run still running or waiting for a person is kept
+whatever its age and size.`,
+		Example: `  capabilities hub runs prune
+  capabilities hub runs prune --older-than 30d
+  capabilities hub runs prune --max-mb 200`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
-			if olderThan == "" {
-				return usagef("pass --older-than AGE (e.g. 30d): runs that ended before then are deleted")
+			var ret run.Retention
+			if olderThan != "" {
+				age, err := parseAge(olderThan)
+				if err != nil || age == 0 {
+					return usagef("--older-than %q: write whole days (7d) or a duration (90m, 36h), more than 0", olderThan)
+				}
+				ret.Age = age
 			}
-			age, err := parseAge(olderThan)
-			if err != nil {
-				return usagef("--older-than: %v", err)
+			if c.Flags().Changed("max-mb") {
+				if maxMB <= 0 {
+					return usagef("--max-mb %d: pass a size in megabytes, more than 0", maxMB)
+				}
+				ret.Bytes = int64(maxMB) << 20
 			}
-			eng, err := h.Runs()
-			if err != nil {
-				return err
-			}
-			n, err := eng.PruneDone(c.Context(), time.Now().Add(-age))
+			p, err := h.PruneRuns(c.Context(), ret)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return e.printJSON(map[string]any{"pruned": n})
+				return e.printJSON(map[string]any{"pruned": p.Runs, "prunedBytes": p.Bytes, "kept": p.KeptRuns, "keptBytes": p.KeptBytes})
 			}
-			fmt.Fprintf(e.stdout, "Deleted %d run(s) that ended more than %s ago.\n", n, olderThan)
+			fmt.Fprintf(e.stdout, "Deleted %d run(s) (%s); %d run(s) kept (%s).\n", p.Runs, mbText(p.Bytes), p.KeptRuns, mbText(p.KeptBytes))
 			return nil
 		}),
 	}
 	c.Flags().StringVar(&olderThan, "older-than", "", "delete runs that ended longer ago than `AGE` (30d, 36h, 90m)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print how many runs were deleted as JSON")
+	c.Flags().IntVar(&maxMB, "max-mb", 0, "then delete the oldest runs that ended until the rest take at most `N` megabytes")
+	c.Flags().BoolVar(&asJSON, "json", false, "print what was deleted and kept as JSON")
 	return c
+}
+
+// mbText is a size in megabytes, to one decimal.
+func mbText(n int64) string {
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MB"
 }
 
 func newRunsShowCmd(e *env) *cobra.Command {

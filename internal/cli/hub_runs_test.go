@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,9 +45,10 @@ func TestParseAgeAndSince(t *testing.T) {
 }
 
 // TestRunsFiltersAndPrune: hub runs --since, --namespace and --status keep
-// exactly the matching runs; runs prune --older-than deletes the runs that
-// ended before then, with their journals, and keeps a run that waits for a
-// person however old, and the recent ones.
+// exactly the matching runs; runs prune (by the settings' retention, 30
+// days here) deletes the runs that ended before then, with their journals,
+// and keeps a run that waits for a person however old, and the recent
+// ones; --older-than prunes by its own age.
 func TestRunsFiltersAndPrune(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("CAPABILITIES_HOME", home)
@@ -70,7 +72,11 @@ func TestRunsFiltersAndPrune(t *testing.T) {
 	}
 	for _, r := range runs {
 		at := now.Add(-r.age)
-		if err := st.Put(ctx, store.Runs, r.id, model.Run{ID: r.id, Status: r.status, CreatedAt: at, UpdatedAt: at, Attempts: 1}); err != nil {
+		rec := model.Run{ID: r.id, Status: r.status, CreatedAt: at, UpdatedAt: at, Attempts: 1}
+		if r.status == model.RunAwaitingApproval { // a call waits for a person, with no expiry
+			rec.Pending = []model.Pending{{ID: "c1", Kind: model.PendingApproval, Address: r.calls[0]}}
+		}
+		if err := st.Put(ctx, store.Runs, r.id, rec); err != nil {
 			t.Fatal(err)
 		}
 		for i, a := range r.calls {
@@ -111,21 +117,34 @@ func TestRunsFiltersAndPrune(t *testing.T) {
 			t.Errorf("hub runs %v (-want +got):\n%s", tc.args, diff)
 		}
 	}
-	for _, bad := range [][]string{{"runs", "--since", "yesterday"}, {"runs", "prune"}, {"runs", "prune", "--older-than", "soon"}} {
+	for _, bad := range [][]string{{"runs", "--since", "yesterday"}, {"runs", "prune", "--max-mb", "0"}, {"runs", "prune", "--older-than", "soon"}} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(append([]string{"hub"}, bad...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
 			t.Errorf("hub %v: exit %d, want %d\n%s", bad, code, exitUsage, stderr.String())
 		}
 	}
-	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"hub", "runs", "prune", "--older-than", "30d", "--json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("runs prune: exit %d\n%s", code, stderr.String())
+	if err := os.WriteFile(filepath.Join(home, "hub", "settings.json"), []byte(`{"runRetentionDays": 30}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(stdout.String(), `"pruned": 1`) {
-		t.Errorf("runs prune --older-than 30d: %s", stdout.String())
+	prune := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"hub", "runs", "prune", "--json"}, args...), strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("runs prune %v: exit %d\n%s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	if out := prune(); !strings.Contains(out, `"pruned": 1`) || !strings.Contains(out, `"kept": 3`) {
+		t.Errorf("runs prune by the settings: %s", out)
 	}
 	if diff := cmp.Diff([]string{"r000000000000000hour", "r000000000000000week", "r0000000000000oldwait"}, list()); diff != "" {
 		t.Errorf("runs after the prune (-want +got):\n%s", diff)
+	}
+	if out := prune("--older-than", "3d"); !strings.Contains(out, `"pruned": 1`) {
+		t.Errorf("runs prune --older-than 3d: %s", out)
+	}
+	if diff := cmp.Diff([]string{"r000000000000000hour", "r0000000000000oldwait"}, list()); diff != "" {
+		t.Errorf("runs after prune --older-than 3d (-want +got):\n%s", diff)
 	}
 	st, err = store.Open(filepath.Join(home, "hub"))
 	if err != nil {

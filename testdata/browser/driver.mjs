@@ -190,6 +190,18 @@ const ops = {
     await page.click(selector);
     return {};
   },
+  async attached({ selector }) {
+    await page.locator(selector).first().waitFor({ state: "attached" });
+    return {};
+  },
+  async fill({ selector, value }) {
+    await page.fill(selector, value);
+    return {};
+  },
+  async select({ selector, value }) {
+    await page.selectOption(selector, value);
+    return {};
+  },
   async press({ keys }) {
     for (const k of keys) await page.keyboard.press(k);
     return {};
