@@ -64,11 +64,13 @@ func TestDiscover(t *testing.T) {
 			name: "challenge's resource_metadata, then RFC 8414 at the root",
 			routes: func(b string) map[string]any {
 				return map[string]any{
-					"/meta/prm":                               map[string]any{"resource": b + "/mcp", "authorization_servers": []string{b}, "scopes_supported": []string{"a", "b"}},
+					"/meta/prm": map[string]any{"resource": b + "/mcp", "authorization_servers": []string{b}, "scopes_supported": []string{"a", "b"}},
 					"/.well-known/oauth-authorization-server": asMeta(b, nil),
 				}
 			},
-			challenge: func(b string) oauth.Challenge { return oauth.Challenge{Bearer: true, ResourceMetadata: b + "/meta/prm"} },
+			challenge: func(b string) oauth.Challenge {
+				return oauth.Challenge{Bearer: true, ResourceMetadata: b + "/meta/prm"}
+			},
 			want: func(b string) want {
 				return want{Resource: b + "/mcp", Issuer: b, Token: b + "/token", Scopes: []string{"a", "b"}}
 			},
@@ -77,7 +79,7 @@ func TestDiscover(t *testing.T) {
 			name: "path-inserted well-known PRM; issuer with a path: path-inserted AS metadata",
 			routes: func(b string) map[string]any {
 				return map[string]any{
-					"/.well-known/oauth-protected-resource/mcp":        map[string]any{"resource": b + "/mcp", "authorization_servers": []string{b + "/tenant1"}},
+					"/.well-known/oauth-protected-resource/mcp":       map[string]any{"resource": b + "/mcp", "authorization_servers": []string{b + "/tenant1"}},
 					"/.well-known/oauth-authorization-server/tenant1": asMeta(b+"/tenant1", nil),
 				}
 			},
@@ -232,12 +234,11 @@ func TestParseChallenge(t *testing.T) {
 
 // memStore is an oauth.Store in memory that counts what it is asked.
 type memStore struct {
-	mu      sync.Mutex
-	t       *oauth.Tokens
-	saves   int
-	signIn  string
-	lockMu  sync.Mutex
-	lockers int
+	mu     sync.Mutex
+	t      *oauth.Tokens
+	saves  int
+	signIn string
+	lockMu sync.Mutex
 }
 
 func (m *memStore) Load(context.Context) (*oauth.Tokens, error) {
