@@ -512,3 +512,29 @@ func BenchmarkTokenRefresh(b *testing.B) {
 		cur = tk.AccessToken
 	}
 }
+
+// FuzzParse: a stored secret is read as a token set only when it is one, a
+// WWW-Authenticate header never makes the parser panic, and a token set
+// survives storing.
+func FuzzParse(f *testing.F) {
+	f.Add(`{"kind":"oauth","accessToken":"a","refreshToken":"r","origin":"https://x:443","grant":"g"}`, `Bearer resource_metadata="https://x/.well-known/oauth-protected-resource", scope="a b"`)
+	f.Add(`ghp_plainstatictoken`, `Basic realm="x", Bearer error="insufficient_scope"`)
+	f.Add(`{"kind":"other"}`, `Bearer scope="unterminated`)
+	f.Fuzz(func(t *testing.T, value, header string) {
+		if tk, ok := oauth.Parse(value); ok {
+			if tk.Kind != oauth.Kind {
+				t.Fatalf("Parse accepted kind %q", tk.Kind)
+			}
+			again, ok := oauth.Parse(tk.Marshal())
+			if !ok || !cmp.Equal(tk, again) {
+				t.Fatalf("a token set changed when stored: %+v → %+v", tk, again)
+			}
+		}
+		h := http.Header{}
+		h.Set("WWW-Authenticate", header)
+		ch := oauth.ParseChallenge(h)
+		if !ch.Bearer && (ch.ResourceMetadata != "" || ch.Scopes != nil || ch.Error != "") {
+			t.Fatalf("a challenge without Bearer has parameters: %+v", ch)
+		}
+	})
+}
