@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"sort"
 	"strconv"
@@ -75,12 +78,12 @@ func Build(ctx context.Context, base *url.URL, op *Operation, args map[string]an
 	if op.BodyKey != "" {
 		known[op.BodyKey] = true
 		if v, ok := args[op.BodyKey]; ok && v != nil {
-			b, err := encodeBody(op.BodyType, v)
+			b, ct, err := encodeBody(op, v)
 			if err != nil {
 				return nil, fmt.Errorf("argument %s: %w", op.BodyKey, err)
 			}
 			body = bytes.NewReader(b)
-			header.Set("Content-Type", op.BodyType)
+			header.Set("Content-Type", ct)
 		}
 	}
 	var unknown []string
@@ -303,7 +306,22 @@ func queryValue(q url.Values, p Param, v any) error {
 	return nil
 }
 
-func encodeBody(ct string, v any) ([]byte, error) {
+// encodeBody writes a body as op.BodyType says, and gives its
+// Content-Type.
+func encodeBody(op *Operation, v any) ([]byte, string, error) {
+	ct := op.BodyType
+	switch ct {
+	case "multipart/form-data":
+		return encodeMultipart(op, v)
+	case "application/octet-stream":
+		b, err := fileBytes(v, false)
+		return b, ct, err
+	}
+	b, err := encodeSimpleBody(ct, v)
+	return b, ct, err
+}
+
+func encodeSimpleBody(ct string, v any) ([]byte, error) {
 	switch {
 	case isJSONType(ct):
 		return json.Marshal(v)
@@ -342,6 +360,194 @@ func encodeBody(ct string, v any) ([]byte, error) {
 		return []byte(s), nil
 	}
 }
+
+// FileArg is a file in the arguments: its name, its content as text or as
+// base64, and its media type.
+type FileArg struct {
+	Name          string `json:"name"`
+	Content       string `json:"content"`
+	ContentBase64 string `json:"contentBase64"`
+	Type          string `json:"type"`
+}
+
+// fileBytes reads a file's bytes: a string is its text (when text is
+// allowed), an object {content} or {contentBase64}.
+func fileBytes(v any, object bool) ([]byte, error) {
+	if s, ok := v.(string); ok && !object {
+		return []byte(s), nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		if object {
+			return nil, fmt.Errorf("a file is an object {name, content or contentBase64, type}, not %s", kind(v))
+		}
+		return nil, fmt.Errorf("the body is a string or {contentBase64}, not %s", kind(v))
+	}
+	var f FileArg
+	for k, e := range m {
+		switch k {
+		case "name", "type", "content", "contentBase64":
+		default:
+			if object {
+				return nil, fmt.Errorf("unknown property %s (a file has name, content or contentBase64, and type)", k)
+			}
+			return nil, fmt.Errorf("unknown property %s (the body is a string or {contentBase64})", k)
+		}
+		s, ok := e.(string)
+		if !ok && e != nil {
+			return nil, fmt.Errorf("property %s: expected a string, not %s", k, kind(e))
+		}
+		switch k {
+		case "name":
+			f.Name = s
+		case "type":
+			f.Type = s
+		case "content":
+			f.Content = s
+		case "contentBase64":
+			f.ContentBase64 = s
+		}
+		if !object && k != "contentBase64" {
+			return nil, fmt.Errorf("unknown property %s (the body is a string or {contentBase64})", k)
+		}
+	}
+	_, hasText := m["content"]
+	_, hasB64 := m["contentBase64"]
+	switch {
+	case hasText && hasB64:
+		return nil, fmt.Errorf("give content or contentBase64, not both")
+	case hasText:
+		return []byte(f.Content), nil
+	case hasB64:
+		b, err := base64.StdEncoding.DecodeString(f.ContentBase64)
+		if err != nil {
+			if b, err2 := base64.RawStdEncoding.DecodeString(f.ContentBase64); err2 == nil {
+				return b, nil
+			}
+			return nil, fmt.Errorf("contentBase64 is not base64: %w", err)
+		}
+		return b, nil
+	}
+	if object {
+		return nil, fmt.Errorf("a file needs content (text) or contentBase64")
+	}
+	return nil, fmt.Errorf("the body needs contentBase64")
+}
+
+// encodeMultipart writes a multipart/form-data body: each field of the
+// object a part, in name order; an array a part per item; a file field a
+// file part; an object (not a file) a JSON part.
+func encodeMultipart(op *Operation, v any) ([]byte, string, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, "", fmt.Errorf("a multipart body is an object of fields, not %s", kind(v))
+	}
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !safeHeaderText(name) {
+			return nil, "", fmt.Errorf("field %q: a field name cannot hold a line break or a NUL", name)
+		}
+		e := m[name]
+		items, isArray := e.([]any)
+		if !isArray {
+			items = []any{e}
+		}
+		for i, it := range items {
+			where := "field " + name
+			if isArray {
+				where = fmt.Sprintf("field %s item %d", name, i)
+			}
+			if err := writePart(w, name, it, op.FileFields[name]); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", where, err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, "", fmt.Errorf("writing the multipart body: %w", err)
+	}
+	return buf.Bytes(), w.FormDataContentType(), nil
+}
+
+func writePart(w *multipart.Writer, name string, v any, file bool) error {
+	if v == nil {
+		return nil
+	}
+	if file {
+		b, err := fileBytes(v, true)
+		if err != nil {
+			return err
+		}
+		m := v.(map[string]any)
+		fname, _ := m["name"].(string)
+		if fname == "" {
+			fname = name
+		}
+		ct, _ := m["type"].(string)
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		if !safeHeaderText(fname) || !safeHeaderText(ct) {
+			return fmt.Errorf("a file's name or type cannot hold a line break or a NUL")
+		}
+		if _, _, err := mime.ParseMediaType(ct); err != nil {
+			return fmt.Errorf("type %q is not a media type: %w", ct, err)
+		}
+		cd := mime.FormatMediaType("form-data", map[string]string{"name": name, "filename": fname})
+		if cd == "" {
+			return fmt.Errorf("the field or file name cannot be written in a part's header")
+		}
+		h := make(textproto.MIMEHeader)
+		h.Set("Content-Disposition", cd)
+		h.Set("Content-Type", ct)
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			return fmt.Errorf("writing the part: %w", err)
+		}
+		_, err = pw.Write(b)
+		return err
+	}
+	var (
+		b  []byte
+		ct string
+	)
+	switch x := v.(type) {
+	case map[string]any, []any:
+		j, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Errorf("encoding the field as JSON: %w", err)
+		}
+		b, ct = j, "application/json"
+	default:
+		s, err := scalar(v)
+		if err != nil {
+			return err
+		}
+		b = []byte(s)
+	}
+	cd := mime.FormatMediaType("form-data", map[string]string{"name": name})
+	if cd == "" {
+		return fmt.Errorf("the field name cannot be written in a part's header")
+	}
+	h := make(textproto.MIMEHeader)
+	h.Set("Content-Disposition", cd)
+	if ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	pw, err := w.CreatePart(h)
+	if err != nil {
+		return fmt.Errorf("writing the part: %w", err)
+	}
+	_, err = pw.Write(b)
+	return err
+}
+
+func safeHeaderText(s string) bool { return !strings.ContainsAny(s, "\r\n\x00") }
 
 // origin is scheme://host:port, the port written out.
 func origin(u *url.URL) string {

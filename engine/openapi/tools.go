@@ -34,6 +34,10 @@ type Operation struct {
 	// none), sent as BodyType.
 	BodyKey  string
 	BodyType string
+	// FileFields are the fields of a multipart body that are files (a
+	// binary string in the document): each takes a FileArg, or a list of
+	// them when the field is an array.
+	FileFields map[string]bool
 	// Secured: the operation requires the document's security scheme.
 	Secured bool
 	// Warning says what the hub could not read of the operation (no 2xx
@@ -227,7 +231,7 @@ func operation(conv *converter, doc *openapi3.T, auth *Auth, path, method string
 		}
 		ct, mt := bodyMedia(rb.Value.Content)
 		if mt == nil {
-			return o, &unsupportedError{fmt.Sprintf("left out: its request body is sent only as %s; the hub sends JSON, form or text bodies", strings.Join(sortedKeys(rb.Value.Content), ", "))}
+			return o, &unsupportedError{fmt.Sprintf("left out: its request body is sent only as %s; the hub sends JSON, form, multipart, text or octet-stream bodies", strings.Join(sortedKeys(rb.Value.Content), ", "))}
 		}
 		o.BodyKey, o.BodyType = "body", ct
 		if count["body"] > 0 {
@@ -241,7 +245,18 @@ func operation(conv *converter, doc *openapi3.T, auth *Auth, path, method string
 			}
 			s = v
 		}
-		s = withDescription(s, strings.TrimSpace(rb.Value.Description+" (request body, sent as "+ct+")"))
+		sentAs := "sent as " + ct
+		switch ct {
+		case "multipart/form-data":
+			s, o.FileFields = multipartSchema(s)
+			if len(o.FileFields) > 0 {
+				sentAs += "; a file field takes {name, content} with the file's text, or {name, contentBase64} with its bytes in base64, and optionally its media type as type"
+			}
+		case "application/octet-stream":
+			s = octetSchema
+			sentAs = "sent as application/octet-stream: a string (sent as its UTF-8 bytes), or {contentBase64} with the bytes in base64"
+		}
+		s = withDescription(s, strings.TrimSpace(rb.Value.Description+" (request body, "+sentAs+")"))
 		props[o.BodyKey] = s
 		if rb.Value.Required {
 			required = append(required, o.BodyKey)
@@ -392,7 +407,8 @@ func firstMedia(c openapi3.Content) *openapi3.MediaType {
 	return mt
 }
 
-// bodyMedia picks how a body is sent: JSON first, then a form, then text.
+// bodyMedia picks how a body is sent: JSON first, then a form, multipart,
+// text, and raw bytes.
 func bodyMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	if ct, mt := jsonMedia(c); mt != nil {
 		if ct == "*/*" {
@@ -400,12 +416,111 @@ func bodyMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 		}
 		return ct, mt
 	}
-	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain"} {
+	for _, ct := range []string{"application/x-www-form-urlencoded", "multipart/form-data", "text/plain", "application/octet-stream"} {
 		if mt := c[ct]; mt != nil {
 			return ct, mt
 		}
 	}
 	return "", nil
+}
+
+// fileSchema is the input schema of a file in a multipart body.
+var fileSchema = map[string]any{
+	"type":        "object",
+	"description": "a file: its name, and its content as text (content) or as base64 (contentBase64); type is its media type (default application/octet-stream)",
+	"properties": map[string]any{
+		"name":          map[string]any{"type": "string"},
+		"content":       map[string]any{"type": "string"},
+		"contentBase64": map[string]any{"type": "string", "contentEncoding": "base64"},
+		"type":          map[string]any{"type": "string"},
+	},
+	"additionalProperties": false,
+}
+
+// octetSchema is the input schema of an application/octet-stream body.
+var octetSchema = map[string]any{
+	"anyOf": []any{
+		map[string]any{"type": "string"},
+		map[string]any{
+			"type":                 "object",
+			"properties":           map[string]any{"contentBase64": map[string]any{"type": "string", "contentEncoding": "base64"}},
+			"required":             []any{"contentBase64"},
+			"additionalProperties": false,
+		},
+	},
+}
+
+// isBinary reports whether a converted schema is a file's bytes: a string
+// of format binary (OpenAPI 3.0, Swagger's type file), or one with a
+// contentMediaType and no base64 encoding (3.1).
+func isBinary(s any) bool {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return false
+	}
+	if m["format"] == "binary" || m["type"] == "file" {
+		return true
+	}
+	_, media := m["contentMediaType"]
+	return media && m["contentEncoding"] == nil
+}
+
+// multipartSchema gives a multipart body's schema with each file field
+// (binary, or an array of binaries) taking a file object, and names them.
+func multipartSchema(s any) (any, map[string]bool) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s, nil
+	}
+	props, ok := m["properties"].(map[string]any)
+	if !ok {
+		return s, nil
+	}
+	files := map[string]bool{}
+	np := make(map[string]any, len(props))
+	for name, p := range props {
+		np[name] = p
+		if isBinary(p) {
+			files[name] = true
+			np[name] = fileSchema
+			if d := descriptionOf(p); d != "" {
+				f := make(map[string]any, len(fileSchema))
+				for k, v := range fileSchema {
+					f[k] = v
+				}
+				f["description"] = d + " (" + fileSchema["description"].(string) + ")"
+				np[name] = f
+			}
+			continue
+		}
+		if pm, ok := p.(map[string]any); ok && pm["type"] == "array" && isBinary(pm["items"]) {
+			files[name] = true
+			cp := make(map[string]any, len(pm))
+			for k, v := range pm {
+				cp[k] = v
+			}
+			cp["items"] = fileSchema
+			np[name] = cp
+		}
+	}
+	if len(files) == 0 {
+		return s, nil
+	}
+	cp := make(map[string]any, len(m))
+	for k, v := range m {
+		cp[k] = v
+	}
+	cp["properties"] = np
+	return cp, files
+}
+
+func descriptionOf(s any) string {
+	if m, ok := s.(map[string]any); ok {
+		if d, ok := m["description"].(string); ok {
+			return d
+		}
+	}
+	return ""
 }
 
 // converter turns OpenAPI schemas into self-contained JSON Schemas: every
