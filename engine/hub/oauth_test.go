@@ -41,7 +41,7 @@ type oauthStats struct {
 	Seen           []string `json:"seen"`
 }
 
-func startOAuthServer(t *testing.T) *oauthServer {
+func startOAuthServer(t testing.TB) *oauthServer {
 	t.Helper()
 	everything := testenv.EverythingHTTP(t)
 	testenv.NPMPath(t, "oauth2-mock-server/package.json")
@@ -119,6 +119,51 @@ func followRedirects(u string) error {
 	}()
 	return nil
 }
+
+// BenchmarkTokenRefreshMockServer measures one refresh of a real sign-in
+// against oauth2-mock-server (Node, RS256-signed JWTs) through
+// oauth.Source: the lock, reading the stored tokens, the token request with
+// the resource parameter, parsing, saving.
+func BenchmarkTokenRefreshMockServer(b *testing.B) {
+	srv := startOAuthServer(b)
+	ctx := context.Background()
+	tk, err := oauth.SignIn(ctx, oauth.Options{ServerURL: srv.MCP, ClientID: "bench", Open: followRedirects})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := &benchStore{t: tk}
+	src := oauth.NewSource(tk, st, oauth.SourceOptions{})
+	cur := tk.AccessToken
+	b.ResetTimer()
+	for b.Loop() {
+		nt, err := src.Refresh(ctx, cur)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur = nt.AccessToken
+	}
+}
+
+type benchStore struct {
+	mu sync.Mutex
+	t  *oauth.Tokens
+}
+
+func (s *benchStore) Load(context.Context) (*oauth.Tokens, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t, nil
+}
+
+func (s *benchStore) Save(_ context.Context, t *oauth.Tokens) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.t = t
+	return nil
+}
+
+func (s *benchStore) Lock(context.Context) (func(), error)       { return func() {}, nil }
+func (s *benchStore) SignInNeeded(context.Context, string) error { return nil }
 
 // recordingSecrets remembers every value stored, to look for it later.
 type recordingSecrets struct {
