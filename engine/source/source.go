@@ -321,7 +321,9 @@ func (s *Session) startError(ctx context.Context, err error) error {
 		}
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no MCP answer in time (is the URL an MCP streamable-HTTP endpoint?): %w", err)
-	} else if msg := err.Error(); strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized") || strings.Contains(msg, "403") {
+	} else if msg := err.Error(); s.src.Auth == model.AuthOAuth && (strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized")) {
+		err = fmt.Errorf("%w; the server wants a sign-in: `capabilities hub auth %s`", err, s.src.Namespace)
+	} else if strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized") || strings.Contains(msg, "403") {
 		err = fmt.Errorf("%w; the server wants a credential: give it with --auth when adding (and --secret-header NAME when it is not Authorization: Bearer), or `capabilities hub auth %s`", err, s.src.Namespace)
 	}
 	return fmt.Errorf("connecting to %s (%s): %w", s.src.Namespace, where, err)
