@@ -498,12 +498,10 @@ func writePart(w *multipart.Writer, name string, v any, file bool) error {
 		if _, _, err := mime.ParseMediaType(ct); err != nil {
 			return fmt.Errorf("type %q is not a media type: %w", ct, err)
 		}
-		cd := mime.FormatMediaType("form-data", map[string]string{"name": name, "filename": fname})
-		if cd == "" {
-			return fmt.Errorf("the field or file name cannot be written in a part's header")
-		}
+		// Quoted, as browsers and mime/multipart write it (some servers
+		// read nothing else).
 		h := make(textproto.MIMEHeader)
-		h.Set("Content-Disposition", cd)
+		h.Set("Content-Disposition", multipart.FileContentDisposition(name, fname))
 		h.Set("Content-Type", ct)
 		pw, err := w.CreatePart(h)
 		if err != nil {
@@ -530,12 +528,10 @@ func writePart(w *multipart.Writer, name string, v any, file bool) error {
 		}
 		b = []byte(s)
 	}
-	cd := mime.FormatMediaType("form-data", map[string]string{"name": name})
-	if cd == "" {
-		return fmt.Errorf("the field name cannot be written in a part's header")
-	}
 	h := make(textproto.MIMEHeader)
-	h.Set("Content-Disposition", cd)
+	// The file form without its filename: the name quoted and escaped
+	// the same way.
+	h.Set("Content-Disposition", strings.TrimSuffix(multipart.FileContentDisposition(name, ""), `; filename=""`))
 	if ct != "" {
 		h.Set("Content-Type", ct)
 	}
