@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"strconv"
 	"sync"
@@ -175,6 +176,9 @@ func jsonToNode(js []byte) (*yaml.Node, error) {
 	n, err := b.value(dec)
 	if err != nil {
 		return nil, fmt.Errorf("reading the JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("reading the JSON: more after the document")
 	}
 	return n, nil
 }

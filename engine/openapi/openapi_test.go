@@ -160,6 +160,7 @@ func TestBadDocuments(t *testing.T) {
 		want      []string
 	}{
 		{"JSON syntax", "{\n  \"openapi\": \"3.0.3\",\n  \"info\": {\"title\": \"t\",,}\n}", []string{"line 3, column 26"}},
+		{"JSON with more after it", "{\"openapi\": \"3.0.3\", \"paths\": {}}\n{}", []string{"line 2, column 1", "more after the document"}},
 		{"JSON cut short", "{\n  \"openapi\": \"3.0.3\",\n  \"info\": {", []string{"ends early", "line 3"}},
 		{"YAML syntax", "openapi: 3.0.3\ninfo:\n  title: [unclosed\npaths: {}\n", []string{"invalid YAML", "line"}},
 		{"not OpenAPI", `{"hello": "world"}`, []string{"no openapi or swagger field"}},
