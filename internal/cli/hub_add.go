@@ -42,8 +42,10 @@ a namespace from the server's name and shows what it found before storing it.
 Or add an HTTP API by its OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML,
 a file or a URL ending in .json/.yaml/.yml or naming openapi or swagger; --openapi
 for any other URL): each operation becomes a tool, called only at the document's
-server (or --server). When the document declares an API key, bearer or basic
-scheme, the credential is asked for once (or read with --secret-stdin).`,
+server (or --server). Its $refs may lead to other documents of the same origin
+(a URL) or in its folder and below (a file); anything else is refused. When the
+document declares an API key, bearer or basic scheme, the credential is asked
+for once (or read with --secret-stdin).`,
 		Example: `  capabilities hub add --yes -- npx -y @modelcontextprotocol/server-everything stdio
   capabilities hub add --namespace memory --env MEMORY_FILE_PATH=/tmp/memory.jsonl -- node server-memory/dist/index.js
   capabilities hub add http://127.0.0.1:3001/mcp
