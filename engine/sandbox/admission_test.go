@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
 // TestThousandConcurrentTrivialRuns: 1,000 attempts of `return 1+1` at once
@@ -88,5 +91,56 @@ func (h *blockingHost) CallTool(ctx context.Context, c Call) CallResult {
 		return CallResult{Value: []byte(`"ok"`)}
 	case <-ctx.Done():
 		return CallResult{Error: &ToolError{Code: "cancelled", Message: "stopped"}}
+	}
+}
+
+// TestComputeTurns: with one compute turn, a run waiting on a tool call
+// does not hold it (a trivial run completes meanwhile), and of 200
+// concurrent trivial runs never more than one computes at a time, none
+// running out of compute time while it waits for its turn.
+func TestComputeTurns(t *testing.T) {
+	d, err := New(Options{MemoryBytes: testMemoryBytes, MaxComputing: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := &blockingHost{started: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan Outcome)
+	go func() {
+		done <- d.Run(context.Background(), Request{JS: "return await x.wait({})", Namespaces: map[string][]string{"x": {"wait"}}, Host: h, Limits: Limits{WallMs: testWallMs}})
+	}()
+	<-h.started
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(10*time.Second))
+	defer cancel()
+	if out := d.Run(ctx, Request{JS: "return 1", Host: &fakeHost{}, Limits: Limits{WallMs: testWallMs}}); out.Status != StatusCompleted {
+		t.Errorf("a trivial run while another waits on a call: %+v", out.Error)
+	}
+	close(h.release)
+	if out := <-done; out.Status != StatusCompleted {
+		t.Errorf("the waiting run: %+v", out.Error)
+	}
+
+	lim := Limits{ComputeMs: 200, WallMs: testWallMs, QueueMs: testWallMs}
+	codes := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			out := d.Run(context.Background(), Request{JS: "let s = 0; for (let i = 0; i < 1000; i++) s += i; return s", Host: &fakeHost{}, Limits: lim})
+			code := string(out.Status)
+			if out.Error != nil {
+				code += ":" + out.Error.Code
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes["completed"] != 200 {
+		t.Errorf("outcomes of 200 concurrent runs with one compute turn: %v, want all completed", codes)
+	}
+	if p := d.PeakComputing(); p != 1 {
+		t.Errorf("at most %d attempts computed at once, want 1 (MaxComputing)", p)
 	}
 }

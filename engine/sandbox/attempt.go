@@ -30,6 +30,8 @@ type attempt struct {
 	nss *Namespaces
 	lim Limits
 	v   *vm
+	d   *Driver
+	cpu bool // holding a compute turn
 
 	parent   context.Context // the caller's ctx
 	callCtx  context.Context // handed to Host.CallTool
@@ -84,8 +86,17 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	if req.ReplayCalls == 0 {
 		d.expect.Store(nss) // a resumed run may see the set it started with, an older one
 	}
-	a := &attempt{req: req, nss: nss, lim: lim, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
+	a := &attempt{req: req, nss: nss, lim: lim, d: d, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
+	waited := time.Now()
+	if !d.compute(false, ctx.Done()) {
+		return Outcome{Status: StatusCancelled, Error: cancelledError(), Queued: queued + time.Since(waited), Wall: time.Since(start)}
+	}
+	a.cpu = true
+	queued += time.Since(waited)
 	out := a.run(ctx, d)
+	if a.cpu {
+		d.doneComputing()
+	}
 	out.Queued = queued
 	out.Wall = time.Since(start)
 	out.Compute = a.compute
@@ -120,6 +131,10 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	a.callCtx, a.stopCall = context.WithCancel(ctx)
 	defer func() {
 		a.stopCall()
+		if a.cpu { // calls cut short still finish: not on a compute turn
+			a.d.doneComputing()
+			a.cpu = false
+		}
 		a.wg.Wait()
 	}()
 
@@ -227,17 +242,23 @@ func (a *attempt) nextTimer() (id int, due int64, ok bool) {
 	return id, due, ok
 }
 
-// wait blocks until a call finishes, timer fires, or the guest must stop.
+// wait blocks until a call finishes, timer fires, or the guest must stop,
+// giving its compute turn back meanwhile.
 func (a *attempt) wait(timer <-chan time.Time) *Error {
+	a.d.doneComputing()
+	a.cpu = false
 	select {
 	case r := <-a.done:
 		a.settle(r)
-		return nil
 	case <-timer:
-		return nil
 	case <-a.v.ks.Done():
 		return classifyTrap(a.v.ks.Cause(), nil, nil)
 	}
+	if !a.d.compute(true, a.v.ks.Done()) {
+		return classifyTrap(a.v.ks.Cause(), nil, nil)
+	}
+	a.cpu = true
+	return nil
 }
 
 func (a *attempt) settle(r callDone) {

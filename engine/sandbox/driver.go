@@ -80,6 +80,13 @@ type Options struct {
 	// least 16): each holds a runtime, so this bounds the sandbox's memory.
 	// The rest wait their turn in arrival order, for at most Limits.QueueMs.
 	MaxRunning int
+	// MaxComputing is how many of the running attempts may use the CPU at
+	// once (default GOMAXPROCS+1): an attempt holds a compute turn while it
+	// takes its runtime, starts its code and runs the guest, and gives it
+	// back while it waits for tool calls or timers. Attempts wait for one in
+	// arrival order, so under load each gets its turn instead of all
+	// slowing down together (the time waited is not compute time).
+	MaxComputing int
 	// CacheDir, when set, keeps QuickJS's compiled machine code on disk
 	// (wazero's compilation cache, in a subdirectory named for this
 	// layout; wazero adds its version, architecture and OS), so only the
@@ -89,12 +96,15 @@ type Options struct {
 
 // Driver runs attempts. It is safe for concurrent use.
 type Driver struct {
-	active   atomic.Int32  // attempts running now
-	peak     atomic.Int32  // the most attempts that ran at once
-	running  chan struct{} // a turn to run: Options.MaxRunning of them
-	dir      string
-	memBytes int
-	prelude  []byte // guest.Prelude compiled to QuickJS bytecode once
+	active    atomic.Int32  // attempts running now
+	peak      atomic.Int32  // the most attempts that ran at once
+	running   chan struct{} // a turn to run: Options.MaxRunning of them
+	cpu       *turns        // compute turns: Options.MaxComputing of them
+	computing atomic.Int32  // attempts holding a compute turn now
+	peakCPU   atomic.Int32  // the most that held one at once
+	dir       string
+	memBytes  int
+	prelude   []byte // guest.Prelude compiled to QuickJS bytecode once
 	// expect is the namespace set ready runtimes are built with: the last
 	// run's (or Expect's), since the next run most likely sees the same.
 	expect atomic.Pointer[Namespaces]
@@ -123,11 +133,14 @@ func New(opts Options) (*Driver, error) {
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = max(16, 8*runtime.NumCPU())
 	}
+	if opts.MaxComputing <= 0 {
+		opts.MaxComputing = runtime.GOMAXPROCS(0) + 1
+	}
 	dir, err := emptyDir()
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), stop: make(chan struct{})}
+	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), stop: make(chan struct{})}
 	if err := compileModule(dir, opts.MemoryBytes, opts.CacheDir); err != nil {
 		_ = os.Remove(dir)
 		return nil, err
@@ -172,6 +185,91 @@ func (d *Driver) turn(ctx context.Context, lim Limits) (time.Duration, *Error) {
 		return time.Since(start), cancelledError()
 	case <-t.C:
 		return time.Since(start), &Error{Code: CodeBusy, Message: fmt.Sprintf("the hub is running its maximum of %d executes at once; this one waited %s for a turn and did not start", cap(d.running), time.Since(start).Round(time.Second)), Hint: "try again in a moment"}
+	}
+}
+
+// PeakComputing reports the most attempts that held a compute turn at once.
+func (d *Driver) PeakComputing() int { return int(d.peakCPU.Load()) }
+
+// compute waits for a compute turn (see Options.MaxComputing) until stop
+// is closed; it reports false when stop came first. An attempt that
+// already started (again: its calls answered) goes before attempts that
+// have not, so that started ones finish first.
+func (d *Driver) compute(again bool, stop <-chan struct{}) bool {
+	if !d.cpu.acquire(again, stop) {
+		return false
+	}
+	n := d.computing.Add(1)
+	for p := d.peakCPU.Load(); n > p && !d.peakCPU.CompareAndSwap(p, n); p = d.peakCPU.Load() {
+	}
+	return true
+}
+
+func (d *Driver) doneComputing() {
+	d.computing.Add(-1)
+	d.cpu.release()
+}
+
+// turns is a counting semaphore whose waiters are served in arrival
+// order, those asking again before those asking first.
+type turns struct {
+	mu          sync.Mutex
+	free        int
+	again, next []chan struct{}
+}
+
+func (t *turns) acquire(again bool, stop <-chan struct{}) bool {
+	t.mu.Lock()
+	if t.free > 0 && len(t.again) == 0 && (again || len(t.next) == 0) {
+		t.free--
+		t.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	if again {
+		t.again = append(t.again, ch)
+	} else {
+		t.next = append(t.next, ch)
+	}
+	t.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-stop:
+	}
+	t.mu.Lock()
+	var dropped bool
+	if t.again, dropped = drop(t.again, ch); !dropped {
+		t.next, dropped = drop(t.next, ch)
+	}
+	t.mu.Unlock()
+	if !dropped { // granted meanwhile: hand it on
+		t.release()
+	}
+	return false
+}
+
+func drop(q []chan struct{}, ch chan struct{}) ([]chan struct{}, bool) {
+	for i, c := range q {
+		if c == ch {
+			return append(q[:i], q[i+1:]...), true
+		}
+	}
+	return q, false
+}
+
+func (t *turns) release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case len(t.again) > 0:
+		close(t.again[0])
+		t.again = t.again[1:]
+	case len(t.next) > 0:
+		close(t.next[0])
+		t.next = t.next[1:]
+	default:
+		t.free++
 	}
 }
 
