@@ -28,7 +28,10 @@ type API struct {
 	// none the hub can use), whatever Base was chosen.
 	Named string
 	Auth  *Auth
-	Ops   []Operation
+	// OAuth2 are the document's OAuth schemes, for a sign-in (not used by
+	// the hub yet: see OAuth2).
+	OAuth2 []OAuth2
+	Ops    []Operation
 	// Skipped names the operations left out and why; Warnings what the
 	// hub could not read of the ones kept.
 	Skipped  []string
@@ -73,7 +76,7 @@ func newAPI(ctx context.Context, data []byte, location, server string, refs *Ref
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", location, err)
 	}
-	a := &API{Doc: doc, Base: base, Auth: auth, Ops: ops, Skipped: skipped, byName: map[string]*Operation{}}
+	a := &API{Doc: doc, Base: base, Auth: auth, OAuth2: oauth2Schemes(doc), Ops: ops, Skipped: skipped, byName: map[string]*Operation{}}
 	if named, err := ServerURL(doc, location, ""); err == nil {
 		a.Named = named.String()
 	}

@@ -119,6 +119,10 @@ func TestPetstoreDocumentsLoad(t *testing.T) {
 		if a.Auth == nil || a.Auth.Scheme != "apiKey" || a.Auth.In != "header" || a.Auth.Name != "api_key" {
 			t.Errorf("auth %+v, want the document's api_key header", a.Auth)
 		}
+		wantOAuth := []OAuth2{{ID: "petstore_auth", Flow: "implicit", AuthorizationURL: "https://petstore.swagger.io/oauth/authorize", Scopes: []string{"read:pets", "write:pets"}}}
+		if d := cmp.Diff(wantOAuth, a.OAuth2); d != "" {
+			t.Errorf("the document's OAuth scheme, for a sign-in (-want +got):\n%s", d)
+		}
 		effects := map[string]model.Effect{}
 		for _, op := range a.Ops {
 			effects[op.Name] = model.NewTools("ns", []model.UpstreamTool{op.Tool})[0].Effect()

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -55,6 +58,56 @@ type Auth struct {
 	ID     string `json:"id,omitempty"`   // the scheme's name in the document
 }
 
+// OAuth2 is an oauth2 (or openIdConnect) security scheme of the document:
+// where a sign-in would go. The hub does not sign in with it yet (a
+// document whose only scheme is OAuth takes a pasted access token, sent as
+// a bearer token like a document with no scheme); it is here for the OAuth
+// sign-in (engine/oauth) to use: its authorization and token endpoints and
+// scopes, or the OpenID Connect discovery URL.
+type OAuth2 struct {
+	ID               string   `json:"id"` // the scheme's name in the document
+	Flow             string   `json:"flow,omitempty"`
+	AuthorizationURL string   `json:"authorizationUrl,omitempty"`
+	TokenURL         string   `json:"tokenUrl,omitempty"`
+	RefreshURL       string   `json:"refreshUrl,omitempty"`
+	Scopes           []string `json:"scopes,omitempty"`
+	OpenIDConnectURL string   `json:"openIdConnectUrl,omitempty"`
+}
+
+// oauth2Schemes lists the document's oauth2 and openIdConnect schemes, one
+// per flow (authorization code first), in name order.
+func oauth2Schemes(doc *openapi3.T) []OAuth2 {
+	if doc.Components == nil {
+		return nil
+	}
+	var out []OAuth2
+	for _, n := range sortedKeys(doc.Components.SecuritySchemes) {
+		ref := doc.Components.SecuritySchemes[n]
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		s := ref.Value
+		switch s.Type {
+		case "openIdConnect":
+			out = append(out, OAuth2{ID: n, OpenIDConnectURL: s.OpenIdConnectUrl})
+		case "oauth2":
+			if s.Flows == nil {
+				continue
+			}
+			for _, f := range []struct {
+				name string
+				flow *openapi3.OAuthFlow
+			}{{"authorizationCode", s.Flows.AuthorizationCode}, {"clientCredentials", s.Flows.ClientCredentials}, {"implicit", s.Flows.Implicit}, {"password", s.Flows.Password}} {
+				if f.flow == nil {
+					continue
+				}
+				out = append(out, OAuth2{ID: n, Flow: f.name, AuthorizationURL: f.flow.AuthorizationURL, TokenURL: f.flow.TokenURL, RefreshURL: f.flow.RefreshURL, Scopes: sortedKeys(f.flow.Scopes)})
+			}
+		}
+	}
+	return out
+}
+
 var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodTrace}
 
 // Operations lists the document's operations in path order, then method
@@ -63,11 +116,17 @@ var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.Me
 // document is used then. An operation with no 2xx answer described (common:
 // Swagger's own Petstore) is kept, with no output schema and a Warning.
 //
-// An operation the hub cannot call (a multipart or binary body) is left out;
-// skipped says which and why.
+// An operation the hub cannot call (a body it cannot send) is left out;
+// skipped says which and why. The operations are converted on every core,
+// sharing the schemas converted so far.
 func Operations(doc *openapi3.T) (ops []Operation, auth *Auth, skipped []string, err error) {
 	auth = chooseAuth(doc)
-	conv := &converter{doc: doc, done: map[string]any{}}
+	type job struct {
+		path, method string
+		item         *openapi3.PathItem
+		op           *openapi3.Operation
+	}
+	var jobs []job
 	paths := doc.Paths.Keys()
 	sort.Strings(paths)
 	for _, path := range paths {
@@ -77,21 +136,41 @@ func Operations(doc *openapi3.T) (ops []Operation, auth *Auth, skipped []string,
 		}
 		byMethod := item.Operations()
 		for _, m := range methods {
-			op := byMethod[m]
-			if op == nil {
-				continue
+			if op := byMethod[m]; op != nil {
+				jobs = append(jobs, job{path, m, item, op})
 			}
-			o, err := operation(conv, doc, auth, path, m, item, op)
-			var ue *unsupportedError
-			if errors.As(err, &ue) {
-				skipped = append(skipped, fmt.Sprintf("%s %s: %v", m, path, err))
-				continue
-			}
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("operation %s %s: %w", m, path, err)
-			}
-			ops = append(ops, o)
 		}
+	}
+	results := make([]Operation, len(jobs))
+	errs := make([]error, len(jobs))
+	done := &sync.Map{}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			conv := &converter{doc: doc, done: done}
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				j := jobs[i]
+				results[i], errs[i] = operation(conv, doc, auth, j.path, j.method, j.item, j.op)
+			}
+		})
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		err := errs[i]
+		var ue *unsupportedError
+		if errors.As(err, &ue) {
+			skipped = append(skipped, fmt.Sprintf("%s %s: %v", j.method, j.path, err))
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("operation %s %s: %w", j.method, j.path, err)
+		}
+		ops = append(ops, results[i])
 	}
 	if len(ops) == 0 {
 		if len(skipped) > 0 {
@@ -529,7 +608,7 @@ func descriptionOf(s any) string {
 // keywords that are not JSON Schema's dropped.
 type converter struct {
 	doc   *openapi3.T
-	done  map[string]any // converted components by reference
+	done  *sync.Map // converted components by reference, shared: read only once stored
 	stack []string
 }
 
@@ -555,7 +634,7 @@ func (c *converter) schema(sr *openapi3.SchemaRef) (any, error) {
 }
 
 func (c *converter) ref(ref string, sr *openapi3.SchemaRef) (any, error) {
-	if v, ok := c.done[ref]; ok {
+	if v, ok := c.done.Load(ref); ok {
 		return v, nil
 	}
 	if slices.Contains(c.stack, ref) {
@@ -580,7 +659,7 @@ func (c *converter) ref(ref string, sr *openapi3.SchemaRef) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.done[ref] = v
+	c.done.Store(ref, v)
 	return v, nil
 }
 
