@@ -232,6 +232,17 @@ export function decide(item, choice) {
  */
 
 /**
+ * A skill in an agent's skills folder (GET /api/import).
+ * @typedef {object} ImportSkill
+ * @property {string} name
+ * @property {string} description
+ * @property {string} harness
+ * @property {string} path
+ * @property {"import" | "in-hub" | "clash" | "unreadable" | "imported"} status
+ * @property {string} [error]
+ */
+
+/**
  * The Runs screen's filters (GET /api/runs's query): "" is any.
  * @typedef {object} RunFilter
  * @property {string} status

@@ -8,6 +8,7 @@ import { h, replace } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
 import { renderSettings, showSettings } from "./settings.js";
+import { renderImports } from "./imports.js";
 import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
@@ -19,6 +20,7 @@ import { renderSources } from "./sources.js";
 /** @typedef {import("./api.js").RunDetail} RunDetail */
 /** @typedef {import("./api.js").SourceInfo} SourceInfo */
 /** @typedef {import("./api.js").Settings} Settings */
+/** @typedef {import("./api.js").ImportSkill} ImportSkill */
 /** @typedef {"approvals" | "review" | "runs" | "sources" | "settings"} Screen */
 
 /** @type {Screen[]} */
@@ -54,6 +56,8 @@ const ui = {
   dialog: byId("approval", HTMLDialogElement),
   reviewBody: byId("review-body", HTMLDivElement),
   reviewStatus: byId("review-status", HTMLDivElement),
+  importBody: byId("import-body", HTMLDivElement),
+  importStatus: byId("import-status", HTMLDivElement),
   runsFilter: byId("runs-filter", HTMLFormElement),
   runsStatus: byId("runs-status", HTMLSelectElement),
   runsSince: byId("runs-since", HTMLSelectElement),
@@ -352,6 +356,36 @@ async function loadReview() {
     state.reviewShownAt = performance.now();
   } catch (err) {
     failed(err);
+    return;
+  }
+  try {
+    const { skills } = await get("/api/import").then((v) => /** @type {{skills: ImportSkill[]}} */ (v));
+    if (shown !== state.shown) return;
+    replace(ui.importBody, ...renderImports(skills, !!state.inbox?.readOnly, (names) => void importChosen(names)));
+  } catch (err) {
+    failed(err);
+  }
+}
+
+/**
+ * Imports the chosen skills and shows what the agents' folders hold now.
+ * @param {string[]} names
+ */
+async function importChosen(names) {
+  for (const b of ui.importBody.querySelectorAll("button, input")) {
+    if (b instanceof HTMLButtonElement || b instanceof HTMLInputElement) b.disabled = true;
+  }
+  try {
+    const r = await post("/api/import", { skills: names }).then((v) => /** @type {{imported: string[], skills: ImportSkill[]}} */ (v));
+    replace(ui.importStatus, h("p", { class: "decided", "data-testid": "import-done" }, `Imported ${r.imported.length} skill(s): ${r.imported.join(", ")}.`));
+    replace(ui.importBody, ...renderImports(r.skills, false, (n) => void importChosen(n)));
+  } catch (err) {
+    if (err instanceof APIError && err.status === 409) {
+      replace(ui.importStatus, h("p", { class: "warn", "data-testid": "import-conflict" }, `Nothing was imported: ${err.message}`));
+      await loadReview();
+    } else {
+      failed(err);
+    }
   }
 }
 

@@ -310,6 +310,32 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("import skills", func(t *testing.T) {
+		// A skill in Claude Code's skills folder is offered on the Review
+		// screen with its name and description; importing it from the page
+		// puts it in the hub.
+		doc := "---\nname: pdf-forms\ndescription: Fill PDF forms from the browser test.\n---\n# PDF forms\n"
+		dir := filepath.Join(work, ".claude", "skills", "pdf-forms")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
+		p.do(map[string]any{"op": "click", "selector": "#nav-review"}, nil)
+		if got := p.text(`[data-testid=import-skill][data-skill=pdf-forms]`, ""); !strings.Contains(got, "skill:pdf-forms") || !strings.Contains(got, "Fill PDF forms from the browser test.") {
+			t.Fatalf("the Review screen offers the skill as %q; want its name and description", got)
+		}
+		p.screenshots(shots, "import-skills", "#import")
+		p.do(map[string]any{"op": "click", "selector": "[data-testid=import-skills]"}, nil)
+		p.text("[data-testid=import-done]", "Imported 1 skill(s): pdf-forms.")
+		if out := h.run("hub", "skills", "list", "--json"); !strings.Contains(out, `"name": "pdf-forms"`) {
+			t.Fatalf("hub skills list after the import from the page:\n%s", out)
+		}
+		p.text(`[data-testid=import-other][data-skill=pdf-forms][data-status=in-hub]`, "already in the hub")
+	})
+
 	t.Run("runs timeline", func(t *testing.T) {
 		if loop == "" {
 			t.Fatal("the four choices journey made no run: the timeline has nothing to show (see its failure above)")

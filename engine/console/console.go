@@ -35,6 +35,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/skill"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/frontend"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	Now func() time.Time
 	// Assets replaces the embedded screens (frontend.Files).
 	Assets fs.FS
+	// SkillFolders are the agents' skills folders the Review screen offers
+	// to import from (tests); nil: every harness's on this machine.
+	SkillFolders func() []skill.Folder
 }
 
 // Handler serves the console: the screens and the API under /api/.
@@ -93,6 +97,8 @@ func New(h *hub.Hub, opts Options) *Handler {
 	c.mux.HandleFunc("GET /api/runs", c.runs)
 	c.mux.HandleFunc("GET /api/runs/{run}", c.runDetail)
 	c.mux.HandleFunc("GET /api/sources", c.sources)
+	c.mux.HandleFunc("GET /api/import", c.imports)
+	c.mux.HandleFunc("POST /api/import", c.importSkills)
 	c.mux.HandleFunc("GET /api/settings", c.settings)
 	c.mux.HandleFunc("POST /api/settings", c.setSettings)
 	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

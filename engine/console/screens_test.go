@@ -74,10 +74,10 @@ func xssRun(t *testing.T, st store.Store, base time.Time) string {
 
 // rendered is what testdata/render_screens.mjs prints.
 type rendered struct {
-	Review, Runs, Run, Sources string
-	Tags, Attrs                []string
-	Refused                    []string
-	Testids                    []struct {
+	Review, Runs, Run, Sources, Imports string
+	Tags, Attrs                         []string
+	Refused                             []string
+	Testids                             []struct {
 		Testid, Tag, Text string
 		Attrs             map[string]string
 	}
@@ -134,6 +134,7 @@ func TestScreensKeepDataAsText(t *testing.T) {
 		Runs    console.Runs      `json:"runs"`
 		Run     console.RunDetail `json:"run"`
 		Sources console.Sources   `json:"sources"`
+		Imports console.Imports   `json:"imports"`
 	}
 	for path, v := range map[string]any{"/api/review": &in.Inbox, "/api/runs": &in.Runs, "/api/runs/" + runID: &in.Run, "/api/sources": &in.Sources} {
 		if err := json.Unmarshal(newRecorderGet(t, c, path), v); err != nil {
@@ -160,6 +161,13 @@ func TestScreensKeepDataAsText(t *testing.T) {
 	for i, x := range xss {
 		in.Inbox.Removed = append(in.Inbox.Removed, hub.RemovedTool{Address: fmt.Sprintf("gone%d.t", i), Contract: "c", Description: x})
 		in.Inbox.Commands = append(in.Inbox.Commands, hub.CommandConsent{Namespace: fmt.Sprintf("s%d", i), Command: x})
+	}
+	// Skills in the agents' folders: a payload as the description of one
+	// to import and as the error of a clash.
+	for i, x := range xss {
+		in.Imports.Skills = append(in.Imports.Skills,
+			console.ImportSkill{Name: fmt.Sprintf("skill-%d", i), Description: x, Harness: "claude-code", Path: "/h/.claude/skills/x", Status: "import"},
+			console.ImportSkill{Name: fmt.Sprintf("other-%d", i), Harness: "codex", Path: "/h/.codex/skills/x", Status: "clash", Error: x})
 	}
 	input := filepath.Join(t.TempDir(), "input.json")
 	b, _ := json.Marshal(in)
@@ -306,13 +314,23 @@ func TestScreensKeepDataAsText(t *testing.T) {
 		t.Errorf("%d sources show a last error, want %d", n, (len(xss)+1)/2)
 	}
 
-	wantTags := []string{"ARTICLE", "BUTTON", "CODE", "DD", "DETAILS", "DIV", "DL", "DT", "FIGCAPTION", "FIGURE", "H3", "H4", "HEADER", "KBD", "LABEL", "LI", "OL", "OPTION", "P", "PRE", "SECTION", "SELECT", "SPAN", "SUMMARY", "UL", "svg:line", "svg:rect", "svg:svg", "svg:title"}
+	// The skills to import: each description, and each clash's error, as text.
+	if n := len(got.byTestid("import-skill")); n != len(xss) {
+		t.Errorf("the import part shows %d skills to import, want %d", n, len(xss))
+	}
+	for _, x := range xss {
+		if strings.Count(got.Imports, x) < 2 {
+			t.Errorf("the import part does not show %q as text twice (a description and an error):\n%s", x, got.Imports)
+		}
+	}
+
+	wantTags := []string{"ARTICLE", "BUTTON", "CODE", "DD", "DETAILS", "DIV", "DL", "DT", "FIGCAPTION", "FIGURE", "H3", "H4", "HEADER", "INPUT", "KBD", "LABEL", "LI", "OL", "OPTION", "P", "PRE", "SECTION", "SELECT", "SPAN", "SUMMARY", "UL", "svg:line", "svg:rect", "svg:svg", "svg:title"}
 	for _, tag := range got.Tags {
 		if !slices.Contains(wantTags, tag) {
 			t.Errorf("the screens built a <%s> element", tag)
 		}
 	}
-	wantAttrs := []string{"aria-current", "aria-hidden", "aria-keyshortcuts", "aria-label", "class", "data-address", "data-decision", "data-health", "data-namespace", "data-outcome", "data-run", "data-seq", "data-status", "data-testid", "disabled", "for", "height", "id", "open", "preserveAspectRatio", "role", "rx", "selected", "tabindex", "type", "value", "viewBox", "width", "x", "x1", "x2", "y", "y1", "y2"}
+	wantAttrs := []string{"aria-current", "aria-describedby", "aria-hidden", "aria-keyshortcuts", "aria-label", "class", "data-address", "data-decision", "data-health", "data-namespace", "data-outcome", "data-run", "data-seq", "data-skill", "data-status", "data-testid", "disabled", "for", "height", "id", "open", "preserveAspectRatio", "role", "rx", "selected", "tabindex", "type", "value", "viewBox", "width", "x", "x1", "x2", "y", "y1", "y2"}
 	for _, a := range got.Attrs {
 		if !slices.Contains(wantAttrs, a) {
 			t.Errorf("the screens set the attribute %q", a)

@@ -6,7 +6,7 @@
 //
 // usage: node render_screens.mjs <frontend dir> <input.json>
 // input: {"inbox": GET /api/review, "runs": GET /api/runs, "run": GET
-// /api/runs/{run}, "sources": GET /api/sources}
+// /api/runs/{run}, "sources": GET /api/sources, "imports": GET /api/import}
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -18,6 +18,7 @@ const mod = (name) => import(pathToFileURL(path.join(dir, name)).href);
 const { renderReview } = await mod("review.js");
 const { renderRunList, renderRunDetail } = await mod("runs.js");
 const { renderSources } = await mod("sources.js");
+const { renderImports } = await mod("imports.js");
 const { h, svg } = await mod("dom.js");
 const input = JSON.parse(fs.readFileSync(inputFile, "utf8"));
 
@@ -41,7 +42,8 @@ const review = renderReview(input.inbox, {}, () => {}).nodes;
 const runList = renderRunList(input.runs.runs, input.run.run.id, () => {}, now);
 const run = renderRunDetail(input.run, now);
 const sources = renderSources(input.sources.sources, now);
-for (const n of [...review, ...runList, run, ...sources]) walk(n);
+const imports = renderImports(input.imports?.skills ?? [], false, () => {});
+for (const n of [...review, ...runList, run, ...sources, ...imports]) walk(n);
 // What dom.js must refuse: links, handlers, styles, and SVG elements that
 // load, link or run something.
 const refused = [];
@@ -67,6 +69,7 @@ process.stdout.write(
     runs: text(runList),
     run: run.textContent,
     sources: text(sources),
+    imports: text(imports),
     tags: [...tags].sort(),
     attrs: [...attrs].sort(),
     testids,
