@@ -9,6 +9,7 @@ import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
 import { renderSettings, showSettings } from "./settings.js";
 import { renderImports } from "./imports.js";
+import { showSignIns } from "./signin.js";
 import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
@@ -462,6 +463,7 @@ async function loadSources() {
     if (shown !== state.shown) return;
     showError("");
     replace(ui.sourcesList, ...renderSources(sources, Date.now()));
+    void showSignIns(byId("signins", HTMLDivElement), () => void loadSources());
   } catch (err) {
     failed(err);
   }

@@ -56,6 +56,10 @@ type Options struct {
 	// and decided, only it is shown among runs, and the review inbox is
 	// read-only. Empty: every run.
 	Run string
+	// OpenURL hands an OAuth authorization page to the system's browser
+	// when a sign-in starts (the desktop app's window, whose web view opens
+	// no other window); nil: the page opens it itself.
+	OpenURL func(authURL string) error
 	// Now is the clock decisions are recorded at (time.Now).
 	Now func() time.Time
 	// Assets replaces the embedded screens (frontend.Files).
@@ -90,6 +94,7 @@ func New(h *hub.Hub, opts Options) *Handler {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.mux.HandleFunc("GET /api/session", c.session)
+	c.signInRoutes() // GET /api/signins, POST /api/signin
 	c.mux.HandleFunc("GET /api/approvals", c.approvals)
 	c.mux.HandleFunc("POST /api/approvals/{run}/{call}", c.decide)
 	c.mux.HandleFunc("GET /api/review", c.review)
