@@ -5,17 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
+	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/gofrs/flock"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // SignInRequest asks for an OAuth sign-in to an HTTP source.
@@ -50,8 +54,8 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 	if err != nil {
 		return nil, fmt.Errorf("signing in: %w", err)
 	}
-	if src.Kind != model.KindHTTP {
-		return nil, fmt.Errorf("signing in: %s is not a remote MCP server; OAuth sign-in is for streamable-HTTP sources (store a credential with `capabilities hub auth %s` instead)", req.Namespace, req.Namespace)
+	if src.Kind != model.KindHTTP && src.Kind != model.KindOpenAPI {
+		return nil, fmt.Errorf("signing in: %s is a local command; OAuth sign-in is for remote MCP servers and OpenAPI sources (store a credential with `capabilities hub auth %s --env VAR` instead)", req.Namespace, req.Namespace)
 	}
 	if req.Connection == "" {
 		req.Connection = DefaultConnection
@@ -62,21 +66,12 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 	if req.Open == nil {
 		return nil, errors.New("signing in: no way to open the authorization page")
 	}
-	guarded, err := source.ProbeClient(src)
-	if err != nil {
-		return nil, fmt.Errorf("signing in: %w", err)
-	}
-	ch, _, err := oauth.Probe(ctx, guarded, src.URL)
-	if err != nil {
-		return nil, fmt.Errorf("signing in: %w", err)
-	}
 	hc := req.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	tk, err := oauth.SignIn(ctx, oauth.Options{
+	opts := oauth.Options{
 		ServerURL:         src.URL,
-		Challenge:         &ch,
 		ClientID:          req.ClientID,
 		ClientSecret:      req.ClientSecret,
 		ClientMetadataURL: req.ClientMetadataURL,
@@ -84,7 +79,23 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 		Open:              req.Open,
 		HTTPClient:        hc,
 		Logger:            h.log,
-	})
+	}
+	if src.Kind == model.KindOpenAPI {
+		if err := openAPIAuthServer(ctx, src, hc, &opts); err != nil {
+			return nil, fmt.Errorf("signing in: %w", err)
+		}
+	} else {
+		guarded, err := source.ProbeClient(src)
+		if err != nil {
+			return nil, fmt.Errorf("signing in: %w", err)
+		}
+		ch, _, err := oauth.Probe(ctx, guarded, src.URL)
+		if err != nil {
+			return nil, fmt.Errorf("signing in: %w", err)
+		}
+		opts.Challenge = &ch
+	}
+	tk, err := oauth.SignIn(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +127,57 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 	h.pool.Drop(req.Namespace)
 	h.Invalidate()
 	return out, nil
+}
+
+// openAPIAuthServer sets the authorization server of an OpenAPI source's
+// sign-in from its document: the first oauth2 scheme with an authorization
+// code flow (its endpoints, relative ones resolved against the API's URL,
+// and its scopes), else the first openIdConnect scheme's discovery
+// document. No resource parameter is sent: such a server is not an MCP
+// server and need not know RFC 8707.
+func openAPIAuthServer(ctx context.Context, src *model.Source, hc *http.Client, o *oauth.Options) error {
+	var docClient *http.Client
+	if u, err := url.Parse(src.Document); err == nil && u.Scheme != "" && u.Host != "" {
+		docClient = openapi.GuardedClient(u)
+	}
+	api, err := openapi.Load(ctx, docClient, src.Document, src.URL)
+	if err != nil {
+		return err
+	}
+	base, err := url.Parse(src.URL)
+	if err != nil {
+		return fmt.Errorf("parsing the source's URL: %w", err)
+	}
+	abs := func(s string) string {
+		u, err := url.Parse(s)
+		if err != nil {
+			return s
+		}
+		return base.ResolveReference(u).String()
+	}
+	var flows []string
+	for _, s := range api.OAuth2 {
+		if s.Flow == "authorizationCode" && s.AuthorizationURL != "" && s.TokenURL != "" {
+			o.AuthServer = &oauthex.AuthServerMeta{AuthorizationEndpoint: abs(s.AuthorizationURL), TokenEndpoint: abs(s.TokenURL)}
+			o.ScopesSupported = s.Scopes
+			return nil
+		}
+		flows = append(flows, s.ID+" "+s.Flow)
+	}
+	for _, s := range api.OAuth2 {
+		if s.OpenIDConnectURL != "" {
+			asm, err := oauth.OpenIDMetadata(ctx, hc, abs(s.OpenIDConnectURL))
+			if err != nil {
+				return err
+			}
+			o.AuthServer = asm
+			return nil
+		}
+	}
+	if len(flows) == 0 {
+		return fmt.Errorf("the document of %s declares no OAuth scheme (store its credential with `capabilities hub auth %s`)", src.Namespace, src.Namespace)
+	}
+	return fmt.Errorf("the document of %s declares no OAuth authorization code flow (it has: %s); the hub signs in only with that flow", src.Namespace, strings.Join(flows, ", "))
 }
 
 // SignInNeed is a connection that waits for a person to sign in.

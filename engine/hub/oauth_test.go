@@ -38,6 +38,7 @@ type oauthStats struct {
 	RefreshGrants  int      `json:"refreshGrants"`
 	Refused        int      `json:"refused"`
 	Resources      []string `json:"resources"`
+	Scopes         []string `json:"scopes"`
 	Seen           []string `json:"seen"`
 }
 
@@ -382,4 +383,55 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestOAuthOpenAPISignIn: an OpenAPI source whose document declares an
+// oauth2 authorization code flow (at oauth2-mock-server) is signed in to
+// with the document's endpoints (no discovery, no resource parameter); the
+// operation then runs
+// with the token, a token the API stops accepting is refreshed once, and a
+// revoked sign-in makes the call wait again, saying to sign in again.
+func TestOAuthOpenAPISignIn(t *testing.T) {
+	t.Parallel()
+	srv := startOAuthServer(t)
+	api := strings.TrimSuffix(srv.MCP, "/mcp") + "/api"
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	p := addReviewed(t, h, hub.AddRequest{Document: api + "/openapi.json"})[0]
+	ns := p.Source.Namespace
+
+	if _, err := h.SignIn(ctx, hub.SignInRequest{Namespace: ns, ClientID: "hub-test", Open: followRedirects}); err != nil {
+		t.Fatalf("signing in with the document's flow: %v", err)
+	}
+	env, err := h.Execute(ctx, `return await `+ns+`.whoami({})`)
+	if err != nil || env.Status != "completed" || !strings.Contains(string(env.Result), `"sub":"johndoe"`) {
+		t.Fatalf("the operation once signed in: %v %+v", err, env)
+	}
+	s := srv.stats(t)
+	if s.CodeGrants != 1 || !contains(s.Resources, "authorize:") || !contains(s.Resources, "authorization_code:") || !contains(s.Scopes, "read:me") {
+		t.Errorf("the sign-in: %d code grants, resources %v, scopes %v; want 1, none sent, the flow's read:me", s.CodeGrants, s.Resources, s.Scopes)
+	}
+
+	srv.admin(t, "expire")
+	if env, err := h.Execute(ctx, `return await `+ns+`.whoami({})`); err != nil || env.Status != "completed" {
+		t.Fatalf("after the API stopped accepting the token: %v %+v", err, env)
+	}
+	if got := srv.stats(t).RefreshGrants; got != 1 {
+		t.Errorf("%d refreshes after a 401, want 1", got)
+	}
+
+	srv.admin(t, "revoke")
+	env, err = h.Execute(ctx, `return await `+ns+`.whoami({})`)
+	if err != nil || env.Status != "awaiting_connection" {
+		t.Fatalf("after the sign-in was revoked: %v %+v", err, env)
+	}
+	if b, _ := json.Marshal(env); !strings.Contains(string(b), "sign in again: capabilities hub auth "+ns) {
+		t.Errorf("the envelope does not say to sign in again: %s", b)
+	}
 }

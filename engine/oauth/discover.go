@@ -87,6 +87,22 @@ func Probe(ctx context.Context, hc *http.Client, serverURL string) (Challenge, i
 	return c, resp.StatusCode, nil
 }
 
+// OpenIDMetadata reads an OpenID Connect discovery document (an OpenAPI
+// openIdConnect scheme's URL) as authorization server metadata.
+func OpenIDMetadata(ctx context.Context, hc *http.Client, discoveryURL string) (*oauthex.AuthServerMeta, error) {
+	asm, err := getJSON[oauthex.AuthServerMeta](ctx, hc, discoveryURL)
+	if errors.Is(err, errNotThere) {
+		return nil, fmt.Errorf("reading the OpenID configuration at %s: not found", discoveryURL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the OpenID configuration: %w", err)
+	}
+	if asm.AuthorizationEndpoint == "" || asm.TokenEndpoint == "" {
+		return nil, fmt.Errorf("the OpenID configuration at %s names no authorization or token endpoint", discoveryURL)
+	}
+	return asm, nil
+}
+
 // Protected reports whether the server at serverURL, which answered with
 // the challenge ch, is protected by OAuth: the challenge names its
 // protected resource metadata, or discovery finds that metadata or an

@@ -45,6 +45,13 @@ type Options struct {
 	ClientName string
 	// Logger receives the steps (nil: none).
 	Logger *slog.Logger
+	// AuthServer, when set, is the authorization server to use as given
+	// (an OpenAPI document's oauth2 flow): no discovery, and no probe of
+	// ServerURL. Resource is then the resource parameter to send ("":
+	// none) and ScopesSupported the scopes asked for by default.
+	AuthServer      *oauthex.AuthServerMeta
+	Resource        string
+	ScopesSupported []string
 }
 
 // redirectPath is the path of the loopback redirect URI.
@@ -66,9 +73,18 @@ func SignIn(ctx context.Context, o Options) (*Tokens, error) {
 		return nil, fmt.Errorf("signing in: %w", err)
 	}
 	ch := Challenge{}
-	if o.Challenge != nil {
+	var md *Metadata
+	switch {
+	case o.AuthServer != nil:
+		for _, u := range []string{o.AuthServer.AuthorizationEndpoint, o.AuthServer.TokenEndpoint} {
+			if err := httpsOrLoopback(u); err != nil {
+				return nil, fmt.Errorf("signing in: %w", err)
+			}
+		}
+		md = &Metadata{AS: o.AuthServer, Resource: o.Resource, ScopesSupported: o.ScopesSupported}
+	case o.Challenge != nil:
 		ch = *o.Challenge
-	} else {
+	default:
 		c, status, err := Probe(ctx, o.HTTPClient, o.ServerURL)
 		if err != nil {
 			return nil, fmt.Errorf("signing in: %w", err)
@@ -78,9 +94,11 @@ func SignIn(ctx context.Context, o Options) (*Tokens, error) {
 		}
 		ch = c
 	}
-	md, err := Discover(ctx, o.HTTPClient, o.ServerURL, ch)
-	if err != nil {
-		return nil, fmt.Errorf("signing in: %w", err)
+	if md == nil {
+		md, err = Discover(ctx, o.HTTPClient, o.ServerURL, ch)
+		if err != nil {
+			return nil, fmt.Errorf("signing in: %w", err)
+		}
 	}
 	asm := md.AS
 	log.Info("authorization server found", "issuer", asm.Issuer, "resource", md.Resource, "legacy", md.Legacy)

@@ -18,14 +18,17 @@ import (
 // connectOpenAPI reads an openapi source's document (through a client that
 // stays on the document's origin) and makes a session whose calls are HTTP
 // requests to the source's reviewed server URL only.
-func connectOpenAPI(ctx context.Context, src, orig model.Source, secret string, opts Options) (*Session, error) {
+func connectOpenAPI(ctx context.Context, src, orig model.Source, cred *Credential, opts Options) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.connectTimeout())
 	defer cancel()
 	api, err := loadAPI(ctx, &src)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{src: src, orig: orig, secret: secret, api: api, callTimeout: opts.callTimeout(&src)}
+	s := &Session{src: src, orig: orig, secret: cred.key(), api: api, callTimeout: opts.callTimeout(&src)}
+	if cred != nil && cred.OAuth != nil {
+		s.oauth = cred.OAuth
+	}
 	s.apiFresh.Store(true)
 	return s, nil
 }
@@ -121,7 +124,13 @@ func (s *Session) callAPI(ctx context.Context, name string, args json.RawMessage
 	s.apiMu.Lock()
 	api := s.api
 	s.apiMu.Unlock()
-	res, err := api.Call(rctx, name, args, s.secret)
+	var res *mcp.CallToolResult
+	var err error
+	if s.oauth != nil {
+		res, err = s.callWithToken(rctx, api, name, args)
+	} else {
+		res, err = api.Call(rctx, name, args, s.secret)
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
 			return nil, &TimeoutError{Namespace: s.src.Namespace, Method: "tools/call", Tool: name, Timeout: s.callTimeout}
@@ -129,4 +138,38 @@ func (s *Session) callAPI(ctx context.Context, name string, args json.RawMessage
 		return nil, fmt.Errorf("calling %s on %s: %w", name, s.src.Namespace, err)
 	}
 	return res, nil
+}
+
+// callWithToken calls an operation with the OAuth access token, sent as
+// Authorization: Bearer by the API's client (which reaches only the
+// reviewed server's origin); a 401 answer gets the tokens refreshed and the
+// call made once more.
+func (s *Session) callWithToken(ctx context.Context, api *openapi.API, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	tk, err := s.oauth.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := api.Call(ctx, name, args, tk.AccessToken)
+	if err != nil || httpStatus(res) != http.StatusUnauthorized {
+		return res, err
+	}
+	if tk, err = s.oauth.Refresh(ctx, tk.AccessToken); err != nil {
+		return nil, err
+	}
+	return api.Call(ctx, name, args, tk.AccessToken)
+}
+
+// httpStatus is the HTTP status an openapi error result carries (0: none).
+func httpStatus(res *mcp.CallToolResult) int {
+	if res == nil || !res.IsError {
+		return 0
+	}
+	m, _ := res.Meta[openapi.MetaHTTP].(map[string]any)
+	switch v := m["status"].(type) {
+	case int:
+		return v
+	case float64:
+		return int(v)
+	}
+	return 0
 }

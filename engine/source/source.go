@@ -150,6 +150,7 @@ type Session struct {
 	api      *openapi.API // an openapi source's document; cs is nil then
 	apiMu    sync.Mutex   // guards api, replaced when the document is read again
 	apiFresh atomic.Bool  // api was just read: the first ListTools uses it
+	oauth    *oauth.Source // an openapi source signed in with OAuth
 
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
@@ -179,7 +180,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		src.Env = env
 	}
 	if src.Kind == model.KindOpenAPI {
-		return connectOpenAPI(ctx, src, orig, secretValue, opts)
+		return connectOpenAPI(ctx, src, orig, cred, opts)
 	}
 	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
 		value := ""

@@ -43,7 +43,9 @@ challenge, or was added as such): the hub finds its authorization server, regist
 opens the authorization page in your browser (the URL is printed too, for a machine with
 no browser) and waits on 127.0.0.1 for the answer. The tokens go to the OS keychain as the
 connection's secret; the hub refreshes them and sends them only to that server's origin.
-Run it again when a call says "sign in again".
+Run it again when a call says "sign in again". An OpenAPI source whose document declares
+an oauth2 authorization code flow (or an openIdConnect scheme) signs in the same way with
+--oauth or --client-id; its tokens go only to the API's server.
 
 Otherwise store a credential for a source under a connection (default: "default"). The
 value is read at a masked prompt, or from standard input when it is not a terminal —
@@ -115,9 +117,14 @@ environment variable --env of a local server, or the header --header of a remote
 // is one, an OAuth flag was given (--oauth forces it), or the server answers
 // 401 with a Bearer challenge now and publishes OAuth metadata.
 func wantsOAuth(ctx context.Context, h *hub.Hub, src *model.Source, conn string, flags bool) (bool, error) {
-	if src.Kind != model.KindHTTP {
+	switch src.Kind {
+	case model.KindOpenAPI:
+		// Its document's oauth2 flow: only when asked (--oauth, --client-id).
+		return flags, nil
+	case model.KindHTTP:
+	default:
 		if flags {
-			return false, usagef("%s is not a remote MCP server: OAuth sign-in is for HTTP sources", src.Namespace)
+			return false, usagef("%s is a local command: OAuth sign-in is for remote MCP servers and OpenAPI sources", src.Namespace)
 		}
 		return false, nil
 	}

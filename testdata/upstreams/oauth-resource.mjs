@@ -11,7 +11,9 @@
 //   POST /admin/expire  every access token issued so far is refused from now on
 //                       (refresh tokens keep working): a server-side expiry
 //   POST /admin/revoke  every access and refresh token issued so far is refused
-//   GET  /admin/stats   {authorizations, codeGrants, refreshGrants, resources:[…],
+//   GET  /api/openapi.json  an OpenAPI document whose one operation, GET
+//                       /api/whoami, needs a token of its oauth2 flow
+//   GET  /admin/stats   {authorizations, codeGrants, refreshGrants, resources:[…], scopes:[…],
 //                        seen: [Authorization headers' tokens the MCP endpoint got]}
 //
 // Prints one JSON line when ready: {"mcp": URL, "issuer": URL, "admin": URL}.
@@ -37,11 +39,12 @@ const jwks = jose.createLocalJWKSet({ keys: as.issuer.keys.toJSON() });
 
 const liveAccess = new Set();
 const liveRefresh = new Set();
-const stats = { authorizations: 0, codeGrants: 0, refreshGrants: 0, refused: 0, resources: [] };
+const stats = { authorizations: 0, codeGrants: 0, refreshGrants: 0, refused: 0, resources: [], scopes: [] };
 
 as.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
   stats.authorizations++;
   stats.resources.push("authorize:" + (req.query.resource || ""));
+  stats.scopes.push(req.query.scope || "");
 });
 as.service.on("beforeResponse", (resp, req) => {
   const grant = req.body.grant_type;
@@ -63,6 +66,46 @@ as.service.on("beforeResponse", (resp, req) => {
 });
 
 let self = "";
+
+// bearer checks a request's token (signature and liveness): its claims, or
+// null.
+async function bearer(req) {
+  const auth = req.headers.authorization || "";
+  if (!auth.startsWith("Bearer ")) return null;
+  const token = auth.slice(7);
+  seen.push(token);
+  try {
+    const { payload } = await jose.jwtVerify(token, jwks, { issuer });
+    return liveAccess.has(token) ? payload : null;
+  } catch {
+    return null;
+  }
+}
+
+// openAPIDocument describes /api: one operation behind an oauth2
+// authorization code flow at the authorization server.
+function openAPIDocument() {
+  return {
+    openapi: "3.0.3",
+    info: { title: "Who am I", version: "1.0.0" },
+    servers: [{ url: `${self}/api` }],
+    components: {
+      securitySchemes: {
+        signin: { type: "oauth2", flows: { authorizationCode: { authorizationUrl: `${issuer}/authorize`, tokenUrl: `${issuer}/token`, scopes: { "read:me": "read who you are" } } } },
+      },
+    },
+    security: [{ signin: ["read:me"] }],
+    paths: {
+      "/whoami": {
+        get: {
+          operationId: "whoami",
+          summary: "Who the token belongs to",
+          responses: { 200: { description: "the subject", content: { "application/json": { schema: { type: "object", properties: { sub: { type: "string" }, scope: { type: "string" } } } } } } },
+        },
+      },
+    },
+  };
+}
 const seen = [];
 
 function challenge(res, error) {
@@ -97,6 +140,22 @@ const rs = http.createServer(async (req, res) => {
   if (url.pathname === "/admin/stats") {
     res.writeHead(200, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ ...stats, seen }));
+    return;
+  }
+  if (url.pathname === "/api/openapi.json") {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(openAPIDocument()));
+    return;
+  }
+  if (url.pathname === "/api/whoami") {
+    const claims = await bearer(req);
+    if (!claims) {
+      res.writeHead(401, { "WWW-Authenticate": 'Bearer error="invalid_token"', "Content-Type": "application/json" });
+      res.end(JSON.stringify({ error: "invalid_token" }));
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ sub: claims.sub, scope: claims.scope }));
     return;
   }
   if (url.pathname !== "/mcp") {
