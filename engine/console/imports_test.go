@@ -44,7 +44,9 @@ func TestImportSkillsFromTheConsole(t *testing.T) {
 		"notes":     "---\nname: notes\ndescription: Take meeting notes.\n---\n# Notes\n",
 	})
 	writeSkills(t, codex, map[string]string{"notes": "---\nname: notes\ndescription: Other notes.\n---\n"})
-	folders := func() []skill.Folder { return []skill.Folder{{Harness: "claude-code", Dir: claude}, {Harness: "codex", Dir: codex}} }
+	folders := func() []skill.Folder {
+		return []skill.Folder{{Harness: "claude-code", Dir: claude}, {Harness: "codex", Dir: codex}}
+	}
 	p := newPage(t, console.New(f.h, console.Options{SkillFolders: folders}), console.GuardOptions{})
 	_, cookie, csrf := p.login()
 	origin := "http://" + guardAddr

@@ -183,9 +183,7 @@ func viewText(p hub.Profile) string {
 	if len(p.Tools) > 0 {
 		parts = append(parts, "tools "+strings.Join(p.Tools, ", "))
 	}
-	if p.AllSkills() {
-		parts = append(parts, "every skill")
-	} else {
+	if !p.AllSkills() { // none listed: every skill, said only when narrowed
 		parts = append(parts, "skills "+strings.Join(p.Skills, ", "))
 	}
 	return strings.Join(parts, "; ")
