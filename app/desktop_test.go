@@ -157,6 +157,7 @@ func TestDesktopApp(t *testing.T) {
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
+		{"signin", nil},
 		{"windows", nil},
 		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1", "NO_KEYRING=1"}},
 		{"windows-broken", nil},
@@ -203,6 +204,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.offersScenario()
 	case "fallbacks":
 		d.fallbackScenario()
+	case "signin":
+		d.signInScenario()
 	case "windows":
 		d.windowsScenario()
 	case "windows-fallbacks":

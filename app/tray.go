@@ -15,6 +15,7 @@ type trayView struct {
 	review  int      // new or changed tools not reviewed
 	failing []string // the sources whose last check failed
 	paused  bool
+	signIn  string // "Sign in to github…", "" when no connection needs it
 }
 
 func plural(n int, one, many string) string {

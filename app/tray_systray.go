@@ -20,7 +20,8 @@ const slots = 8
 
 // tray is the app's tray item (fyne.io/systray: a StatusNotifierItem with a
 // dbusmenu on Linux, pure Go over D-Bus). Its menu: the pending calls (a
-// count, then one item per call, each opening the console), "Review N new or
+// count, then one item per call, each opening the console), "Sign in to
+// <namespace>…" while a connection needs a sign-in (the Sources screen), "Review N new or
 // changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "Pause hub" (or "Resume hub"),
 // where MCP is served, "Open hub folder", "Quit".
 type tray struct {
@@ -29,6 +30,7 @@ type tray struct {
 	status   *systray.MenuItem
 	calls    [slots]*systray.MenuItem
 	review   *systray.MenuItem
+	signIn   *systray.MenuItem // hidden while no connection needs a sign-in
 	sources  *systray.MenuItem
 	pause    *systray.MenuItem
 	login    *systray.MenuItem // nil where start at login is not built
@@ -51,6 +53,9 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 			t.calls[i].Hide()
 			on(t.calls[i], events, func() { a.openPage("") })
 		}
+		t.signIn = systray.AddMenuItem("Sign in…", "Sign in to the sources that ask for it, on the Sources screen")
+		t.signIn.Hide()
+		on(t.signIn, events, func() { a.openPage("sources") })
 		systray.AddSeparator()
 		t.review = systray.AddMenuItem("Review new or changed tools", "Review the tools that are new or changed since you last looked")
 		on(t.review, events, func() { a.openPage("review") })
@@ -146,6 +151,12 @@ func (t *tray) update(v trayView) {
 		default:
 			item.Hide()
 		}
+	}
+	if v.signIn != "" {
+		t.signIn.SetTitle(v.signIn)
+		t.signIn.Show()
+	} else {
+		t.signIn.Hide()
 	}
 	if review := v.review; review > 0 {
 		t.review.SetTitle(fmt.Sprintf("Review %d new or changed %s", review, plural(review, "tool", "tools")))

@@ -41,6 +41,7 @@ type App struct {
 	watcher  *watch.Watcher         // the agents' configs; nil: not watched
 	offers   map[uint32]watch.Offer // notification id → its import offer
 	paused   bool                   // the hub is paused (hub/paused)
+	sign     *signIns               // the connections waiting for a sign-in
 
 	events   chan func()
 	quit     chan struct{}
@@ -87,7 +88,7 @@ func (a *App) loop(ctx context.Context) error {
 	defer a.records.Wait()
 	runs := filepath.Join(a.dir, string(store.Runs))
 	// Records are replaced by rename: watch the directories, not the files.
-	for _, k := range []store.Kind{store.Runs, store.Policies, store.Manifests, store.Sources} {
+	for _, k := range []store.Kind{store.Runs, store.Policies, store.Manifests, store.Sources, store.Connections} {
 		if err := w.Add(filepath.Join(a.dir, string(k))); err != nil {
 			return fmt.Errorf("watching the hub's %s: %w", k, err)
 		}
@@ -98,6 +99,7 @@ func (a *App) loop(ctx context.Context) error {
 	}
 	a.scan(ctx)
 	a.countReview(ctx)
+	a.checkSignIns(ctx)
 	a.show()
 	for {
 		select {
@@ -139,6 +141,7 @@ func (a *App) loop(ctx context.Context) error {
 			}
 			if review {
 				a.countReview(ctx)
+				a.checkSignIns(ctx)
 			}
 			a.paused = a.hub.Paused()
 			a.show()
@@ -277,6 +280,9 @@ func (a *App) act(note uint32, action string) {
 		a.actOffer(note, o, action)
 		return
 	}
+	if a.actSignIn(note, action) {
+		return
+	}
 	k, ok := a.byNote[note]
 	if !ok {
 		return
@@ -304,6 +310,7 @@ func (a *App) act(note uint32, action string) {
 // acted on); its call stays pending in the tray.
 func (a *App) closed(note uint32) {
 	delete(a.offers, note)
+	a.closedSignIn(note)
 	if k, ok := a.byNote[note]; ok {
 		delete(a.byNote, note)
 		if c := a.pending[k]; c != nil {
@@ -356,6 +363,6 @@ func (a *App) sorted() []*call {
 // show updates the tray.
 func (a *App) show() {
 	if a.tray != nil {
-		a.tray.update(trayView{calls: a.sorted(), review: a.review, failing: a.failing, paused: a.paused})
+		a.tray.update(trayView{calls: a.sorted(), review: a.review, failing: a.failing, paused: a.paused, signIn: a.signInTitle()})
 	}
 }

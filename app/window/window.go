@@ -17,6 +17,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/internal/browser"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/logger"
@@ -50,6 +51,9 @@ func Run(ctx context.Context, log *slog.Logger) error {
 	h := hub.New(st, hub.Options{Logger: log, NoKeychain: os.Getenv("NO_KEYRING") != ""})
 	defer h.Close()
 	w := &window{log: log}
+	// A sign-in's authorization page opens in the system's browser: the web
+	// view opens no window of its own.
+	con := console.New(h, console.Options{Logger: log, Channel: approval.ChannelDesktop, OpenURL: browser.Open})
 	return wails.Run(&options.App{
 		Title:              titles[""],
 		Width:              760,
@@ -57,7 +61,7 @@ func Run(ctx context.Context, log *slog.Logger) error {
 		MinWidth:           360,
 		MinHeight:          420,
 		StartHidden:        true, // shown once the app says which screen
-		AssetServer:        &assetserver.Options{Handler: console.New(h, console.Options{Logger: log, Channel: approval.ChannelDesktop})},
+		AssetServer:        &assetserver.Options{Handler: con},
 		Logger:             slogLogger{log},
 		LogLevel:           logger.WARNING,
 		LogLevelProduction: logger.WARNING,
