@@ -269,6 +269,17 @@ func newConnectionsCmd(e *env) *cobra.Command {
 				if it.Name == conns.Default {
 					mark = "*"
 				}
+				if it.Auth == model.AuthOAuth {
+					state := "signed in"
+					if it.SignIn != "" {
+						state = it.SignIn + "; sign in again: capabilities hub auth " + args[0]
+						if it.Name != conns.Default {
+							state += " --connection " + it.Name
+						}
+					}
+					fmt.Fprintf(e.stdout, "%s %s/%s  (OAuth: %s)\n", mark, args[0], it.Name, state)
+					continue
+				}
 				fmt.Fprintf(e.stdout, "%s %s/%s  (credential in %s)\n", mark, args[0], it.Name, where)
 			}
 			return nil
