@@ -35,6 +35,9 @@ type catalog struct {
 
 	nssOnce sync.Once
 	nss     *sandbox.Namespaces
+	// nsFingerprint is the store's state this catalog was read from, when
+	// the store had been quiet (nscache.go); "" otherwise.
+	nsFingerprint string
 
 	// What a profile's view needs to build its own index (profile_view.go).
 	verdicts  map[string]policy.Action
@@ -80,6 +83,10 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	defer h.catalogMu.Unlock()
 	if c := h.catalog.Load(); c != nil {
 		return c, nil
+	}
+	fp, quiet, ok := h.nsFingerprint()
+	if !ok || !quiet {
+		fp = ""
 	}
 	recs, err := h.Sources(ctx)
 	if err != nil {
@@ -127,13 +134,14 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 		},
 	}
 	c := &catalog{
-		tools:     tools,
-		byAddr:    byAddr,
-		sources:   sources,
-		proto:     proto,
-		schemas:   map[string]*jsonschema.Resolved{},
-		verdicts:  verdicts,
-		indexOpts: ixOpts,
+		tools:         tools,
+		byAddr:        byAddr,
+		sources:       sources,
+		proto:         proto,
+		schemas:       map[string]*jsonschema.Resolved{},
+		verdicts:      verdicts,
+		indexOpts:     ixOpts,
+		nsFingerprint: fp,
 		newSearch: func() (*index.Index, *typegen.Describer) {
 			return index.New(tools, ixOpts), typegen.NewDescriber(visible)
 		},

@@ -50,8 +50,15 @@ func (h *Hub) Prepare(ctx context.Context) {
 	h.preparing.Add(2)
 	go func() {
 		defer h.preparing.Done()
-		if _, err := h.sandbox(); err != nil {
+		d, err := h.sandbox()
+		if err != nil {
 			h.log.Warn("preparing the sandbox", "err", err)
+			return
+		}
+		// Until the catalog is read, ready runtimes get the namespaces
+		// kept from the last start (nscache.go).
+		if set := h.quickNamespaces(ctx); set != nil {
+			d.Expect(set)
 		}
 	}()
 	go func() {
@@ -66,6 +73,7 @@ func (h *Hub) Prepare(ctx context.Context) {
 		if d, err := h.sandbox(); err == nil {
 			d.Expect(c.namespaces())
 		}
+		h.saveNamespaces(c)
 		c.search() // then the first search's index
 	}()
 }
@@ -123,6 +131,9 @@ func (h *Hub) Runs() (*run.Engine, error) { return h.runEngine(), nil }
 type tools struct{ h *Hub }
 
 func (t tools) Namespaces(ctx context.Context) (*sandbox.Namespaces, error) {
+	if set := t.h.quickNamespaces(ctx); set != nil { // the catalog is being read
+		return set, nil
+	}
 	c, err := t.h.loadCatalog(ctx)
 	if err != nil {
 		return nil, err

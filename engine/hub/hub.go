@@ -58,6 +58,7 @@ type Hub struct {
 	changes   changes // OnChange's subscribers
 	catalog   atomic.Pointer[catalog]
 	catalogMu sync.Mutex     // one catalog build at a time
+	nscache   nsCache        // the set runs see, kept for the next start (nscache.go)
 	preparing sync.WaitGroup // Prepare's goroutines, waited for by Close
 }
 
