@@ -54,6 +54,7 @@ type Server struct {
 	profile *hub.Profile // guarded by direct.mu once serving
 	name    string       // the profile's name
 	direct  direct
+	skills  skillServing
 
 	subsMu sync.Mutex
 	subs   map[string]*profileServer // other profiles served over HTTP, by name
@@ -76,7 +77,7 @@ func New(h *hub.Hub, opts Options) *Server {
 			Instructions: directInstructions,
 			Logger:       opts.Logger,
 			// Tools come and go with the hub's sources and the profile.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			Capabilities: withSkills(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}),
 		})
 		s.direct.shown = map[string]string{}
 		s.direct.waiting = map[string]string{}
@@ -84,11 +85,13 @@ func New(h *hub.Hub, opts Options) *Server {
 			opts.Logger.Warn("the direct-mode profile starts with no tools", "profile", s.name, "err", err)
 		}
 		s.watchDirect()
+		s.serveSkills()
 		return s
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions + profileInstructions(s.profile),
 		Logger:       opts.Logger,
+		Capabilities: codeCapabilities(),
 	})
 	yes, no := true, false
 	s.mcp.AddTool(&mcp.Tool{
@@ -110,6 +113,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		OutputSchema: envelopeSchema,
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, s.inProfile(s.execute))
+	s.serveSkills()
 	return s
 }
 
@@ -119,6 +123,7 @@ func (s *Server) Close() {
 	if s.direct.stop != nil {
 		s.direct.stop()
 	}
+	s.stopSkills()
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	for _, ps := range s.subs {

@@ -51,15 +51,28 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Parse reads the SKILL.md document: its front matter and body.
-func Parse(doc []byte) (name, description, body string, err error) {
+// Frontmatter is SKILL.md's YAML front matter as a JSON-ready object,
+// every field as the author wrote it.
+func Frontmatter(doc []byte) (map[string]any, error) {
+	fm, _, err := parseFront(doc)
+	if err != nil {
+		return nil, err
+	}
+	if fm == nil {
+		fm = map[string]any{}
+	}
+	return fm, nil
+}
+
+// parseFront splits SKILL.md into its front matter, decoded, and its body.
+func parseFront(doc []byte) (fm map[string]any, body string, err error) {
 	if !utf8.Valid(doc) {
-		return "", "", "", errors.New("SKILL.md is not UTF-8 text")
+		return nil, "", errors.New("SKILL.md is not UTF-8 text")
 	}
 	text := strings.TrimPrefix(string(doc), "\ufeff")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	if !strings.HasPrefix(text, "---\n") {
-		return "", "", "", errors.New("SKILL.md does not start with YAML front matter (a line ---, name: and description:, then ---)")
+		return nil, "", errors.New("SKILL.md does not start with YAML front matter (a line ---, name: and description:, then ---)")
 	}
 	rest := text[len("---\n"):]
 	end := strings.Index(rest, "\n---\n")
@@ -72,11 +85,19 @@ func Parse(doc []byte) (name, description, body string, err error) {
 	case strings.HasSuffix(rest, "\n---"):
 		front = strings.TrimSuffix(rest, "\n---")
 	default:
-		return "", "", "", errors.New("SKILL.md's front matter has no closing --- line")
+		return nil, "", errors.New("SKILL.md's front matter has no closing --- line")
 	}
-	var fm map[string]any
 	if err := yaml.Unmarshal([]byte(front), &fm); err != nil {
-		return "", "", "", fmt.Errorf("SKILL.md's front matter: %w", err)
+		return nil, "", fmt.Errorf("SKILL.md's front matter: %w", err)
+	}
+	return fm, body, nil
+}
+
+// Parse reads the SKILL.md document: its front matter and body.
+func Parse(doc []byte) (name, description, body string, err error) {
+	fm, body, err := parseFront(doc)
+	if err != nil {
+		return "", "", "", err
 	}
 	n, _ := fm["name"].(string)
 	d, _ := fm["description"].(string)
