@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type planOut struct {
@@ -92,6 +97,47 @@ func TestNarrowedCodeModeProfileSDK1(t *testing.T) {
 	}
 	if w := whole.tool(t, 4); w.Structured["status"] != "awaiting_approval" {
 		t.Errorf("execute writer.record through default: %+v", w)
+	}
+	if n := lines(t, wc); n != 0 {
+		t.Errorf("writer was called %d times, want 0", n)
+	}
+}
+
+// TestNarrowedCodeModeProfileHTTP: serve --http's handler serves the
+// narrowed code-mode profile at /mcp/reads (go-sdk's client): search lists
+// reader's tools only and execute has no writer; /mcp, the default
+// profile, still reaches writer (the write asks).
+func TestNarrowedCodeModeProfileHTTP(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	_, wc := h.j2()
+	h.cli("hub", "profiles", "add", "reads", "--namespace", "reader")
+	base := strings.TrimSuffix(conformanceListener(t, h), "/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	call := func(path, tool string, args map[string]any) string {
+		t.Helper()
+		c, err := mcp.NewClient(&mcp.Implementation{Name: "profile-http", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + path, DisableStandaloneSSE: true}, nil)
+		if err != nil {
+			t.Fatalf("connecting to %s: %v", path, err)
+		}
+		defer c.Close()
+		res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s on %s: %v", tool, path, err)
+		}
+		b, _ := json.Marshal(res)
+		return string(b)
+	}
+	if out := call("/mcp/reads", "search", map[string]any{"query": "record or echo", "limit": 25}); !strings.Contains(out, "reader.echo") || strings.Contains(out, "writer.") {
+		t.Errorf("search at /mcp/reads: %s", out)
+	}
+	if out := call("/mcp/reads", "execute", map[string]any{"code": `return typeof writer`}); !strings.Contains(out, `\"undefined\"`) {
+		t.Errorf("typeof writer at /mcp/reads: %s", out)
+	}
+	if out := call("/mcp", "execute", map[string]any{"code": `return await writer.record({item: "x"})`}); !strings.Contains(out, "awaiting_approval") {
+		t.Errorf("writer.record at /mcp: %s", out)
 	}
 	if n := lines(t, wc); n != 0 {
 		t.Errorf("writer was called %d times, want 0", n)
