@@ -97,13 +97,15 @@ func TestConformanceAuthSuite(t *testing.T) {
 	}
 
 	for _, sc := range authOutsideSuite {
-		out, err := exec.Command("sh", script, mods, "client", "--command", bin, "--scenario", sc, "-o", t.TempDir()).CombinedOutput()
-		text := string(out)
-		if err != nil || !strings.Contains(text, "OVERALL: PASSED") || !strings.Contains(text, " 0 failed, 0 warnings") {
-			t.Errorf("conformance scenario %s: %v\n%s", sc, err, text)
-			continue
-		}
-		t.Logf("%s: %s", sc, lastLine(text))
+		t.Run(strings.TrimPrefix(sc, "auth/"), func(t *testing.T) {
+			t.Parallel()
+			out, err := exec.Command("sh", script, mods, "client", "--command", bin, "--scenario", sc, "-o", t.TempDir()).CombinedOutput()
+			text := string(out)
+			if err != nil || !strings.Contains(text, "OVERALL: PASSED") || !strings.Contains(text, " 0 failed, 0 warnings") {
+				t.Fatalf("conformance scenario %s: %v\n%s", sc, err, text)
+			}
+			t.Logf("%s: %s", sc, lastLine(text))
+		})
 	}
 }
 
