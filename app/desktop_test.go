@@ -158,6 +158,7 @@ func TestDesktopApp(t *testing.T) {
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
 		{"signin", nil},
+		{"windows-signin", nil},
 		{"windows", nil},
 		{"windows-fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1", "NO_KEYRING=1"}},
 		{"windows-broken", nil},
@@ -206,6 +207,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.fallbackScenario()
 	case "signin":
 		d.signInScenario()
+	case "windows-signin":
+		d.windowSignInScenario()
 	case "windows":
 		d.windowsScenario()
 	case "windows-fallbacks":
