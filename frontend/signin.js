@@ -90,7 +90,7 @@ async function refresh() {
     follow(s);
   }
   el.hidden = list.length === 0;
-  replace(el, ...(list.length === 0 ? [] : [render(list)]));
+  replace(el, ...renderSignIns(list, view.readOnly));
   const screen = el.closest("section");
   if (list.some((s) => s.state === "waiting") && document.contains(el) && !(screen instanceof HTMLElement && screen.hidden)) {
     view.timer = window.setTimeout(() => void refresh(), WATCH_MS);
@@ -118,23 +118,30 @@ function follow(s) {
 }
 
 /**
+ * Renders the sign-ins (none: nothing); readOnly (a page about one run)
+ * shows them without a button.
  * @param {SignIn[]} list
- * @returns {HTMLElement}
+ * @param {boolean} readOnly
+ * @returns {HTMLElement[]}
  */
-function render(list) {
-  return h(
-    "section",
-    { class: "signins card-box", "aria-labelledby": "signins-title" },
-    h("h3", { id: "signins-title" }, "Sign in"),
-    ...list.map(item),
-  );
+export function renderSignIns(list, readOnly) {
+  if (list.length === 0) return [];
+  return [
+    h(
+      "section",
+      { class: "signins card-box", "aria-labelledby": "signins-title" },
+      h("h3", { id: "signins-title" }, "Sign in"),
+      ...list.map((s) => item(s, readOnly)),
+    ),
+  ];
 }
 
 /**
  * @param {SignIn} s
+ * @param {boolean} readOnly
  * @returns {HTMLElement}
  */
-function item(s) {
+function item(s, readOnly) {
   const who = keyOf(s);
   /** @type {(HTMLElement | string | null)[]} */
   const parts = [h("p", null, h("span", { class: "address" }, who), s.reason ? ` needs you to sign in: ${s.reason}.` : "")];
@@ -156,7 +163,7 @@ function item(s) {
     const tools = s.tools === undefined ? "" : ` It lists ${s.tools} tool(s); review them on the Review screen.`;
     parts.push(h("p", { class: "decided", "data-testid": "signin-done" }, `Signed in to ${who}.${tools}`));
   }
-  if (s.state !== "signed_in" && !view.readOnly) {
+  if (s.state !== "signed_in" && !readOnly) {
     const id = `signin-client-${who.replace(/[^A-Za-z0-9_-]/g, "-")}`;
     const client = /** @type {HTMLInputElement} */ (h("input", { id, type: "text", autocomplete: "off", spellcheck: "false", "data-testid": "signin-client-id" }));
     const button = /** @type {HTMLButtonElement} */ (

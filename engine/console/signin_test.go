@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -291,5 +293,68 @@ func TestSignInRefusals(t *testing.T) {
 	}
 	if n := srv.Authorizations(t); n != 0 {
 		t.Errorf("%d authorizations at the server after refusals only, want 0", n)
+	}
+}
+
+// TestSignInScreenKeepsDataAsText renders the Sources screen's sign-ins
+// (frontend/signin.js) in Node over a DOM whose HTML sinks throw, with the
+// XSS corpus as namespaces, connections, reasons and errors: every payload
+// comes out as text, in full; the only elements are the screen's own; a
+// page about one run shows no button.
+func TestSignInScreenKeepsDataAsText(t *testing.T) {
+	t.Parallel()
+	var list []console.SignIn
+	states := []string{console.SignInNeeded, console.SignInWaiting, console.SignInFailed, console.SignInSignedIn}
+	for i, x := range xss {
+		list = append(list, console.SignIn{Namespace: "ns" + x, Connection: "c" + x, Reason: x, State: states[i%len(states)], Error: x, AuthURL: "https://auth.example/authorize?state=" + url.QueryEscape(x)})
+	}
+	for _, readOnly := range []bool{false, true} {
+		input := filepath.Join(t.TempDir(), "signins.json")
+		b, err := json.Marshal(console.SignIns{SignIns: list, ReadOnly: readOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(input, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+		out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render_signin.mjs"), filepath.Join(testenv.Root(t), "frontend"), input).Output()
+		cancel()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("rendering: %v\n%s", err, stderr)
+		}
+		var got struct {
+			Text        string
+			Tags, Attrs []string
+			Testids     []struct{ Testid, Text string }
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for i, x := range xss {
+			if !strings.Contains(got.Text, "ns"+x+"/c"+x) || !strings.Contains(got.Text, x) {
+				t.Errorf("payload %d (%q) is not shown as text", i, x)
+			}
+		}
+		wantTags := []string{"CODE", "DETAILS", "DIV", "H3", "INPUT", "LABEL", "P", "SECTION", "SPAN", "SUMMARY", "BUTTON"}
+		if readOnly {
+			wantTags = []string{"CODE", "DIV", "H3", "P", "SECTION", "SPAN"}
+		}
+		if diff := cmp.Diff(wantTags, got.Tags, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("readOnly %v: the elements built (-want +got):\n%s", readOnly, diff)
+		}
+		failed := 0
+		for _, e := range got.Testids {
+			if e.Testid == "signin-error" {
+				failed++
+			}
+		}
+		if want := len(xss) / len(states); failed < want {
+			t.Errorf("%d failed sign-ins show their error, want at least %d", failed, want)
+		}
 	}
 }
