@@ -46,23 +46,38 @@ func (h *Hub) runEngine() *run.Engine {
 // catalog of tools. serve calls
 // it at start, so the agent's first execute finds them ready while listing
 // tools never waits for them. Close waits for them.
+//
+// With the namespaces kept from the last start (nscache.go), an execute
+// needs only the sandbox until its code calls a tool: the catalog is read
+// once the sandbox is built, not beside it, so that on a small machine the
+// first execute does not share the CPU with decoding every manifest.
 func (h *Hub) Prepare(ctx context.Context) {
+	catalogTurn := make(chan struct{})
 	h.preparing.Add(2)
 	go func() {
 		defer h.preparing.Done()
+		kept := h.quickNamespaces(ctx)
+		if kept == nil {
+			close(catalogTurn)
+		} else {
+			defer close(catalogTurn)
+		}
 		d, err := h.sandbox()
 		if err != nil {
 			h.log.Warn("preparing the sandbox", "err", err)
 			return
 		}
-		// Until the catalog is read, ready runtimes get the namespaces
-		// kept from the last start (nscache.go).
-		if set := h.quickNamespaces(ctx); set != nil {
-			d.Expect(set)
+		// Until the catalog is read, ready runtimes get the kept namespaces.
+		if kept != nil && h.catalog.Load() == nil {
+			d.Expect(kept)
 		}
 	}()
 	go func() {
 		defer h.preparing.Done()
+		select {
+		case <-catalogTurn:
+		case <-ctx.Done():
+		}
 		c, err := h.loadCatalog(ctx)
 		if err != nil {
 			h.log.Warn("preparing the catalog", "err", err)
