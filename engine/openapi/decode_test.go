@@ -20,9 +20,9 @@ const edgeDoc = `{"openapi":"3.1.0","info":{"title":"Edge \u00e9\u2028","version
 "x-top":{"a":[1,2.5,-0,true,null,"yes","2020-06-11T16:32:50Z","0x1F","~",""]},
 "paths":{"x-paths":{"k":"v"},"/a/{id}":{"parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"integer","minimum":0,"exclusiveMaximum":100}}],
  "get":{"operationId":"a","x-op":null,"parameters":[{"name":"q","in":"query","style":"form","explode":false,"schema":{"type":["string","null"],"default":"on","enum":["on","off","no",null]}}],
-  "responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"object","additionalProperties":false,"properties":{"n":{"type":"number","multipleOf":0.01,"maximum":1.5e2,"example":3},"t":true,"f":false},"required":["n"]}}}},"default":{"description":"error"}}}},
+  "responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"object","additionalProperties":false,"properties":{"n":{"type":"number","multipleOf":0.01,"maximum":1.5e2,"example":3},"t":true,"f":false},"required":["n"]},"examples":{"one":{"$ref":"#/components/examples/E"}}}}},"default":{"description":"error"}}}},
  "/b":{}},
-"components":{"schemas":{"S":{"type":"object","properties":{"s":{"$ref":"#/components/schemas/T"}},"x-s":{"deep":[{"x":1}]}},"T":{"type":"string","format":"date-time","const":"2020-01-01","nullable":true}},
+"components":{"examples":{"E":{"summary":"s","value":{"a":[1,{"b":null}]}},"x-e":{"value":1}},"schemas":{"S":{"type":"object","properties":{"s":{"$ref":"#/components/schemas/T"}},"x-s":{"deep":[{"x":1}]}},"T":{"type":"string","format":"date-time","const":"2020-01-01","nullable":true}},
  "securitySchemes":{"k":{"type":"apiKey","in":"header","name":"X-Key"}},"x-c":1},
 "security":[{"k":[]}],"tags":[{"name":"t","description":"d"}]}`
 
