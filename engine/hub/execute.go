@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
@@ -31,7 +32,21 @@ type runs struct {
 	sbOnce sync.Once
 	driver *sandbox.Driver
 	err    error
+
+	// executed is closed when the first execute has ended (Prepare waits
+	// for it before reading the catalog, when runs have kept namespaces).
+	executedOnce, executedMade sync.Once
+	executed                   chan struct{}
 }
+
+func (r *runs) executedChan() chan struct{} {
+	r.executedMade.Do(func() { r.executed = make(chan struct{}) })
+	return r.executed
+}
+
+// catalogDelay is how long Prepare waits for the first execute before it
+// reads the catalog anyway.
+const catalogDelay = 2 * time.Second
 
 func (h *Hub) runEngine() *run.Engine {
 	h.runs.once.Do(func() {
@@ -49,8 +64,10 @@ func (h *Hub) runEngine() *run.Engine {
 //
 // With the namespaces kept from the last start (nscache.go), an execute
 // needs only the sandbox until its code calls a tool: the catalog is read
-// once the sandbox is built, not beside it, so that on a small machine the
-// first execute does not share the CPU with decoding every manifest.
+// once the first execute has ended (or after catalogDelay), not beside it,
+// so that on a small machine the first execute does not share the CPU (and
+// the garbage collector) with decoding every manifest. A search, a describe
+// or a tool call before then reads it at once.
 func (h *Hub) Prepare(ctx context.Context) {
 	catalogTurn := make(chan struct{})
 	h.preparing.Add(2)
@@ -60,7 +77,16 @@ func (h *Hub) Prepare(ctx context.Context) {
 		if kept == nil {
 			close(catalogTurn)
 		} else {
-			defer close(catalogTurn)
+			defer func() {
+				t := time.NewTimer(catalogDelay)
+				defer t.Stop()
+				select {
+				case <-h.runs.executedChan():
+				case <-t.C:
+				case <-ctx.Done():
+				}
+				close(catalogTurn)
+			}()
 		}
 		d, err := h.sandbox()
 		if err != nil {
@@ -126,6 +152,7 @@ func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
 		return nil, err
 	}
 	env, err := h.runEngine().Execute(ctx, code)
+	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) })
 	h.explainOutside(ctx, env)
 	return env, err
 }

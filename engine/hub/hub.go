@@ -84,6 +84,7 @@ func (h *Hub) Store() store.Store { return h.store }
 // Close stops every upstream the hub started. Refreshes announced from now
 // on are refused and those under way are cancelled.
 func (h *Hub) Close() {
+	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) }) // Prepare waits no more for an execute
 	h.preparing.Wait()
 	h.refreshes.close()
 	h.pool.Close()
