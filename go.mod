@@ -8,6 +8,7 @@ require (
 	github.com/fastschema/qjs v0.0.6
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/getkin/kin-openapi v0.153.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/godbus/dbus/v5 v5.2.2
 	github.com/gofrs/flock v0.13.2
 	github.com/google/go-cmp v0.7.0

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-json-experiment/json/jsontext"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -168,16 +169,19 @@ func chunks(m *yaml.Node, n int) []*yaml.Node {
 }
 
 // jsonToNode reads valid JSON into a yaml.Node tree, every scalar tagged
-// with its JSON type.
+// with its JSON type. It reads with jsontext (the tokenizer of encoding/json
+// v2), three times as fast as encoding/json's Decoder.Token, and as
+// lenient as encoding/json: duplicate names are kept (the YAML decoding
+// then refuses them, and kin-openapi's JSON decoding reads the document)
+// and invalid UTF-8 becomes U+FFFD.
 func jsonToNode(js []byte) (*yaml.Node, error) {
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
+	dec := jsontext.NewDecoder(bytes.NewReader(js), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	b := &nodes{}
 	n, err := b.value(dec)
 	if err != nil {
 		return nil, fmt.Errorf("reading the JSON: %w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, fmt.Errorf("reading the JSON: more after the document")
 	}
 	return n, nil
@@ -195,30 +199,28 @@ func (b *nodes) node(kind yaml.Kind, tag, value string) *yaml.Node {
 	return &b.block[len(b.block)-1]
 }
 
-func (b *nodes) value(dec *json.Decoder) (*yaml.Node, error) {
-	tok, err := dec.Token()
+func (b *nodes) value(dec *jsontext.Decoder) (*yaml.Node, error) {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, err
 	}
-	switch v := tok.(type) {
-	case json.Delim:
+	switch k := tok.Kind(); k {
+	case '{', '[':
 		var n *yaml.Node
-		if v == '{' {
+		end := jsontext.Kind('}')
+		if k == '{' {
 			n = b.node(yaml.MappingNode, "!!map", "")
 		} else {
 			n = b.node(yaml.SequenceNode, "!!seq", "")
+			end = ']'
 		}
-		for dec.More() {
-			if v == '{' {
-				k, err := dec.Token()
+		for dec.PeekKind() != end {
+			if k == '{' {
+				name, err := dec.ReadToken()
 				if err != nil {
 					return nil, err
 				}
-				s, ok := k.(string)
-				if !ok {
-					return nil, fmt.Errorf("an object key is %v", k)
-				}
-				n.Content = append(n.Content, b.node(yaml.ScalarNode, "!!str", s))
+				n.Content = append(n.Content, b.node(yaml.ScalarNode, "!!str", name.String()))
 			}
 			e, err := b.value(dec)
 			if err != nil {
@@ -226,23 +228,24 @@ func (b *nodes) value(dec *json.Decoder) (*yaml.Node, error) {
 			}
 			n.Content = append(n.Content, e)
 		}
-		if _, err := dec.Token(); err != nil { // the closing delimiter
+		if _, err := dec.ReadToken(); err != nil { // the closing delimiter
 			return nil, err
 		}
 		return n, nil
-	case string:
-		return b.node(yaml.ScalarNode, "!!str", v), nil
-	case json.Number:
+	case '"':
+		return b.node(yaml.ScalarNode, "!!str", tok.String()), nil
+	case '0':
 		// YAML reads -0 as a float, and an integer beyond int64 as
 		// nothing: both are floats, as encoding/json reads them into an any.
+		v := tok.String()
 		tag := "!!int"
-		if _, err := strconv.ParseInt(string(v), 10, 64); err != nil || v == "-0" {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil || v == "-0" {
 			tag = "!!float"
 		}
-		return b.node(yaml.ScalarNode, tag, string(v)), nil
-	case bool:
-		return b.node(yaml.ScalarNode, "!!bool", strconv.FormatBool(v)), nil
-	case nil:
+		return b.node(yaml.ScalarNode, tag, v), nil
+	case 't', 'f':
+		return b.node(yaml.ScalarNode, "!!bool", tok.String()), nil
+	case 'n':
 		return b.node(yaml.ScalarNode, "!!null", "null"), nil
 	}
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)

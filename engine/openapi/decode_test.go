@@ -128,6 +128,8 @@ func FuzzDecodeV3(f *testing.F) {
 	f.Add([]byte(edgeDoc))
 	f.Add([]byte(`{"openapi":"3.0.3","paths":{"/x":{"get":{"parameters":[{"name":"a","in":"query","schema":{"type":"integer","maximum":1e400}}]}}}}`))
 	f.Add([]byte(`{"openapi":"3.0.3","components":{"schemas":{"A":{"type":"array","items":{"$ref":"#/components/schemas/A"},"maxItems":18446744073709551615}}}}`))
+	f.Add([]byte("{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"bad \xff utf-8\",\"title\":\"twice\",\"version\":\"1\"},\"paths\":{}}"))
+	f.Add([]byte("{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"bad \xff\xfe utf-8 \\ud800\",\"version\":\"1\"},\"paths\":{}}"))
 	f.Add(asJSON(f, "petstore-oai-3.0.yaml"))
 	f.Fuzz(func(t *testing.T, js []byte) {
 		want, err := kinJSON(t, js)
