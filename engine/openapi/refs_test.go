@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -230,4 +231,43 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestRefsAreBounded: a chain of references longer than
+// MaxReferencedDocuments is refused, saying so, after reading that many.
+func TestRefsAreBounded(t *testing.T) {
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		if _, err := fmt.Sscanf(r.URL.Path, "/s/%d.json", &n); err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		reads.Add(1)
+		fmt.Fprintf(w, `{"type":"object","properties":{"next":{"$ref":"%d.json"}}}`, n+1)
+	}))
+	defer srv.Close()
+	doc := strings.Replace(splitDoc, "./schemas/pet.json", "s/0.json", -1)
+	doc = strings.Replace(doc, `{"$ref":"ORIGIN/other.yaml#/components/schemas/Owner"}`, `{"type":"object"}`, 1)
+	doc = strings.Replace(doc, `{"$ref":"params.yaml#/id"}`, `{"name":"id","in":"path","required":true,"schema":{"type":"string"}}`, 1)
+	_, err := New(context.Background(), []byte(doc), "x.json", "https://api.example.test")
+	if err == nil {
+		t.Fatal("New followed references")
+	}
+	a, err := newAPI(context.Background(), []byte(doc), srv.URL+"/api.json", "", mustRefs(t, srv.URL+"/api.json"))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("refers to more than %d other documents", MaxReferencedDocuments)) {
+		t.Fatalf("a chain of %d references: %v %v", reads.Load(), a, err)
+	}
+	if n := reads.Load(); n != MaxReferencedDocuments {
+		t.Errorf("%d documents read, want %d", n, MaxReferencedDocuments)
+	}
+}
+
+func mustRefs(t *testing.T, location string) *RefReader {
+	t.Helper()
+	r, err := NewRefReader(context.Background(), location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
