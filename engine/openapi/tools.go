@@ -622,15 +622,97 @@ func (c *converter) schema(sr *openapi3.SchemaRef) (any, error) {
 	if sr.Value == nil {
 		return nil, fmt.Errorf("a schema is empty")
 	}
-	b, err := json.Marshal(sr.Value)
+	v, err := plain(sr.Value)
 	if err != nil {
 		return nil, fmt.Errorf("encoding a schema: %w", err)
 	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("encoding a schema: %w", err)
-	}
 	return c.walk(v)
+}
+
+// plain gives what json.Unmarshal would read from json.Marshal(v) for a
+// kin-openapi value (map[string]any, []any, string, float64, bool, nil):
+// its MarshalJSON is MarshalYAML written out, and so is each value inside
+// it, so following MarshalYAML down gives the same without writing and
+// reading JSON again at every level of a schema (TestPlainIsTheJSONForm).
+// Anything else goes through JSON.
+func plain(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool, float64:
+		return x, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			p, err := plain(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = p
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			p, err := plain(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out, nil
+	case openapi3.SchemaRefs:
+		out := make([]any, len(x))
+		for i, e := range x {
+			p, err := plain(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = p
+		}
+		return out, nil
+	case openapi3.Schemas:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			p, err := plain(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = p
+		}
+		return out, nil
+	case *openapi3.SchemaRef:
+		if x == nil {
+			return nil, nil
+		}
+		y, err := x.MarshalYAML()
+		if err != nil {
+			return nil, err
+		}
+		return plain(y)
+	case *openapi3.Schema:
+		if x == nil {
+			return nil, nil
+		}
+		y, err := x.MarshalYAML()
+		if err != nil {
+			return nil, err
+		}
+		return plain(y)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *converter) ref(ref string, sr *openapi3.SchemaRef) (any, error) {
