@@ -69,6 +69,7 @@ func (c *catalog) namespaces() *sandbox.Namespaces {
 // it from the store. Call it when sources or manifests change (the serve
 // loop's store watcher does).
 func (h *Hub) Invalidate() {
+	h.catalogGen.Add(1)
 	h.catalog.Store(nil)
 	h.notifyChange()
 }
@@ -84,6 +85,7 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	if c := h.catalog.Load(); c != nil {
 		return c, nil
 	}
+	gen := h.catalogGen.Load()
 	fp, quiet, ok := h.nsFingerprint()
 	if !ok || !quiet {
 		fp = ""
@@ -146,7 +148,12 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 			return index.New(tools, ixOpts), typegen.NewDescriber(visible)
 		},
 	}
-	h.catalog.Store(c)
+	// An Invalidate while this build read the store may have come after it
+	// read the part that changed: this caller gets the catalog, the next
+	// one builds again.
+	if h.catalogGen.Load() == gen {
+		h.catalog.Store(c)
+	}
 	return c, nil
 }
 

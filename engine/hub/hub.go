@@ -57,9 +57,12 @@ type Hub struct {
 	refreshes refreshes
 	changes   changes // OnChange's subscribers
 	catalog   atomic.Pointer[catalog]
-	catalogMu sync.Mutex     // one catalog build at a time
-	nscache   nsCache        // the set runs see, kept for the next start (nscache.go)
-	preparing sync.WaitGroup // Prepare's goroutines, waited for by Close
+	catalogMu sync.Mutex // one catalog build at a time
+	// catalogGen counts Invalidate calls: a build that began before one
+	// does not keep its (maybe stale) catalog.
+	catalogGen atomic.Uint64
+	nscache    nsCache        // the set runs see, kept for the next start (nscache.go)
+	preparing  sync.WaitGroup // Prepare's goroutines, waited for by Close
 }
 
 // New returns a hub over st. Close it to reap upstream processes; it also

@@ -29,6 +29,12 @@ func (h *Hub) Watch(ctx context.Context) error {
 			return fmt.Errorf("watching the store: %w", err)
 		}
 	}
+	// What changed before the directories were watched (a catalog built
+	// at start, then another process's write) is not missed: a catalog
+	// built or being built before now is read again when next needed.
+	// Nothing is announced: at start no client has seen a list.
+	h.catalogGen.Add(1)
+	h.catalog.Store(nil)
 	var debounce <-chan time.Time
 	for {
 		select {
