@@ -368,7 +368,21 @@ func (m *cachedModule) ExportedFunction(name string) api.Function {
 	}
 	f := &cachedFunction{Function: inner, module: m.Module, name: name}
 	m.fns[name] = f
+	usedExports.Store(name, true)
 	return f
+}
+
+// usedExports are the exports any runtime of this process has called: a
+// runtime copied from a snapshot makes their functions when it is made
+// (off the request path, by a warmer), not on its run's first calls.
+var usedExports sync.Map
+
+// warmFunctions makes the functions of every export used so far.
+func (m *cachedModule) warmFunctions() {
+	usedExports.Range(func(name, _ any) bool {
+		m.ExportedFunction(name.(string))
+		return true
+	})
 }
 
 // cachedFunction is not reentrant: a nested call of the same export (from a

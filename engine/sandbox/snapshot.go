@@ -182,6 +182,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	*field[*qjs.Context](rt, "context") = c
 	*field[*qjs.ProxyRegistry](rt, "registry") = reg
 	cacheFunctions(rt)
+	(*field[api.Module](rt, "module")).(*cachedModule).warmFunctions()
 
 	v = &vm{rt: rt, nss: s.nss, mem: mem, ks: ks}
 	if id := reg.Register(qjs.Function(v.host)); id != s.ids[0] {

@@ -49,8 +49,10 @@ return { r, uuid: crypto.randomUUID(), now: Date.now(), evalBlocked, std: typeof
 			t.Errorf("run %d differs from the first (-first +this):\n%s", i, diff)
 		}
 	}
-	if n := d.copies.Load(); n < 5 {
-		t.Errorf("%d runtimes were copied from a snapshot, want at least 5 (one per run after the first)", n)
+	// The warmer may build one runtime the long way beside the first run
+	// (neither finds the snapshot yet); every other run gets a copy.
+	if n := d.copies.Load(); n < 4 {
+		t.Errorf("%d runtimes were copied from a snapshot, want at least 4 of the 5 runs after the first", n)
 	}
 	if want := `"evalBlocked":true,"std":"undefined","os":"undefined","frozen":true`; !strings.Contains(first.Result, want) {
 		t.Errorf("result %s, want it to contain %s", first.Result, want)
