@@ -406,6 +406,18 @@ func TestOAuthOpenAPISignIn(t *testing.T) {
 	p := addReviewed(t, h, hub.AddRequest{Document: api + "/openapi.json"})[0]
 	ns := p.Source.Namespace
 
+	// Before anyone signs in: the source is one to sign in to, and its
+	// secured operation waits for the connection (never sent without a token).
+	if p.Source.Auth != model.AuthOAuth {
+		t.Errorf("the source's auth is %q, want %q (its document's only scheme is oauth2)", p.Source.Auth, model.AuthOAuth)
+	}
+	if needs, err := h.SignInNeeded(ctx); err != nil || len(needs) != 1 || needs[0].Namespace != ns {
+		t.Errorf("SignInNeeded before signing in: %+v %v, want %s", needs, err, ns)
+	}
+	if env, err := h.Execute(ctx, `return await `+ns+`.whoami({})`); err != nil || env.Status != "awaiting_connection" {
+		t.Fatalf("the operation before signing in: %v %+v, want awaiting_connection", err, env)
+	}
+
 	if _, err := h.SignIn(ctx, hub.SignInRequest{Namespace: ns, ClientID: "hub-test", Open: followRedirects}); err != nil {
 		t.Fatalf("signing in with the document's flow: %v", err)
 	}

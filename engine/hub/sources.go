@@ -250,7 +250,13 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 	defer s.Close()
 	api := s.OpenAPI()
 	src.URL, src.DocumentServer = api.Base.String(), api.Named
-	if a := api.Auth; a != nil {
+	switch a := api.Auth; {
+	case a == nil:
+	case a.Scheme == "oauth2":
+		// Signed in to, not pasted: `hub auth` runs the document's flow,
+		// and a call before that waits for the connection.
+		src.Auth = model.AuthOAuth
+	default:
 		src.AuthScheme = a.Scheme
 		if a.Scheme == "apiKey" {
 			src.AuthScheme += " " + a.In + " " + a.Name

@@ -107,7 +107,7 @@ func Build(ctx context.Context, base *url.URL, op *Operation, args map[string]an
 			case "cookie":
 				cookies = append(cookies, auth.Name+"="+url.QueryEscape(credential))
 			}
-		case "bearer":
+		case "bearer", "oauth2":
 			header.Set("Authorization", "Bearer "+credential)
 		case "basic":
 			header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(credential)))

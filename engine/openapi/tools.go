@@ -52,18 +52,17 @@ type Operation struct {
 // Auth is how a credential is sent: the document's first security scheme
 // the hub supports.
 type Auth struct {
-	Scheme string `json:"scheme"` // apiKey, bearer or basic
+	Scheme string `json:"scheme"` // apiKey, bearer, basic or oauth2 (an access token sent as bearer)
 	In     string `json:"in,omitempty"`
 	Name   string `json:"name,omitempty"` // the header, query parameter or cookie
 	ID     string `json:"id,omitempty"`   // the scheme's name in the document
 }
 
 // OAuth2 is an oauth2 (or openIdConnect) security scheme of the document:
-// where a sign-in would go. The hub does not sign in with it yet (a
-// document whose only scheme is OAuth takes a pasted access token, sent as
-// a bearer token like a document with no scheme); it is here for the OAuth
-// sign-in (engine/oauth) to use: its authorization and token endpoints and
-// scopes, or the OpenID Connect discovery URL.
+// where a sign-in goes (`hub auth`, engine/oauth): its authorization and
+// token endpoints and scopes, or the OpenID Connect discovery URL. When such
+// a scheme is the one chosen (Auth.Scheme "oauth2"), the operations that
+// require it are Secured and the access token goes as a bearer token.
 type OAuth2 struct {
 	ID               string   `json:"id"` // the scheme's name in the document
 	Flow             string   `json:"flow,omitempty"`
@@ -218,6 +217,8 @@ func chooseAuth(doc *openapi3.T) *Auth {
 			return &Auth{Scheme: "bearer", ID: n}
 		case s.Type == "http" && strings.EqualFold(s.Scheme, "basic"):
 			return &Auth{Scheme: "basic", ID: n}
+		case s.Type == "oauth2" && s.Flows != nil && s.Flows.AuthorizationCode != nil, s.Type == "openIdConnect" && s.OpenIdConnectUrl != "":
+			return &Auth{Scheme: "oauth2", ID: n}
 		}
 	}
 	return nil

@@ -150,6 +150,9 @@ for once (or read with --secret-stdin).`,
 			if req.Secret == "" && p.Source.AuthScheme != "" {
 				fmt.Fprintf(e.stderr, "%s wants a credential (%s): store it with `capabilities hub auth %s`\n", ns, p.Source.AuthScheme, ns)
 			}
+			if p.Source.Kind == model.KindOpenAPI && p.Source.Auth == model.AuthOAuth {
+				fmt.Fprintf(e.stderr, "%s signs in with OAuth (its document's scheme): sign in with `capabilities hub auth %s`\n", ns, ns)
+			}
 			if req.Secret != "" {
 				if _, err := h.Auth(c.Context(), hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
 					return fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
@@ -165,7 +168,7 @@ for once (or read with --secret-stdin).`,
 				}
 				r, w, d := p.Counts()
 				out := map[string]any{"namespace": ns, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d, "reviewed": len(review.Items)}
-				if p.SignIn {
+				if p.SignIn || p.Source.Auth == model.AuthOAuth {
 					out["signIn"] = "capabilities hub auth " + ns
 				}
 				return e.printJSON(out)

@@ -119,8 +119,18 @@ environment variable --env of a local server, or the header --header of a remote
 func wantsOAuth(ctx context.Context, h *hub.Hub, src *model.Source, conn string, flags bool) (bool, error) {
 	switch src.Kind {
 	case model.KindOpenAPI:
-		// Its document's oauth2 flow: only when asked (--oauth, --client-id).
-		return flags, nil
+		// Its document's oauth2 flow: when its document chose that scheme,
+		// the connection was made by signing in, or when asked (--oauth,
+		// --client-id).
+		if flags || src.Auth == model.AuthOAuth {
+			return true, nil
+		}
+		if conns, err := h.Connections(ctx, src.Namespace); err == nil {
+			if c := conns.Get(conn); c != nil && c.Auth == model.AuthOAuth {
+				return true, nil
+			}
+		}
+		return false, nil
 	case model.KindHTTP:
 	default:
 		if flags {
