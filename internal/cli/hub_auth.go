@@ -43,9 +43,10 @@ challenge, or was added as such): the hub finds its authorization server, regist
 opens the authorization page in your browser (the URL is printed too, for a machine with
 no browser) and waits on 127.0.0.1 for the answer. The tokens go to the OS keychain as the
 connection's secret; the hub refreshes them and sends them only to that server's origin.
-Run it again when a call says "sign in again". An OpenAPI source whose document declares
-an oauth2 authorization code flow (or an openIdConnect scheme) signs in the same way with
---oauth or --client-id; its tokens go only to the API's server.
+Run it again when a call says "sign in again". An OpenAPI source whose document chooses
+an oauth2 authorization code flow (or an openIdConnect scheme) signs in the same way (with
+--oauth or --client-id when the document offers another scheme too); its tokens go only to
+the API's server.
 
 Otherwise store a credential for a source under a connection (default: "default"). The
 value is read at a masked prompt, or from standard input when it is not a terminal —
