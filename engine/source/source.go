@@ -146,10 +146,10 @@ type Session struct {
 	orig     model.Source // as configured, to notice a changed source
 	secret   string       // the credential's value, to notice a changed secret
 	cs       *mcp.ClientSession
-	proc     *process     // nil for HTTP
-	api      *openapi.API // an openapi source's document; cs is nil then
-	apiMu    sync.Mutex   // guards api, replaced when the document is read again
-	apiFresh atomic.Bool  // api was just read: the first ListTools uses it
+	proc     *process      // nil for HTTP
+	api      *openapi.API  // an openapi source's document; cs is nil then
+	apiMu    sync.Mutex    // guards api, replaced when the document is read again
+	apiFresh atomic.Bool   // api was just read: the first ListTools uses it
 	oauth    *oauth.Source // an openapi source signed in with OAuth
 
 	callTimeout time.Duration
