@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"net/url"
 	"strings"
 	"time"
@@ -123,24 +124,8 @@ func (e *SignInError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrSignInRequired) true.
 func (e *SignInError) Is(target error) bool { return target == ErrSignInRequired }
 
-// Origin is u's scheme://host:port, lower-cased, with the default port
-// written out, so two spellings of one origin compare equal.
-func Origin(u *url.URL) string {
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return strings.ToLower(u.Scheme) + "://" + host + ":" + port
-}
+// Origin is model.Origin: u's scheme://host:port, the default port written out.
+func Origin(u *url.URL) string { return model.Origin(u) }
 
 // OriginOf is Origin of a URL string.
 func OriginOf(raw string) (string, error) {

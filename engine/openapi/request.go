@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -545,23 +546,8 @@ func writePart(w *multipart.Writer, name string, v any, file bool) error {
 
 func safeHeaderText(s string) bool { return !strings.ContainsAny(s, "\r\n\x00") }
 
-// origin is scheme://host:port, the port written out.
-func origin(u *url.URL) string {
-	host := strings.ToLower(u.Hostname())
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return strings.ToLower(u.Scheme) + "://" + host + ":" + port
-}
+// origin is model.Origin: scheme://host:port, the port written out.
+func origin(u *url.URL) string { return model.Origin(u) }
 
 // Origin is u's origin, scheme://host:port.
 func Origin(u *url.URL) string { return origin(u) }

@@ -87,18 +87,8 @@ func newGuardedClientOver(rawURL string, header, value string, extra map[string]
 	}, nil
 }
 
-func origin(u *url.URL) string {
-	host := strings.ToLower(u.Host)
-	if u.Port() == "" {
-		switch u.Scheme {
-		case "http":
-			host += ":80"
-		case "https":
-			host += ":443"
-		}
-	}
-	return strings.ToLower(u.Scheme) + "://" + host
-}
+// origin is model.Origin: scheme://host:port, the port written out.
+func origin(u *url.URL) string { return model.Origin(u) }
 
 func (t *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o := origin(req.URL); o != t.origin {
