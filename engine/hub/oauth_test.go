@@ -1,7 +1,6 @@
 package hub_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,11 +24,8 @@ import (
 
 // oauthServer is testdata/upstreams/oauth-resource.mjs: oauth2-mock-server
 // and a resource server checking its tokens in front of server-everything.
-type oauthServer struct {
-	MCP    string `json:"mcp"`
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
+// oauthServer is testenv's OAuth server, with its admin endpoints' counts.
+type oauthServer struct{ *testenv.OAuthServer }
 
 type oauthStats struct {
 	Authorizations int      `json:"authorizations"`
@@ -44,44 +39,7 @@ type oauthStats struct {
 
 func startOAuthServer(t testing.TB) *oauthServer {
 	t.Helper()
-	everything := testenv.EverythingHTTP(t)
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join(testenv.Root(t), "testdata", "upstreams", "oauth-resource.mjs"))
-	cmd.Env = append(os.Environ(), "EVERYTHING_URL="+everything, "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("OAuth server's stderr:\n%s", stderr.String())
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var srv oauthServer
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &srv); err != nil {
-			t.Fatalf("reading the OAuth server's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("the OAuth server did not start: %s", stderr.String())
-	}
-	return &srv
+	return &oauthServer{testenv.StartOAuthServer(t)}
 }
 
 func (s *oauthServer) admin(t *testing.T, what string) {
