@@ -268,28 +268,41 @@ func (h *Hub) Auth(ctx context.Context, req AuthRequest) (*model.Connections, er
 			return nil, fmt.Errorf("storing a credential: %w", err)
 		}
 	}
+	out, err := h.recordConnection(ctx, req.Namespace, req.Connection, ref, "")
+	if err != nil {
+		return nil, fmt.Errorf("storing a credential: %w", err)
+	}
+	return out, nil
+}
+
+// recordConnection records a connection whose secret was just stored under
+// ref: auth "" for a static credential, model.AuthOAuth for a sign-in (a
+// need to sign in again is cleared either way); the first connection is the
+// default. The pool's sessions of the namespace end, so the next call uses
+// the new secret, and search names the connections.
+func (h *Hub) recordConnection(ctx context.Context, ns, conn, ref, auth string) (*model.Connections, error) {
 	var out *model.Connections
-	err = store.UpdateJSON(ctx, h.store, store.Connections, req.Namespace, func(c *model.Connections) (*model.Connections, error) {
+	err := store.UpdateJSON(ctx, h.store, store.Connections, ns, func(c *model.Connections) (*model.Connections, error) {
 		if c == nil {
-			c = &model.Connections{Namespace: req.Namespace}
+			c = &model.Connections{Namespace: ns}
 		}
-		if cur := c.Get(req.Connection); cur == nil {
-			c.Items = append(c.Items, model.Connection{Name: req.Connection, SecretRef: ref, CreatedAt: time.Now().UTC().Truncate(time.Second)})
+		if cur := c.Get(conn); cur == nil {
+			c.Items = append(c.Items, model.Connection{Name: conn, SecretRef: ref, CreatedAt: time.Now().UTC().Truncate(time.Second), Auth: auth})
 		} else {
-			cur.Auth, cur.SignIn = "", "" // a static credential now
+			cur.Auth, cur.SignIn = auth, ""
 		}
 		if c.Default == "" {
-			c.Default = req.Connection
+			c.Default = conn
 		}
 		out = c
 		return c, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storing a credential: %w", err)
+		return nil, err
 	}
-	h.oauth.forget(req.Namespace)
-	h.pool.Drop(req.Namespace) // the next call starts with the new credential
-	h.Invalidate()             // search names the connections
+	h.oauth.forget(ns)
+	h.pool.Drop(ns)
+	h.Invalidate()
 	return out, nil
 }
 

@@ -104,28 +104,10 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 	if err := h.Secrets().Set(ctx, ref, tk.Marshal()); err != nil {
 		return nil, fmt.Errorf("signing in: storing the tokens: %w", err)
 	}
-	var out *model.Connections
-	err = store.UpdateJSON(ctx, h.store, store.Connections, req.Namespace, func(c *model.Connections) (*model.Connections, error) {
-		if c == nil {
-			c = &model.Connections{Namespace: req.Namespace}
-		}
-		if cur := c.Get(req.Connection); cur == nil {
-			c.Items = append(c.Items, model.Connection{Name: req.Connection, SecretRef: ref, CreatedAt: time.Now().UTC().Truncate(time.Second), Auth: model.AuthOAuth})
-		} else {
-			cur.Auth, cur.SignIn = model.AuthOAuth, ""
-		}
-		if c.Default == "" {
-			c.Default = req.Connection
-		}
-		out = c
-		return c, nil
-	})
+	out, err := h.recordConnection(ctx, req.Namespace, req.Connection, ref, model.AuthOAuth)
 	if err != nil {
 		return nil, fmt.Errorf("signing in: %w", err)
 	}
-	h.oauth.forget(req.Namespace)
-	h.pool.Drop(req.Namespace)
-	h.Invalidate()
 	return out, nil
 }
 
