@@ -186,10 +186,12 @@ func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
 }
 
 // writeRecord writes a record atomically. Run records skip the fsync: a
-// run's durable truth is its journal (every settled call is synced before
-// the code sees it), and a run record lost in a crash is rebuilt by resuming
-// from the journal, so syncing each of its state changes would only add
-// latency to every execute.
+// run's durable truth is its journal (a write's intent and outcome are
+// synced before the request goes out and before the code sees the outcome;
+// a read's outcome is written before the code sees it and synced by the
+// next synced line, or before a pause is recorded), and a run record lost
+// in a crash is rebuilt by resuming from the journal, so syncing each of its
+// state changes would only add latency to every execute.
 func (f *File) writeRecord(kind Kind, path string, data []byte) error {
 	if kind == Runs {
 		return f.runs.writeRecord(path, data)
@@ -298,15 +300,28 @@ type fileLog struct {
 }
 
 func (l *fileLog) Append(line []byte) error {
+	if err := l.Write(line); err != nil {
+		return err
+	}
+	return l.Sync()
+}
+
+// Write is Append without the fdatasync: the line is in the file (the
+// page cache) when it returns, so a later fdatasync of the file, by Append
+// or Sync, covers it.
+func (l *fileLog) Write(line []byte) error {
 	if bytes.ContainsAny(line, "\n\r") {
 		return fmt.Errorf("appending to %s: a log line must not contain a newline", l.name)
 	}
-	_, err := l.fh.Write(append(line[:len(line):len(line)], '\n'))
-	if err == nil {
-		err = datasync(l.fh)
-	}
-	if err != nil {
+	if _, err := l.fh.Write(append(line[:len(line):len(line)], '\n')); err != nil {
 		return fmt.Errorf("appending to %s: %w", l.fh.Name(), err)
+	}
+	return nil
+}
+
+func (l *fileLog) Sync() error {
+	if err := datasync(l.fh); err != nil {
+		return fmt.Errorf("syncing %s: %w", l.fh.Name(), err)
 	}
 	return nil
 }

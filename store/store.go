@@ -81,6 +81,14 @@ type Log interface {
 	// Append adds one line (a JSON value, no newline), durably and in one
 	// piece.
 	Append(line []byte) error
+	// Write adds one line in one piece, in order, like Append, without
+	// waiting for it to reach the drive: the next Append or Sync makes it
+	// durable, with every line before it. A process that dies leaves it
+	// written; a machine that crashes may lose it (and only the lines after
+	// the last durable one).
+	Write(line []byte) error
+	// Sync makes every line written so far durable.
+	Sync() error
 	Close() error
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/code"
@@ -105,7 +106,7 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 			out = failure(err)
 		}
 	}
-	h.stopStoring()
+	h.stopStoring(out.Status == sandbox.StatusPaused && h.diverged == nil)
 	return e.finish(ctx, r, h, out, !h.stored)
 }
 
@@ -244,6 +245,9 @@ type host struct {
 	stored   bool          // the record exists; read after ready
 	log      store.Log
 	storeErr error
+	// unsynced is set once a line went into the journal without an
+	// fdatasync (a read's outcome, settleRead); stopStoring syncs it.
+	unsynced atomic.Bool
 }
 
 // startStoring stores the record and opens the journal, once, in the
@@ -277,18 +281,36 @@ func (h *host) waitStored() error {
 }
 
 // stopStoring waits for storing, if it started, and closes the journal.
-func (h *host) stopStoring() {
+// Lines written without an fdatasync (reads' outcomes) are synced first:
+// at once, before the record says the run paused, when the run will be
+// replayed; else on a goroutine of its own, while the envelope goes out,
+// since a finished run is not replayed.
+func (h *host) stopStoring(replayed bool) {
 	started := true
 	h.storing.Do(func() { started = false })
 	if !started {
 		return
 	}
 	<-h.ready
-	if h.log != nil {
-		if err := h.log.Close(); err != nil {
-			h.e.log.Warn("closing a journal", "run", h.run.ID, "err", err)
+	if h.log == nil {
+		return
+	}
+	l, id := h.log, h.run.ID
+	closeLog := func() {
+		if h.unsynced.Load() {
+			if err := l.Sync(); err != nil {
+				h.e.log.Warn("syncing a journal", "run", id, "err", err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			h.e.log.Warn("closing a journal", "run", id, "err", err)
 		}
 	}
+	if replayed || !h.unsynced.Load() {
+		closeLog()
+		return
+	}
+	go closeLog()
 }
 
 func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResult {
@@ -325,7 +347,7 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		if terr != nil {
 			terr.Address = call.Address
 		}
-		return h.settle(ctx, call, argsDigest, start, v, terr)
+		return h.settleRead(ctx, call, argsDigest, start, v, terr)
 	case sandbox.AddressSearch, sandbox.AddressDescribe:
 		var arg struct {
 			Query  string `json:"query"`
@@ -343,7 +365,7 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 			return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "invalid_request", Message: err.Error(), Address: call.Address})
 		}
 		v, _ := json.Marshal(text)
-		return h.settle(ctx, call, argsDigest, start, v, nil)
+		return h.settleRead(ctx, call, argsDigest, start, v, nil)
 	}
 
 	t, err := h.e.tools.Tool(ctx, call.Address)
@@ -409,6 +431,9 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	}
 	if terr == nil && len(value) > h.e.limits.HandleBytes {
 		value, terr = h.toHandle(ctx, call, value)
+	}
+	if t.Effect() == model.EffectRead {
+		return h.settleRead(ctx, call, argsDigest, start, value, terr)
 	}
 	return h.settle(ctx, call, argsDigest, start, value, terr)
 }
@@ -502,10 +527,28 @@ func (h *host) preview(args json.RawMessage) json.RawMessage {
 // scrubber removes every secret the run may have seen (Tools.Scrubber).
 func (h *host) scrubber() *scrub.Scrubber { return h.e.tools.Scrubber(h.ctx, nil) }
 
-// settle journals a call's outcome, then answers the guest. The outcome is
-// scrubbed before either: nothing unscrubbed enters the sandbox or the
-// journal.
+// settle journals a call's outcome, synced, then answers the guest. The
+// outcome is scrubbed before either: nothing unscrubbed enters the sandbox
+// or the journal.
 func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, value json.RawMessage, terr *model.ToolError) sandbox.CallResult {
+	return h.settleAs(ctx, call, argsDigest, start, value, terr, true)
+}
+
+// settleRead is settle for the outcome of a call that is read-only (a
+// read-only tool, hub.search, hub.describe, hub.read): its line goes into
+// the journal, in order, before the guest sees the outcome, but without
+// waiting for an fdatasync. A process that dies leaves the line written
+// (the kernel has it); only a machine crash can lose it, and then the read
+// is made again on resume, which I6 allows. Anything the code did outside
+// the run with the value is a write, whose intent line is synced before it
+// goes out, and that fdatasync of the same append-only file makes every
+// earlier line durable too. A run that pauses syncs its journal before its
+// record says so (stopStoring).
+func (h *host) settleRead(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, value json.RawMessage, terr *model.ToolError) sandbox.CallResult {
+	return h.settleAs(ctx, call, argsDigest, start, value, terr, false)
+}
+
+func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, value json.RawMessage, terr *model.ToolError, durable bool) sandbox.CallResult {
 	if sc := h.scrubber(); sc.Len() > 0 {
 		if len(value) > 0 {
 			value = sc.JSON(value)
@@ -527,8 +570,11 @@ func (h *host) settle(ctx context.Context, call sandbox.Call, argsDigest string,
 	if err == nil {
 		err = h.waitStored()
 	}
-	if err == nil {
+	if err == nil && durable {
 		err = h.log.Append(line)
+	} else if err == nil {
+		h.unsynced.Store(true)
+		err = h.log.Write(line)
 	}
 	if err != nil {
 		h.e.log.Error("journaling a call", "run", h.run.ID, "seq", call.Seq, "err", err)

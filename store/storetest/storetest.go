@@ -198,11 +198,21 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		if err := s.Append(ctx, store.Runs, "r3", []byte(`{"seq":2}`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Append([]byte(`{"seq":3}`)); err != nil {
+		// Write (not synced) lands in order with Append's lines, whole.
+		if err := l.Write([]byte(`{"seq":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]byte(`{"seq":4}`)); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Append([]byte("a\rb")); err == nil {
 			t.Error("Log.Append of a line with a carriage return succeeded; want an error")
+		}
+		if err := l.Write([]byte("a\nb")); err == nil {
+			t.Error("Log.Write of a line with a newline succeeded; want an error")
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
@@ -215,7 +225,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		for _, l := range lines {
 			got = append(got, string(l))
 		}
-		if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, got); diff != "" {
+		if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":2}`, `{"seq":3}`, `{"seq":4}`}, got); diff != "" {
 			t.Errorf("ReadLog (-want +got):\n%s", diff)
 		}
 		// One log shared by parallel calls: every line lands whole.

@@ -1,0 +1,217 @@
+package run_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+)
+
+// opStore is a file store that notes, in order, what happens to run
+// journals (write: a line not synced; append: a line synced; sync) and
+// the status each run record is written with.
+type opStore struct {
+	store.Store
+	mu  sync.Mutex
+	ops []string
+}
+
+func (s *opStore) note(op string) {
+	s.mu.Lock()
+	s.ops = append(s.ops, op)
+	s.mu.Unlock()
+}
+
+func (s *opStore) taken() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.ops...)
+}
+
+func runStatus(data []byte) string {
+	var r model.Run
+	_ = json.Unmarshal(data, &r)
+	return "record " + string(r.Status)
+}
+
+func (s *opStore) Put(ctx context.Context, kind store.Kind, id string, v any) error {
+	err := s.Store.Put(ctx, kind, id, v)
+	if r, ok := v.(*model.Run); ok && kind == store.Runs && err == nil {
+		s.note("record " + string(r.Status))
+	}
+	return err
+}
+
+func (s *opStore) Update(ctx context.Context, kind store.Kind, id string, fn func([]byte) ([]byte, error)) error {
+	var next []byte
+	err := s.Store.Update(ctx, kind, id, func(old []byte) ([]byte, error) {
+		b, err := fn(old)
+		next = b
+		return b, err
+	})
+	if kind == store.Runs && err == nil {
+		s.note(runStatus(next))
+	}
+	return err
+}
+
+func (s *opStore) OpenLog(ctx context.Context, kind store.Kind, id string) (store.Log, error) {
+	l, err := s.Store.OpenLog(ctx, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	return &opLog{Log: l, s: s}, nil
+}
+
+type opLog struct {
+	store.Log
+	s *opStore
+}
+
+func lineOp(op string, line []byte) string {
+	var je model.JournalEntry
+	_ = json.Unmarshal(line, &je)
+	kind := "outcome"
+	if je.Intent {
+		kind = "intent"
+	}
+	return fmt.Sprintf("%s %s %d", op, kind, je.Seq)
+}
+
+func (l *opLog) Append(line []byte) error {
+	err := l.Log.Append(line)
+	l.s.note(lineOp("append", line))
+	return err
+}
+
+func (l *opLog) Write(line []byte) error {
+	err := l.Log.Write(line)
+	l.s.note(lineOp("write", line))
+	return err
+}
+
+func (l *opLog) Sync() error {
+	err := l.Log.Sync()
+	l.s.note("sync")
+	return err
+}
+
+// TestReadOutcomesSyncedBeforeAPauseIsRecorded: a read-only call's outcome
+// is written into the journal before the code sees it, without waiting for
+// an fdatasync; a write's intent and outcome are synced (Append) before
+// the request goes out and before the code sees the outcome; and a run
+// that pauses syncs its journal before its record says it waits, so a
+// resume replays every read the code saw.
+func TestReadOutcomesSyncedBeforeAPauseIsRecorded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	fs, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &opStore{Store: fs}
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	t.Cleanup(h.Close)
+	ctx := context.Background()
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_TOOLS": "4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+
+	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); await up.record({item: a}); return a`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	paused := strings.Join(st.taken(), "; ")
+	if !strings.Contains(paused, "write outcome 1; sync; record awaiting_approval") {
+		t.Errorf("before the pause: %s\nwant the read's outcome written, then synced, then the record awaiting_approval", paused)
+	}
+	if strings.Contains(paused, "append outcome 1") {
+		t.Errorf("the read's outcome was synced before the code saw it: %s", paused)
+	}
+
+	if _, err := approval.Record(ctx, h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := h.Resume(ctx, env.RunID)
+	if err != nil || done.Status != "completed" {
+		t.Fatalf("%v %+v", err, done)
+	}
+	all := strings.Join(st.taken(), "; ")
+	if !strings.Contains(all, "append intent 2; append outcome 2") {
+		t.Errorf("the write: %s\nwant its intent and its outcome synced", all)
+	}
+	if strings.Count(all, "outcome 1") != 1 {
+		t.Errorf("the read's outcome was journaled again on resume: %s", all)
+	}
+}
+
+// TestFinishedRunSyncsItsReadsAfterwards: a run that ends after read-only
+// calls records its end without waiting for the journal's fdatasync, which
+// follows on its own (a finished run is not replayed).
+func TestFinishedRunSyncsItsReadsAfterwards(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	fs, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &opStore{Store: fs}
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	t.Cleanup(h.Close)
+	ctx := context.Background()
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); const b = await up.echo({message: "two"}); return [a, b]`)
+	if err != nil || env.Status != "completed" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+	for !strings.Contains(strings.Join(st.taken(), "; "), "sync") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	ops := strings.Join(st.taken(), "; ")
+	for _, want := range []string{"write outcome 1", "write outcome 2", "record completed", "sync"} {
+		if !strings.Contains(ops, want) {
+			t.Errorf("ops %s: no %q", ops, want)
+		}
+	}
+	if strings.Contains(ops, "append") {
+		t.Errorf("a read's outcome was synced before the code saw it: %s", ops)
+	}
+	eng, _ := h.Runs()
+	if j, err := eng.Journal(ctx, env.RunID); err != nil || len(j) != 2 {
+		t.Errorf("journal %+v, %v; want the 2 reads", j, err)
+	}
+}
