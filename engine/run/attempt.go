@@ -106,8 +106,12 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 			out = failure(err)
 		}
 	}
-	h.stopStoring(out.Status == sandbox.StatusPaused && h.diverged == nil)
-	return e.finish(ctx, r, h, out, !h.stored)
+	closeLog := h.stopStoring(out.Status == sandbox.StatusPaused && h.diverged == nil)
+	env, err := e.finish(ctx, r, h, out, !h.stored)
+	if closeLog != nil {
+		go closeLog()
+	}
+	return env, err
 }
 
 // failure turns a preparation error into a failed outcome.
@@ -281,22 +285,25 @@ func (h *host) waitStored() error {
 }
 
 // stopStoring waits for storing, if it started, and closes the journal.
-// Lines written without an fdatasync (reads' outcomes) are synced first:
-// at once, before the record says the run paused, when the run will be
-// replayed; else on a goroutine of its own, while the envelope goes out,
-// since a finished run is not replayed.
-func (h *host) stopStoring(replayed bool) {
+// Lines written without an fdatasync (reads' outcomes) are synced first,
+// before the record says the run paused, when the run will be replayed.
+// A finished run is not replayed: then stopStoring leaves the journal open
+// and returns closeLog, which syncs and closes it, for the attempt to call
+// on a goroutine of its own once the record is written, so that its
+// fdatasync does not share the disk (and ext4's journal) with the record's
+// write.
+func (h *host) stopStoring(replayed bool) (closeLog func()) {
 	started := true
 	h.storing.Do(func() { started = false })
 	if !started {
-		return
+		return nil
 	}
 	<-h.ready
 	if h.log == nil {
-		return
+		return nil
 	}
 	l, id := h.log, h.run.ID
-	closeLog := func() {
+	closeLog = func() {
 		if h.unsynced.Load() {
 			if err := l.Sync(); err != nil {
 				h.e.log.Warn("syncing a journal", "run", id, "err", err)
@@ -308,9 +315,9 @@ func (h *host) stopStoring(replayed bool) {
 	}
 	if replayed || !h.unsynced.Load() {
 		closeLog()
-		return
+		return nil
 	}
-	go closeLog()
+	return closeLog
 }
 
 func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResult {
