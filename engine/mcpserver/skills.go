@@ -14,12 +14,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/skill"
-	"github.com/fsnotify/fsnotify"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,10 +41,9 @@ const skillsScheme = "skill://"
 
 // skillServing is the resources registered for the profile's skills.
 type skillServing struct {
-	mu      sync.Mutex
-	uris    []string // registered resource URIs
-	watcher *fsnotify.Watcher
-	stop    func() // stops following the hub's changes
+	mu   sync.Mutex
+	uris []string // registered resource URIs
+	stop func()   // stops following the hub's changes
 }
 
 // withSkills adds to caps what a server serving skills declares:
@@ -74,10 +71,9 @@ func (s *Server) serveSkills() {
 		return s.getSkill(ctx, p)
 	})
 	s.syncSkills(context.Background())
+	// The hub's store watcher (Hub.Watch) follows the skills folder too,
+	// and calls this on a change made by another process.
 	s.skills.stop = s.hub.OnChange(func() { s.syncSkills(context.Background()) })
-	if st, ok := s.hub.Skills(); ok {
-		s.watchSkills(st.Dir)
-	}
 }
 
 // stopSkills stops following changes.
@@ -88,52 +84,6 @@ func (s *Server) stopSkills() {
 		s.skills.stop()
 		s.skills.stop = nil
 	}
-	if s.skills.watcher != nil {
-		_ = s.skills.watcher.Close()
-		s.skills.watcher = nil
-	}
-}
-
-// watchSkills re-syncs when the hub's skills folder changes (a skill added
-// or removed by `hub skills` or an import in another process). The folder
-// is made if it is missing, so a first skill is seen too.
-func (s *Server) watchSkills(dir string) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		s.opts.Logger.Warn("not following the hub's skills", "err", err)
-		return
-	}
-	w, err := fsnotify.NewWatcher()
-	if err == nil {
-		err = w.Add(dir)
-	}
-	if err != nil {
-		s.opts.Logger.Warn("not following the hub's skills", "err", err)
-		if w != nil {
-			_ = w.Close()
-		}
-		return
-	}
-	s.skills.mu.Lock()
-	s.skills.watcher = w
-	s.skills.mu.Unlock()
-	go func() {
-		var debounce <-chan time.Time
-		for {
-			select {
-			case _, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				debounce = time.After(50 * time.Millisecond)
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-			case <-debounce:
-				s.syncSkills(context.Background())
-			}
-		}
-	}()
 }
 
 // shownSkills are the hub's skills the served profile shows, by name.
