@@ -97,14 +97,23 @@ func Open(opts Options) *Keyring {
 type osKeychain struct{}
 
 func (osKeychain) Get(service, account string) (string, error) {
+	if err := checkSessionBus(); err != nil {
+		return "", err
+	}
 	return keyring.Get(service, account)
 }
 
 func (osKeychain) Set(service, account, value string) error {
+	if err := checkSessionBus(); err != nil {
+		return err
+	}
 	return keyring.Set(service, account, value)
 }
 
 func (osKeychain) Delete(service, account string) error {
+	if err := checkSessionBus(); err != nil {
+		return err
+	}
 	return keyring.Delete(service, account)
 }
 
