@@ -102,7 +102,13 @@ func Run(ctx context.Context, opts Options) error {
 	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open})
 	defer a.win.Close()
 
-	conn, err := dbus.ConnectSessionBus()
+	// Without a bus to find, none is started (godbus's dbus-launch would
+	// leave a dbus-daemon behind).
+	var conn *dbus.Conn
+	err = errors.New("DBUS_SESSION_BUS_ADDRESS is not set and /run/user/<uid>/bus does not exist")
+	if secret.SessionBusKnown() {
+		conn, err = dbus.ConnectSessionBus()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "capabilities-desktop: no D-Bus session bus (%v): no notifications; pending calls open the approval screen instead\n", err)
 	} else {

@@ -52,8 +52,15 @@ func userRuntimeDir() string {
 
 // checkSessionBus is nil when the OS keychain may be asked.
 func checkSessionBus() error {
-	if needsSessionBus() && !sessionBusKnown(os.Getenv, userRuntimeDir()) {
+	if needsSessionBus() && !SessionBusKnown() {
 		return errNoSessionBus
 	}
 	return nil
+}
+
+// SessionBusKnown reports whether this process has a D-Bus session bus to
+// connect to without starting one (godbus's dbus-launch leaves a daemon
+// behind): DBUS_SESSION_BUS_ADDRESS, or /run/user/<uid>/bus.
+func SessionBusKnown() bool {
+	return sessionBusKnown(os.Getenv, userRuntimeDir())
 }
