@@ -641,69 +641,25 @@ func plain(v any) (any, error) {
 	case nil, string, bool, float64:
 		return x, nil
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			p, err := plain(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = p
-		}
-		return out, nil
+		return plainMap(x)
 	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			p, err := plain(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = p
-		}
-		return out, nil
+		return plainSlice(x)
 	case []string:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = e
-		}
-		return out, nil
+		return plainSlice(x)
 	case openapi3.SchemaRefs:
-		out := make([]any, len(x))
-		for i, e := range x {
-			p, err := plain(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = p
-		}
-		return out, nil
+		return plainSlice(x)
 	case openapi3.Schemas:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			p, err := plain(e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = p
-		}
-		return out, nil
+		return plainMap(x)
 	case *openapi3.SchemaRef:
 		if x == nil {
 			return nil, nil
 		}
-		y, err := x.MarshalYAML()
-		if err != nil {
-			return nil, err
-		}
-		return plain(y)
+		return plainYAML(x.MarshalYAML())
 	case *openapi3.Schema:
 		if x == nil {
 			return nil, nil
 		}
-		y, err := x.MarshalYAML()
-		if err != nil {
-			return nil, err
-		}
-		return plain(y)
+		return plainYAML(x.MarshalYAML())
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -714,6 +670,37 @@ func plain(v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+func plainSlice[T any](x []T) (any, error) {
+	out := make([]any, len(x))
+	for i, e := range x {
+		p, err := plain(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func plainMap[T any](x map[string]T) (any, error) {
+	out := make(map[string]any, len(x))
+	for k, e := range x {
+		p, err := plain(e)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = p
+	}
+	return out, nil
+}
+
+func plainYAML(y any, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return plain(y)
 }
 
 func (c *converter) ref(ref string, sr *openapi3.SchemaRef) (any, error) {
