@@ -40,6 +40,9 @@ func sessionBusKnown(getenv func(string) string, runtimeDir string) bool {
 	return false
 }
 
+// runtimeDir is where godbus looks for the session bus; tests replace it.
+var runtimeDir = userRuntimeDir
+
 // userRuntimeDir is /run/user/<uid>, where godbus looks ("" when the user
 // is unknown).
 func userRuntimeDir() string {
@@ -62,5 +65,5 @@ func checkSessionBus() error {
 // connect to without starting one (godbus's dbus-launch leaves a daemon
 // behind): DBUS_SESSION_BUS_ADDRESS, or /run/user/<uid>/bus.
 func SessionBusKnown() bool {
-	return sessionBusKnown(os.Getenv, userRuntimeDir())
+	return sessionBusKnown(os.Getenv, runtimeDir())
 }
