@@ -90,7 +90,7 @@ func BenchmarkTokenRefreshMockServer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := &benchStore{t: tk}
+	st := oauth.NewMemoryStore(tk)
 	src := oauth.NewSource(tk, st, oauth.SourceOptions{})
 	cur := tk.AccessToken
 	b.ResetTimer()
@@ -102,27 +102,6 @@ func BenchmarkTokenRefreshMockServer(b *testing.B) {
 		cur = nt.AccessToken
 	}
 }
-
-type benchStore struct {
-	mu sync.Mutex
-	t  *oauth.Tokens
-}
-
-func (s *benchStore) Load(context.Context) (*oauth.Tokens, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.t, nil
-}
-
-func (s *benchStore) Save(_ context.Context, t *oauth.Tokens) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.t = t
-	return nil
-}
-
-func (s *benchStore) Lock(context.Context) (func(), error)       { return func() {}, nil }
-func (s *benchStore) SignInNeeded(context.Context, string) error { return nil }
 
 // recordingSecrets remembers every value stored, to look for it later.
 type recordingSecrets struct {

@@ -232,45 +232,6 @@ func TestParseChallenge(t *testing.T) {
 	}
 }
 
-// memStore is an oauth.Store in memory that counts what it is asked.
-type memStore struct {
-	mu     sync.Mutex
-	t      *oauth.Tokens
-	saves  int
-	signIn string
-	lockMu sync.Mutex
-}
-
-func (m *memStore) Load(context.Context) (*oauth.Tokens, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.t == nil {
-		return nil, nil
-	}
-	c := *m.t
-	return &c, nil
-}
-
-func (m *memStore) Save(_ context.Context, t *oauth.Tokens) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := *t
-	m.t, m.saves = &c, m.saves+1
-	return nil
-}
-
-func (m *memStore) Lock(context.Context) (func(), error) {
-	m.lockMu.Lock()
-	return m.lockMu.Unlock, nil
-}
-
-func (m *memStore) SignInNeeded(_ context.Context, reason string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.signIn = reason
-	return nil
-}
-
 // tokenServer is a token endpoint that hands out access-N and refresh-N,
 // refusing refresh tokens it did not issue last (rotation) or after revoke.
 type tokenServer struct {
@@ -313,7 +274,7 @@ func startTokens(ts *tokenServer, origin string, expiry time.Time) *oauth.Tokens
 func TestSourceRefreshes(t *testing.T) {
 	t.Parallel()
 	ts := newTokenServer(t)
-	st := &memStore{}
+	st := &oauth.MemoryStore{}
 	now := time.Now()
 	src := oauth.NewSource(startTokens(ts, "http://mcp.test:80", now.Add(30*time.Second)), st, oauth.SourceOptions{})
 	tk, err := src.Token(context.Background())
@@ -326,8 +287,8 @@ func TestSourceRefreshes(t *testing.T) {
 	if got := ts.lastForm["client_id"]; len(got) != 1 || got[0] != "hub" {
 		t.Errorf("a public client's refresh carries client_id = %v", got)
 	}
-	if st.saves != 1 || st.t.RefreshToken != "refresh-1" {
-		t.Errorf("saved %d times, refresh token %q; want 1, refresh-1", st.saves, st.t.RefreshToken)
+	if st.Saves() != 1 || st.Tokens().RefreshToken != "refresh-1" {
+		t.Errorf("saved %d times, refresh token %q; want 1, refresh-1", st.Saves(), st.Tokens().RefreshToken)
 	}
 	if tk, _ := src.Token(context.Background()); tk.AccessToken != "access-1" || ts.n.Load() != 1 {
 		t.Errorf("a fresh token was refreshed again: %s after %d refreshes", tk.AccessToken, ts.n.Load())
@@ -336,8 +297,8 @@ func TestSourceRefreshes(t *testing.T) {
 	ts.revoked = true
 	ts.mu.Unlock()
 	_, err = src.Refresh(context.Background(), "access-1")
-	if !errors.Is(err, oauth.ErrSignInRequired) || st.signIn == "" {
-		t.Fatalf("a revoked refresh token: %v (recorded %q); want a sign-in error, recorded", err, st.signIn)
+	if !errors.Is(err, oauth.ErrSignInRequired) || st.Reason() == "" {
+		t.Fatalf("a revoked refresh token: %v (recorded %q); want a sign-in error, recorded", err, st.Reason())
 	}
 	if src.SignInErr() == nil {
 		t.Error("SignInErr is nil after a refused refresh")
@@ -350,7 +311,7 @@ func TestSourceRefreshes(t *testing.T) {
 func TestSourceAdoptsAnotherProcessRefresh(t *testing.T) {
 	t.Parallel()
 	ts := newTokenServer(t)
-	st := &memStore{}
+	st := &oauth.MemoryStore{}
 	start := startTokens(ts, "http://mcp.test:80", time.Now().Add(10*time.Second))
 	_ = st.Save(context.Background(), start)
 	a := oauth.NewSource(start, st, oauth.SourceOptions{})
@@ -408,7 +369,7 @@ func TestTransportOrigin(t *testing.T) {
 	defer mcp.Close()
 	ts := newTokenServer(t)
 	origin, _ := oauth.OriginOf(mcp.URL)
-	src := oauth.NewSource(startTokens(ts, origin, time.Now().Add(time.Hour)), &memStore{}, oauth.SourceOptions{})
+	src := oauth.NewSource(startTokens(ts, origin, time.Now().Add(time.Hour)), &oauth.MemoryStore{}, oauth.SourceOptions{})
 	hc := &http.Client{Transport: &oauth.Transport{Source: src}}
 
 	get := func(u string) {
@@ -463,7 +424,7 @@ func TestTransportSignInRequired(t *testing.T) {
 	defer mcp.Close()
 	ts := newTokenServer(t)
 	origin, _ := oauth.OriginOf(mcp.URL)
-	src := oauth.NewSource(startTokens(ts, origin, time.Now().Add(time.Hour)), &memStore{}, oauth.SourceOptions{})
+	src := oauth.NewSource(startTokens(ts, origin, time.Now().Add(time.Hour)), &oauth.MemoryStore{}, oauth.SourceOptions{})
 	hc := &http.Client{Transport: &oauth.Transport{Source: src}}
 	_, err := hc.Get(mcp.URL + "/mcp")
 	if !errors.Is(err, oauth.ErrSignInRequired) {
@@ -497,7 +458,7 @@ func TestOrigin(t *testing.T) {
 // (httptest), parsing and saving.
 func BenchmarkTokenRefresh(b *testing.B) {
 	ts := newTokenServer(b)
-	st := &memStore{}
+	st := &oauth.MemoryStore{}
 	start := startTokens(ts, "http://mcp.test:80", time.Now().Add(time.Hour))
 	_ = st.Save(context.Background(), start)
 	src := oauth.NewSource(start, st, oauth.SourceOptions{})

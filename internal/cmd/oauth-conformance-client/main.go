@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -58,7 +57,7 @@ func run(ctx context.Context, serverURL string) error {
 			return fmt.Errorf("reading MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
 	}
-	st := &memStore{}
+	st := &oauth.MemoryStore{} // the tokens of this one run
 	ts := oauth.NewSource(nil, st, oauth.SourceOptions{})
 	opts := oauth.Options{
 		ServerURL:         serverURL,
@@ -106,26 +105,3 @@ func follow(ctx context.Context) func(string) error {
 		return nil
 	}
 }
-
-// memStore keeps the tokens of this one run.
-type memStore struct {
-	mu sync.Mutex
-	t  *oauth.Tokens
-}
-
-func (m *memStore) Load(context.Context) (*oauth.Tokens, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.t, nil
-}
-
-func (m *memStore) Save(_ context.Context, t *oauth.Tokens) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.t = t
-	return nil
-}
-
-func (m *memStore) Lock(context.Context) (func(), error) { return func() {}, nil }
-
-func (m *memStore) SignInNeeded(context.Context, string) error { return nil }
