@@ -2,12 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
@@ -23,23 +21,10 @@ import (
 // through the new tokens succeeds. No console or page error.
 func TestSignInInABrowser(t *testing.T) {
 	chromium, pw := requireBrowser(t)
-	bin, err := exec.LookPath("capabilities") // the test binary, as testscript.Main put it on PATH
-	if err != nil {
-		t.Fatalf("the capabilities command is not on PATH: %v", err)
-	}
 	node := testenv.Node(t)
-	root := testenv.Root(t)
 	srv := testenv.StartOAuthServer(t)
 	work := t.TempDir()
-	h := &browserHub{t: t, bin: bin, work: work, env: []string{
-		"PATH=" + filepath.Dir(node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"HOME=" + work,
-		"CAPABILITIES_HOME=" + filepath.Join(work, "home"),
-		"CAPABILITIES_CONNECT_TIMEOUT=" + testenv.Timeout(source.DefaultConnectTimeout).String(),
-		"CAPABILITIES_BROWSER=" + filepath.Join(root, "testdata", "browser", "hand-link.sh"),
-		"CAPABILITIES_TEST_LINKS=" + filepath.Join(work, "links"),
-		"NO_KEYRING=1",
-	}}
+	h := newBrowserHub(t, work)
 	h.run("hub", "init")
 	if out := h.run("hub", "add", "--yes", "--namespace", "acme", srv.MCP); !strings.Contains(out, "capabilities hub auth acme") {
 		t.Fatalf("hub add of the OAuth server does not say it needs a sign-in:\n%s", out)

@@ -56,10 +56,6 @@ import (
 // after the run record is written (BENCHMARKS.md; never asserted).
 func TestConsoleInABrowser(t *testing.T) {
 	chromium, pw := requireBrowser(t)
-	bin, err := exec.LookPath("capabilities") // the test binary, as testscript.Main put it on PATH
-	if err != nil {
-		t.Fatalf("the capabilities command is not on PATH: %v", err)
-	}
 	node := testenv.Node(t)
 	root := testenv.Root(t)
 	scripted := filepath.Join(root, "testdata", "upstreams", "scripted.mjs")
@@ -71,15 +67,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := &browserHub{t: t, bin: bin, work: work, env: []string{
-		"PATH=" + filepath.Dir(node) + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"HOME=" + work,
-		"CAPABILITIES_HOME=" + filepath.Join(work, "home"),
-		"CAPABILITIES_CONNECT_TIMEOUT=" + testenv.Timeout(source.DefaultConnectTimeout).String(),
-		"CAPABILITIES_BROWSER=" + filepath.Join(root, "testdata", "browser", "hand-link.sh"),
-		"CAPABILITIES_TEST_LINKS=" + filepath.Join(work, "links"),
-		"NO_KEYRING=1",
-	}}
+	h := newBrowserHub(t, work)
 	writes := filepath.Join(work, "writer-calls.jsonl")
 	keeps := filepath.Join(work, "keeper-calls.jsonl")
 	h.run("hub", "init")
@@ -250,7 +238,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// resumes and the write happens once.
 		links := filepath.Join(work, "links-stdio")
 		env := append(slices.Clone(h.env), "CAPABILITIES_TEST_LINKS="+links)
-		p.do(map[string]any{"op": "mcpConnect", "command": bin, "args": []string{"hub", "serve", "--stdio"}, "env": envMap(env)}, nil)
+		p.do(map[string]any{"op": "mcpConnect", "command": h.bin, "args": []string{"hub", "serve", "--stdio"}, "env": envMap(env)}, nil)
 		defer p.do(map[string]any{"op": "mcpClose"}, nil)
 		r := p.execute(map[string]any{"code": fmt.Sprintf(write, "over stdio")})
 		if r.Structured.Status != "awaiting_approval" || r.Structured.RunID == "" {
@@ -497,6 +485,27 @@ type browserHub struct {
 	bin  string
 	work string
 	env  []string
+}
+
+// newBrowserHub is a hub in work, driven by the capabilities command (the
+// test binary, as testscript.Main put it on PATH), without a keychain, whose
+// console hands its one-time link to the test (testdata/browser/hand-link.sh).
+func newBrowserHub(t *testing.T, work string) *browserHub {
+	t.Helper()
+	bin, err := exec.LookPath("capabilities")
+	if err != nil {
+		t.Fatalf("the capabilities command is not on PATH: %v", err)
+	}
+	node, root := testenv.Node(t), testenv.Root(t)
+	return &browserHub{t: t, bin: bin, work: work, env: []string{
+		"PATH=" + filepath.Dir(node) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + work,
+		"CAPABILITIES_HOME=" + filepath.Join(work, "home"),
+		"CAPABILITIES_CONNECT_TIMEOUT=" + testenv.Timeout(source.DefaultConnectTimeout).String(),
+		"CAPABILITIES_BROWSER=" + filepath.Join(root, "testdata", "browser", "hand-link.sh"),
+		"CAPABILITIES_TEST_LINKS=" + filepath.Join(work, "links"),
+		"NO_KEYRING=1",
+	}}
 }
 
 func (h *browserHub) run(args ...string) string {
