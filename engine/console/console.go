@@ -505,6 +505,17 @@ type Acceptance struct {
 	Removed  []string             `json:"removed"` // addresses whose removal the person saw
 }
 
+// refuseOnRunPage answers 403 read_only, saying how to do it instead, when
+// the page is about one run (run != ""): such a page decides that run's
+// calls and changes nothing else.
+func refuseOnRunPage(w http.ResponseWriter, run, instead string) bool {
+	if run == "" {
+		return false
+	}
+	fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; %s", run, instead))
+	return true
+}
+
 // Accepted is what POST /api/review answers.
 type Accepted struct {
 	Accepted int `json:"accepted"`
@@ -513,8 +524,7 @@ type Accepted struct {
 }
 
 func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Run != "" {
-		fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; review tools with `capabilities hub console` or `capabilities hub review`", c.opts.Run))
+	if refuseOnRunPage(w, c.opts.Run, "review tools with `capabilities hub console` or `capabilities hub review`") {
 		return
 	}
 	var a Acceptance
@@ -880,8 +890,7 @@ func (c *Handler) settings(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Run != "" {
-		fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; change settings with `capabilities hub console` or the desktop app", c.opts.Run))
+	if refuseOnRunPage(w, c.opts.Run, "change settings with `capabilities hub console` or the desktop app") {
 		return
 	}
 	var ch settingsChange

@@ -92,8 +92,7 @@ func (c *Handler) imports(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Handler) importSkills(w http.ResponseWriter, r *http.Request) {
-	if c.opts.Run != "" {
-		fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; import with `capabilities hub console` or `capabilities hub import`", c.opts.Run))
+	if refuseOnRunPage(w, c.opts.Run, "import with `capabilities hub console` or `capabilities hub import`") {
 		return
 	}
 	var ch importChoice

@@ -112,8 +112,7 @@ func (c *Handler) signInRoutes() {
 		writeJSON(w, http.StatusOK, SignIns{SignIns: list, ReadOnly: s.run != ""})
 	})
 	c.mux.HandleFunc("POST /api/signin", func(w http.ResponseWriter, r *http.Request) {
-		if s.run != "" {
-			fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; sign in with `capabilities hub console`, the desktop app or `capabilities hub auth`", s.run))
+		if refuseOnRunPage(w, s.run, "sign in with `capabilities hub console`, the desktop app or `capabilities hub auth`") {
 			return
 		}
 		var req signInRequest
