@@ -44,70 +44,50 @@ func TestSearchNamesConnections(t *testing.T) {
 
 // TestSearchSeesConnectionsStoredElsewhere: `hub auth` in a terminal while
 // `serve` runs — another hub on the same store — shows in the serving hub's
-// next search (its store watcher rebuilds the catalog).
+// next search (its store watcher rebuilds the catalog); also when the write
+// comes after the catalog was built but before the watcher started (serve's
+// start, where the catalog is prepared beside the watcher), when no event
+// will ever come for it.
 func TestSearchSeesConnectionsStoredElsewhere(t *testing.T) {
-	f := newFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	watched := make(chan error, 1)
-	go func() { watched <- f.h.Watch(ctx) }()
-	t.Cleanup(func() { cancel(); <-watched })
-	search := func() string {
-		t.Helper()
-		res, err := f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Text()
-	}
-	search() // the catalog is built before the other hub writes
+	for _, watchFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "watching", false: "before-the-watcher"}[watchFirst], func(t *testing.T) {
+			f := newFixture(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			watched := make(chan error, 1)
+			watch := func() {
+				go func() { watched <- f.h.Watch(ctx) }()
+				t.Cleanup(func() { cancel(); <-watched })
+			}
+			if watchFirst {
+				watch()
+			}
+			search := func() string {
+				t.Helper()
+				res, err := f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Text()
+			}
+			search() // the catalog is built before the other hub writes
 
-	other := hub.New(f.st, hub.Options{Secrets: secret.NewMemory(nil)})
-	defer other.Close()
-	if _, err := other.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Connection: "work", Value: "another-value"}); err != nil {
-		t.Fatal(err)
+			other := hub.New(f.st, hub.Options{Secrets: secret.NewMemory(nil)})
+			defer other.Close()
+			if _, err := other.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Connection: "work", Value: "another-value"}); err != nil {
+				t.Fatal(err)
+			}
+			if !watchFirst {
+				watch()
+			}
+			want := "leaky  (connections: default*, work)\n"
+			var got string
+			for deadline := time.Now().Add(testenv.Timeout(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if got = search(); strings.HasPrefix(got, want) {
+					return
+				}
+			}
+			t.Errorf("a connection stored by another hub did not show in search in time:\n%s", got)
+		})
 	}
-	want := "leaky  (connections: default*, work)\n"
-	var got string
-	for deadline := time.Now().Add(testenv.Timeout(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got = search(); strings.HasPrefix(got, want) {
-			return
-		}
-	}
-	t.Errorf("a connection stored by another hub did not show in search in time:\n%s", got)
-}
-
-// TestWatchSeesWritesFromBeforeItStarted: a catalog built, then another
-// process's write, then the watcher starts (serve's start, where the catalog
-// is prepared beside the watcher): no event will ever come for that write,
-// yet the next searches show it.
-func TestWatchSeesWritesFromBeforeItStarted(t *testing.T) {
-	f := newFixture(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	search := func() string {
-		t.Helper()
-		res, err := f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Text()
-	}
-	search()
-	other := hub.New(f.st, hub.Options{Secrets: secret.NewMemory(nil)})
-	defer other.Close()
-	if _, err := other.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Connection: "work", Value: "another-value"}); err != nil {
-		t.Fatal(err)
-	}
-	watched := make(chan error, 1)
-	go func() { watched <- f.h.Watch(ctx) }()
-	t.Cleanup(func() { cancel(); <-watched })
-	want := "leaky  (connections: default*, work)\n"
-	var got string
-	for deadline := time.Now().Add(testenv.Timeout(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if got = search(); strings.HasPrefix(got, want) {
-			return
-		}
-	}
-	t.Errorf("a connection stored before the watcher started never showed in search:\n%s", got)
 }
