@@ -15,14 +15,12 @@ package sandbox
 //     constructor of async, generator and async generator functions, or
 //     Reflect.construct) — the prelude replaces every path with a function
 //     that throws EvalError.
-//  3. MaxExecutionTime does nothing: the runtime is built with
-//     CloseOnContextDone and runs, for its whole life, under a killSwitch
-//     context that the driver trips when guest compute time or wall time runs
-//     out or the host cancels (tripping it sets the module's closed flag
-//     directly: interrupt.go). Measured cost: wazero then checks for
-//     termination on every loop back-edge and call, and tight guest loops run
-//     about 6x slower; it is the only interrupt qjs v0.0.6 offers (its
-//     interrupt handler is not exported from the wasm).
+//  3. MaxExecutionTime does nothing, and QuickJS's interrupt handler is not
+//     exported from the wasm: the driver runs a rewritten QuickJS whose every
+//     loop header checks a flag (interrupt.go), and each runtime runs, for
+//     its whole life, under a killSwitch context that the driver trips when
+//     guest compute time or wall time runs out or the host cancels; tripping
+//     it sets the flag, and the guest traps at its next loop header.
 //     MemoryLimit is not cumulative (a loop of small allocations grows linear
 //     memory without bound): linear memory is backed by cappedMemory, which
 //     refuses to grow past the cap, so the guest's allocation fails inside
@@ -85,23 +83,20 @@ var (
 func newRuntime(dir string, memoryBytes int) (*qjs.Runtime, *cappedMemory, *killSwitch, error) {
 	mem := &cappedMemory{limit: uint64(memoryBytes + memorySlack)}
 	ks := &killSwitch{Context: experimental.WithMemoryAllocator(context.Background(), mem), done: make(chan struct{})}
+	var reg *qjs.ProxyRegistry
 	rt, err := qjs.New(qjs.Option{
-		Context:            ks,
-		CWD:                dir,
-		CloseOnContextDone: true,
-		MemoryLimit:        memoryBytes,
-		Stdout:             io.Discard,
-		Stderr:             io.Discard,
-		QuickJSWasmBytes:   qjsMarker,
+		Context:          ks,
+		CWD:              dir,
+		ProxyFunction:    proxyFor(func(api.Module) *qjs.ProxyRegistry { return reg }),
+		MemoryLimit:      memoryBytes,
+		Stdout:           io.Discard,
+		Stderr:           io.Discard,
+		QuickJSWasmBytes: qjsMarker,
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating runtime: %w", err)
 	}
-	mod := *field[api.Module](rt, "module")
-	if err := directInterrupt(mod); err != nil {
-		slog.Debug("the sandbox's calls into QuickJS each start a goroutine", "err", err)
-	}
-	ks.arm(mod)
+	reg = *field[*qjs.ProxyRegistry](rt, "registry")
 	cacheFunctions(rt)
 	return rt, mem, ks, nil
 }
@@ -123,8 +118,9 @@ func DefaultCacheDir() string {
 // cacheLayout names the subdirectory of Options.CacheDir holding wazero's
 // compilation cache (wazero adds a directory per wazero version, architecture
 // and OS; a file's name is a hash of the wasm and the CPU's features). Only
-// this package writes there, always with CloseOnContextDone: wazero's key
-// leaves that setting out, and code compiled without it cannot be stopped.
+// this package writes there: the instrumented QuickJS (interrupt.go) without
+// CloseOnContextDone, the original only with it (wazero's key leaves that
+// setting out, and code compiled without either cannot be stopped).
 const cacheLayout = "sandbox-wasm-v1"
 
 // qjs v0.0.6 keeps its compiled module in package variables and, in every
@@ -204,6 +200,13 @@ func compileModule(dir string, memoryBytes int, cacheDir string) error {
 // machine code (150,000 reads of 8 bytes each when loaded from the cache).
 func compileWith(cacheDir string) error {
 	ctx := context.Background()
+	wasm, err := instrumentedQuickJS()
+	if err != nil {
+		// Slower but as safe: wazero checks for termination at every loop
+		// header by calling out to Go, and each call into the module starts a
+		// goroutine that closes it when the kill switch trips.
+		slog.Warn("the sandbox's QuickJS runs without its fast interrupt", "err", err)
+	}
 	cache := wazero.NewCompilationCache()
 	if cacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
@@ -212,8 +215,11 @@ func compileWith(cacheDir string) error {
 		}
 		cache = c
 	}
-	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true).WithDebugInfoEnabled(false)
-	cm, err := wazero.NewRuntimeWithConfig(ctx, cfg).CompileModule(ctx, qjsWasm)
+	cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(wasm == nil).WithDebugInfoEnabled(false)
+	if wasm == nil {
+		wasm = qjsWasm
+	}
+	cm, err := wazero.NewRuntimeWithConfig(ctx, cfg).CompileModule(ctx, wasm)
 	if err != nil {
 		return fmt.Errorf("compiling QuickJS: %w", err)
 	}
@@ -244,36 +250,30 @@ func checkInterrupt(dir string, memoryBytes int) error {
 		closeRuntime(rt)
 		return nil
 	case <-time.After(5 * time.Second):
-		return errors.New("checking the sandbox interrupt: guest code cannot be stopped; a qjs runtime was created in this process before the sandbox driver, without CloseOnContextDone")
+		return errors.New("checking the sandbox interrupt: guest code cannot be stopped")
 	}
 }
 
-// killSwitch is the context every call into one runtime runs under. Tripping
-// it makes wazero close the module, so the call in progress returns at once.
-// (A runtime serves one attempt, so the switch is never reset; setting qjs's
-// context per attempt instead races with wazero's watcher goroutines.)
+// killSwitch is the context every call into one runtime runs under.
+// Tripping it makes the guest stop at its next tick (interrupt.go). (A
+// runtime serves one attempt, so the switch is never reset.)
 type killSwitch struct {
 	context.Context
-	done  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	cause error
-	mod   unsafe.Pointer // the module's *wasm.ModuleInstance (interrupt.go)
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	cause   error
+	tripped atomic.Bool
 }
 
-// arm makes trip close m's module at once (see interrupt.go).
-func (k *killSwitch) arm(m api.Module) {
-	p, err := moduleInstance(m)
-	if err != nil {
-		return
+// killSwitchKey finds the kill switch of a call from its context.
+type killSwitchKey struct{}
+
+func (k *killSwitch) Value(key any) any {
+	if key == (killSwitchKey{}) {
+		return k
 	}
-	k.mu.Lock()
-	k.mod = p
-	tripped := k.cause != nil
-	k.mu.Unlock()
-	if tripped {
-		k.stop(p)
-	}
+	return k.Context.Value(key)
 }
 
 func (k *killSwitch) Done() <-chan struct{} { return k.done }
@@ -290,10 +290,9 @@ func (k *killSwitch) trip(cause error) {
 	k.once.Do(func() {
 		k.mu.Lock()
 		k.cause = cause
-		mod := k.mod
 		k.mu.Unlock()
+		k.tripped.Store(true)
 		close(k.done)
-		k.stop(mod)
 	})
 }
 

@@ -1,91 +1,465 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
-	"reflect"
 	"sync"
-	"unsafe"
+	"sync/atomic"
 
+	"github.com/fastschema/qjs"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
-// With CloseOnContextDone, wazero 1.9 compiles a check of the module's
-// closed flag into every loop header (the interrupt: see harden.go, gap 3)
-// and, on every call into the module, starts a goroutine that waits on the
-// call's ctx to set that flag. A trivial run makes about 50 such calls, and
-// each goroutine may wake an idle vCPU (on this VM, a large part of an
-// execute that follows an idle moment). The sandbox needs only the flag:
-// once the checks are compiled in, the goroutine is switched off (the
-// compiled module's ensureTermination, read only on each call to decide on
-// the goroutine, is set to false), and killSwitch.trip sets the flag itself,
-// as that goroutine would have: wazero's closeWithExitCodeWithoutClosingResource,
-// which leaves the module's resources to the call in progress to close.
+// The interrupt. qjs v0.0.6 offers none that the host can reach (QuickJS's
+// interrupt handler is not exported from its wasm), and wazero's
+// CloseOnContextDone makes every loop header of the compiled module call
+// out to Go to check whether the module was closed: measured on this
+// machine, that makes all guest code 5 to 7 times slower (a JavaScript loop
+// iteration 700 ns instead of 100 ns; the prelude's setup 58 µs instead of
+// 12 µs).
 //
-// Both are wazero internals of the pinned version, reached by name and
-// checked by type; if either is missing, the goroutines stay on (the kill
-// switch is still the ctx of every call) and checkInterrupt still proves
-// that a runaway guest stops.
+// So the sandbox compiles a rewritten QuickJS that calls out to Go at one
+// loop header in tickEvery: the module gets one more global, a countdown,
+// and every loop header of every function begins with
+//
+//	if (countdown == 0) {
+//	  countdown = tickEvery
+//	  env.jsFunctionProxy(0, 0, tickArgc, 0)   // the tick
+//	} else {
+//	  countdown--
+//	}
+//
+// The tick goes to the sandbox's own jsFunctionProxy (proxyFor), which
+// panics when the call's kill switch was tripped: the call into the module
+// returns that panic as its error, and the driver reports why the switch
+// was tripped (classifyTrap); the runtime is never used again. Every path
+// that runs long in QuickJS goes around a loop (its interpreter, parser,
+// garbage collector, malloc), and deep recursion runs off the wasm stack.
+// The tick is also where a long guest computation lets Go's garbage
+// collector stop the world: machine code compiled by wazero cannot be
+// preempted.
+//
+// instrument decodes every instruction of the code section to find the loop
+// opcodes (an immediate may hold the loop opcode's byte); an opcode it does
+// not know makes it refuse the module, and compileWith then falls back to
+// CloseOnContextDone, slower but as safe.
 
-//go:linkname closeModuleNow github.com/tetratelabs/wazero/internal/wasm.(*ModuleInstance).closeWithExitCodeWithoutClosingResource
-func closeModuleNow(m unsafe.Pointer, exitCode uint32) error
+// tickEvery is how many loop headers pass between two ticks: ≈20–100 µs of
+// guest code, and a tick costs ≈0.5 µs.
+const tickEvery = 1000
 
-var direct struct {
-	once sync.Once
-	on   bool // trip sets the closed flag; calls start no goroutine
-	err  error
-}
+// tickArgc is the argc of a tick: no call from QuickJS has that many
+// arguments.
+const tickArgc = 0xffffffff
 
-// moduleInstance is the *wasm.ModuleInstance behind m.
-func moduleInstance(m api.Module) (unsafe.Pointer, error) {
-	if c, ok := m.(*cachedModule); ok {
-		m = c.Module
+const (
+	secCustom = 0
+	secImport = 2
+	secGlobal = 6
+	secCode   = 10
+)
+
+// instrument returns wasm with the countdown added and checked at every loop
+// header. Custom sections other than "name" are dropped (DWARF would describe
+// the old code offsets).
+func instrument(wasm []byte) ([]byte, error) {
+	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
+		return nil, errors.New("instrumenting QuickJS: not a wasm module")
 	}
-	v := reflect.ValueOf(m)
-	if v.Kind() != reflect.Pointer || v.Type().String() != "*wasm.ModuleInstance" {
-		return nil, fmt.Errorf("the wasm module is a %T, not the *wasm.ModuleInstance of wazero 1.9", m)
+	type section struct {
+		id   byte
+		body []byte
 	}
-	return v.UnsafePointer(), nil
+	var secs []section
+	r := &reader{b: wasm, off: 8}
+	for r.off < len(r.b) {
+		id := r.byte()
+		size := r.u32()
+		body := r.take(int(size))
+		if r.err != nil {
+			return nil, fmt.Errorf("instrumenting QuickJS: reading section %d: %w", id, r.err)
+		}
+		secs = append(secs, section{id, body})
+	}
+	var im imports
+	defined, haveGlobals := 0, false
+	for _, s := range secs {
+		var err error
+		switch s.id {
+		case secImport:
+			im, err = readImports(s.body)
+		case secGlobal:
+			haveGlobals = true
+			r := &reader{b: s.body}
+			defined, err = int(r.u32()), r.err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
+		}
+	}
+	if !haveGlobals || im.proxy < 0 {
+		return nil, errors.New("instrumenting QuickJS: the module has no global section or does not import env.jsFunctionProxy")
+	}
+	n := uleb(uint32(im.globals + defined))
+	check := []byte{0x23}
+	check = append(check, n...)                               // global.get $countdown
+	check = append(check, 0x45, 0x04, 0x40, 0x41)             // i32.eqz; if; i32.const
+	check = append(check, sleb(tickEvery)...)                 //   tickEvery
+	check = append(append(check, 0x24), n...)                 //   global.set $countdown
+	check = append(check, 0x41, 0x00, 0x42, 0x00, 0x41, 0x7f) //   i32.const 0; i64.const 0; i32.const -1 (tickArgc)
+	check = append(check, 0x41, 0x00, 0x10)                   //   i32.const 0; call
+	check = append(check, uleb(uint32(im.proxy))...)          //   env.jsFunctionProxy
+	check = append(check, 0x1a, 0x05, 0x23)                   //   drop; else; global.get
+	check = append(check, n...)                               //   $countdown
+	check = append(check, 0x41, 0x01, 0x6b, 0x24)             //   i32.const 1; i32.sub; global.set
+	check = append(check, n...)                               //   $countdown
+	check = append(check, 0x0b)                               // end
+
+	out := append(make([]byte, 0, len(wasm)+len(wasm)/8), wasm[:8]...)
+	loops := 0
+	for _, s := range secs {
+		body := s.body
+		switch s.id {
+		case secCustom:
+			if r := (&reader{b: body}); string(r.name()) != "name" {
+				continue
+			}
+		case secGlobal:
+			// One more entry: (global $countdown (mut i32) (i32.const tickEvery)).
+			body = appendVec(body, append(append([]byte{0x7f, 0x01, 0x41}, sleb(tickEvery)...), 0x0b))
+		case secCode:
+			var k int
+			var err error
+			if body, k, err = instrumentCode(body, check); err != nil {
+				return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
+			}
+			loops += k
+		}
+		out = append(out, s.id)
+		out = append(out, uleb(uint32(len(body)))...)
+		out = append(out, body...)
+	}
+	if loops == 0 {
+		return nil, errors.New("instrumenting QuickJS: no loop found")
+	}
+	return out, nil
 }
 
-// directInterrupt switches off the goroutine per call, for every module of
-// the compiled QuickJS (m is one of them), once per process.
-func directInterrupt(m api.Module) error {
-	direct.once.Do(func() {
-		if _, err := moduleInstance(m); err != nil {
-			direct.err = err
-			return
-		}
-		eng := reflect.ValueOf(m)
-		if c, ok := m.(*cachedModule); ok {
-			eng = reflect.ValueOf(c.Module)
-		}
-		eng = eng.Elem().FieldByName("Engine")
-		if !eng.IsValid() || eng.Kind() != reflect.Interface || eng.IsNil() || eng.Elem().Kind() != reflect.Pointer {
-			direct.err = fmt.Errorf("the wasm module has no module engine")
-			return
-		}
-		parent := eng.Elem().Elem().FieldByName("parent")
-		if !parent.IsValid() || parent.Kind() != reflect.Pointer || parent.IsNil() {
-			direct.err = fmt.Errorf("the module engine %v has no compiled module", eng.Elem().Type())
-			return
-		}
-		flag := parent.Elem().FieldByName("ensureTermination")
-		if !flag.IsValid() || flag.Kind() != reflect.Bool || !flag.Bool() {
-			direct.err = fmt.Errorf("the compiled module %v has no ensureTermination set", parent.Type())
-			return
-		}
-		*(*bool)(unsafe.Pointer(flag.UnsafeAddr())) = false
-		direct.on = true
-	})
-	return direct.err
+// appendVec adds one already-encoded entry to a section that is a vector.
+func appendVec(body, entry []byte) []byte {
+	r := &reader{b: body}
+	n := r.u32()
+	out := uleb(n + 1)
+	out = append(out, body[r.off:]...)
+	return append(out, entry...)
 }
 
-// stop sets the closed flag of the module the kill switch guards (when the
-// goroutine per call is off), so that its running code leaves at its next
-// loop header.
-func (k *killSwitch) stop(mod unsafe.Pointer) {
-	if mod != nil && direct.on {
-		_ = closeModuleNow(mod, sys.ExitCodeContextCanceled)
+// imports is what instrument needs of the import section: how many globals
+// it imports, and the function index of env.jsFunctionProxy (-1: none).
+type imports struct {
+	globals, proxy int
+}
+
+func readImports(body []byte) (imports, error) {
+	im := imports{proxy: -1}
+	r := &reader{b: body}
+	n, funcs := r.u32(), 0
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		module, name := string(r.name()), string(r.name())
+		switch kind := r.byte(); kind {
+		case 0x00: // function
+			r.u32()
+			if module == "env" && name == "jsFunctionProxy" {
+				im.proxy = funcs
+			}
+			funcs++
+		case 0x01: // table
+			r.byte()
+			r.limits()
+		case 0x02: // memory
+			r.limits()
+		case 0x03: // global
+			r.byte()
+			r.byte()
+			im.globals++
+		default:
+			return im, fmt.Errorf("import %d has kind %#x", i, kind)
+		}
+	}
+	if r.err != nil {
+		return im, fmt.Errorf("reading the imports: %w", r.err)
+	}
+	return im, nil
+}
+
+// instrumentCode inserts check after every loop's block type in every body.
+func instrumentCode(body, check []byte) ([]byte, int, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	out := append(make([]byte, 0, len(body)+len(body)/8), uleb(n)...)
+	loops := 0
+	for i := uint32(0); i < n; i++ {
+		size := r.u32()
+		fn := r.take(int(size))
+		if r.err != nil {
+			return nil, 0, fmt.Errorf("reading function body %d: %w", i, r.err)
+		}
+		nb, k, err := instrumentBody(fn, check)
+		if err != nil {
+			return nil, 0, fmt.Errorf("function body %d: %w", i, err)
+		}
+		loops += k
+		out = append(out, uleb(uint32(len(nb)))...)
+		out = append(out, nb...)
+	}
+	if r.off != len(r.b) {
+		return nil, 0, errors.New("the code section has bytes after its last body")
+	}
+	return out, loops, nil
+}
+
+func instrumentBody(fn, check []byte) ([]byte, int, error) {
+	r := &reader{b: fn}
+	for i, n := uint32(0), r.u32(); i < n && r.err == nil; i++ { // locals
+		r.u32()
+		r.byte()
+	}
+	out := make([]byte, 0, len(fn)+len(fn)/8)
+	copied, loops := 0, 0
+	for r.err == nil && r.off < len(r.b) {
+		op := r.byte()
+		if err := r.skipImmediates(op); err != nil {
+			return nil, 0, err
+		}
+		if op == 0x03 { // loop
+			out = append(append(out, fn[copied:r.off]...), check...)
+			copied = r.off
+			loops++
+		}
+	}
+	if loops == 0 {
+		return fn, 0, r.err
+	}
+	return append(out, fn[copied:]...), loops, r.err
+}
+
+// Immediates of an opcode, for skipImmediates.
+const (
+	immUnknown = iota
+	immNone
+	immU32    // an index
+	immS64    // a block type, an integer constant, a heap type
+	immTwoU32 // call_indirect, return_call_indirect
+	immBrTable
+	immSelect
+	immMemarg
+	immF32
+	immF64
+	immPrefixFC
+)
+
+// immediates is the immediates of each opcode of WebAssembly 2.0 without
+// SIMD, plus tail calls; the others are immUnknown.
+var immediates = func() (t [256]byte) {
+	set := func(k byte, ops ...int) {
+		for _, op := range ops {
+			t[op] = k
+		}
+	}
+	set(immNone, 0x00, 0x01, 0x05, 0x0b, 0x0f, 0x1a, 0x1b, 0xd1)
+	for op := 0x45; op <= 0xc4; op++ { // numeric
+		t[op] = immNone
+	}
+	set(immS64, 0x02, 0x03, 0x04, 0x41, 0x42, 0xd0)
+	set(immU32, 0x0c, 0x0d, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x3f, 0x40, 0xd2)
+	set(immTwoU32, 0x11, 0x13)
+	set(immBrTable, 0x0e)
+	set(immSelect, 0x1c)
+	for op := 0x28; op <= 0x3e; op++ {
+		t[op] = immMemarg
+	}
+	set(immF32, 0x43)
+	set(immF64, 0x44)
+	set(immPrefixFC, 0xfc)
+	return t
+}()
+
+// skipImmediates reads the immediates of op; an opcode it does not know is
+// refused.
+func (r *reader) skipImmediates(op byte) error {
+	switch immediates[op] {
+	case immNone:
+	case immU32:
+		r.u32()
+	case immS64:
+		r.s64()
+	case immTwoU32:
+		r.u32()
+		r.u32()
+	case immBrTable:
+		for i, n := uint32(0), r.u32(); i <= n && r.err == nil; i++ {
+			r.u32()
+		}
+	case immSelect:
+		for i, n := uint32(0), r.u32(); i < n && r.err == nil; i++ {
+			r.byte()
+		}
+	case immMemarg:
+		if align := r.u32(); align&0x40 != 0 {
+			r.u32() // memory index
+		}
+		r.u64()
+	case immF32:
+		r.take(4)
+	case immF64:
+		r.take(8)
+	case immPrefixFC:
+		switch sub := r.u32(); {
+		case sub <= 7:
+		case sub == 8 || sub == 10 || sub == 12 || sub == 14:
+			r.u32()
+			r.u32()
+		case sub == 9 || sub == 11 || sub == 13 || sub >= 15 && sub <= 17:
+			r.u32()
+		default:
+			return fmt.Errorf("unknown instruction 0xfc %d at byte %d", sub, r.off)
+		}
+	default:
+		return fmt.Errorf("unknown opcode %#x at byte %d", op, r.off-1)
+	}
+	return r.err
+}
+
+// reader decodes the wasm binary format; the first error sticks.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.err = errors.New("unexpected end")
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b)-r.off {
+		r.err = errors.New("unexpected end")
+		return nil
+	}
+	b := r.b[r.off : r.off+n]
+	r.off += n
+	return b
+}
+
+func (r *reader) u64() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if r.off < len(r.b) && r.b[r.off] < 0x80 {
+		r.off++
+		return uint64(r.b[r.off-1])
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.err = fmt.Errorf("bad LEB128 at byte %d", r.off)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	v := r.u64()
+	if v > 1<<32-1 && r.err == nil {
+		r.err = fmt.Errorf("LEB128 over 32 bits at byte %d", r.off)
+	}
+	return uint32(v)
+}
+
+// s64 reads a signed LEB128 (block types, constants, heap types).
+func (r *reader) s64() int64 {
+	var v int64
+	var shift uint
+	for {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c&0x80 == 0 {
+			if shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
+		if shift >= 70 {
+			r.err = fmt.Errorf("bad LEB128 at byte %d", r.off)
+			return 0
+		}
 	}
 }
+
+func (r *reader) name() []byte { return r.take(int(r.u32())) }
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.u64()
+	if flags&0x01 != 0 {
+		r.u64()
+	}
+}
+
+func uleb(v uint32) []byte { return binary.AppendUvarint(nil, uint64(v)) }
+
+func sleb(v int32) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// proxyFor is the env.jsFunctionProxy of a runtime: a tick (see above)
+// stops the guest when the call's kill switch was tripped; any other call is
+// qjs's, to the Go function of registry.
+func proxyFor(registry func(api.Module) *qjs.ProxyRegistry) func(context.Context, api.Module, uint32, uint64, uint32, uint32) uint64 {
+	return func(ctx context.Context, m api.Module, jsCtx uint32, this uint64, argc, argv uint32) uint64 {
+		if argc == tickArgc {
+			ticks.Add(1)
+			if ks, _ := ctx.Value(killSwitchKey{}).(*killSwitch); ks != nil && ks.tripped.Load() {
+				panic(errInterrupted)
+			}
+			return 0
+		}
+		return qjsProxy(registry(m))(ctx, m, jsCtx, this, argc, argv)
+	}
+}
+
+// ticks counts the ticks of every runtime of the process (for tests).
+var ticks atomic.Uint64
+
+// errInterrupted is how a tick leaves a guest whose kill switch tripped.
+var errInterrupted = errors.New("the sandbox stopped the guest")
+
+// instrumentedQuickJS is qjs's QuickJS, instrumented once per process.
+var instrumentedQuickJS = sync.OnceValues(func() ([]byte, error) { return instrument(qjsWasm) })

@@ -112,13 +112,13 @@ func sharedRuntime() (wazero.Runtime, error) {
 
 // proxy is env.jsFunctionProxy for every copied runtime: it calls the Go
 // function of the calling module's registry.
-func proxy(ctx context.Context, module api.Module, jsCtx uint32, this uint64, argc, argv uint32) uint64 {
+var proxy = proxyFor(func(module api.Module) *qjs.ProxyRegistry {
 	reg, ok := host.regs.Load(module.Name())
 	if !ok {
 		panic(fmt.Sprintf("sandbox: module %q has no Go functions", module.Name()))
 	}
-	return qjsProxy(reg.(*qjs.ProxyRegistry))(ctx, module, jsCtx, this, argc, argv)
-}
+	return reg.(*qjs.ProxyRegistry)
+})
 
 // fromSnapshot makes a runtime whose memory is a copy of s: the same
 // runtime newVM(s.nss) builds, without building it.
@@ -153,7 +153,6 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("copying a runtime: instantiating QuickJS: %w", err)
 	}
-	ks.arm(mod)
 	m := mod.Memory()
 	pages := uint32(len(s.mem) / 65536)
 	if have := m.Size() / 65536; have < pages {

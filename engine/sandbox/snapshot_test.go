@@ -101,14 +101,21 @@ return seen`
 	}
 }
 
-// The goroutine wazero starts on every call into QuickJS is off, and a
-// runaway guest is still stopped (by the kill switch setting the module's
-// closed flag): a tight loop ends as timeout_compute, and a run after it
-// completes.
-func TestInterruptWithoutAGoroutinePerCall(t *testing.T) {
+// The sandbox runs the instrumented QuickJS (interrupt.go), compiled without
+// CloseOnContextDone (no call out to Go at every loop header, no goroutine
+// per call into the module), and a runaway guest is still stopped: a tight
+// loop ends as timeout_compute, and a run after it completes.
+func TestInterruptFlag(t *testing.T) {
 	d := driver(t)
-	if !direct.on {
-		t.Fatalf("calls into QuickJS each start a goroutine: %v", direct.err)
+	if _, err := instrumentedQuickJS(); err != nil {
+		t.Fatalf("QuickJS was not instrumented: %v", err)
+	}
+	before := ticks.Load()
+	if out, _ := run(t, `let n = 0; for (let i = 0; i < 100000; i++) n += i; return n`); string(out.Result) != "4999950000" {
+		t.Fatalf("a loop: %s %+v", out.Result, out.Error)
+	}
+	if ticks.Load() == before {
+		t.Fatal("a loop of 100,000 iterations made no tick: the runtime runs the original QuickJS")
 	}
 	out := d.Run(context.Background(), Request{JS: `for (;;) {}`, Host: &fakeHost{}, Limits: Limits{ComputeMs: 50, WallMs: testWallMs}})
 	if out.Error == nil || out.Error.Code != CodeComputeTimeout {
