@@ -25,16 +25,18 @@ import (
 // attempt runs the run's code once more, replaying its journal. fresh is a
 // new run not stored yet (nil to read the run from the store).
 func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Envelope, error) {
-	release, err := e.store.Hold(ctx, store.Runs, id)
-	if errors.Is(err, store.ErrBusy) {
-		return nil, fmt.Errorf("run %s is running in another process; wait for it, or cancel it with `capabilities hub cancel %s`", id, id)
+	// A new run is held from when it is stored (host.startStoring): until
+	// then no other process can know its id.
+	if fresh == nil {
+		release, err := e.hold(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 
 	r, journal := fresh, []model.JournalEntry(nil)
+	var err error
 	if r == nil {
 		if r, err = e.Get(ctx, id); err != nil {
 			return nil, err
@@ -107,11 +109,23 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		}
 	}
 	closeLog := h.stopStoring(out.Status == sandbox.StatusPaused && h.diverged == nil)
+	if h.release != nil {
+		defer h.release()
+	}
 	env, err := e.finish(ctx, r, h, out, !h.stored)
 	if closeLog != nil {
 		go closeLog()
 	}
 	return env, err
+}
+
+// hold takes the run's cross-process hold for an attempt.
+func (e *Engine) hold(ctx context.Context, id string) (release func(), err error) {
+	release, err = e.store.Hold(ctx, store.Runs, id)
+	if errors.Is(err, store.ErrBusy) {
+		return nil, fmt.Errorf("run %s is running in another process; wait for it, or cancel it with `capabilities hub cancel %s`", id, id)
+	}
+	return release, err
 }
 
 // failure turns a preparation error into a failed outcome.
@@ -249,6 +263,7 @@ type host struct {
 	stored   bool          // the record exists; read after ready
 	log      store.Log
 	storeErr error
+	release  func() // the hold of a new run, taken when it is stored
 	// unsynced is set once a line went into the journal without an
 	// fdatasync (a read's outcome, settleRead); stopStoring syncs it.
 	unsynced atomic.Bool
@@ -261,6 +276,9 @@ func (h *host) startStoring() {
 		go func() {
 			defer close(h.ready)
 			if !h.stored {
+				if h.release, h.storeErr = h.e.hold(h.ctx, h.run.ID); h.storeErr != nil {
+					return
+				}
 				// The set the record names is stored first: a resume reads it.
 				if h.storeErr = h.e.sets.save(h.ctx, h.e.store, h.nss); h.storeErr != nil {
 					return
