@@ -89,6 +89,7 @@ func (h *Hub) Store() store.Store { return h.store }
 func (h *Hub) Close() {
 	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) }) // Prepare waits no more for an execute
 	h.preparing.Wait()
+	h.runEngine().Flush() // the records of the runs that just ended
 	h.refreshes.close()
 	h.pool.Close()
 	if h.runs.driver != nil {

@@ -215,3 +215,98 @@ func TestFinishedRunSyncsItsReadsAfterwards(t *testing.T) {
 		t.Errorf("journal %+v, %v; want the 2 reads", j, err)
 	}
 }
+
+// gateStore holds back the writes of run records that say a run ended
+// until open is closed.
+type gateStore struct {
+	store.Store
+	open chan struct{}
+}
+
+func (s *gateStore) wait(data []byte) {
+	var r model.Run
+	if json.Unmarshal(data, &r) == nil && r.Status.Done() {
+		<-s.open
+	}
+}
+
+func (s *gateStore) Put(ctx context.Context, kind store.Kind, id string, v any) error {
+	if r, ok := v.(*model.Run); ok && kind == store.Runs {
+		b, _ := json.Marshal(r)
+		s.wait(b)
+	}
+	return s.Store.Put(ctx, kind, id, v)
+}
+
+func (s *gateStore) Update(ctx context.Context, kind store.Kind, id string, fn func([]byte) ([]byte, error)) error {
+	return s.Store.Update(ctx, kind, id, func(old []byte) ([]byte, error) {
+		b, err := fn(old)
+		if kind == store.Runs && err == nil {
+			s.wait(b)
+		}
+		return b, err
+	})
+}
+
+// TestEndedRunRecordedAfterItsEnvelope: a new run that ended returns its
+// envelope without waiting for its record to be written (trivial code, and
+// code that called a tool, whose record was stored at its first call);
+// this process's readers of runs, and Close, wait for the record.
+func TestEndedRunRecordedAfterItsEnvelope(t *testing.T) {
+	for _, code := range []string{`return 1`, `return await up.echo({message: "one"})`} {
+		t.Run(code, func(t *testing.T) {
+			fs, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &gateStore{Store: fs, open: make(chan struct{})}
+			h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+			ctx := context.Background()
+			p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Accept(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			r, err := h.PendingReview(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
+				t.Fatal(err)
+			}
+			env, err := h.Execute(ctx, code) // returns while its record waits at the gate
+			if err != nil || env.Status != "completed" {
+				t.Fatalf("%v %+v", err, env)
+			}
+			runs, _ := h.Runs()
+			got := make(chan *model.Run, 1)
+			go func() {
+				r, err := runs.Get(ctx, env.RunID)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- r
+			}()
+			closed := make(chan struct{})
+			go func() { h.Close(); close(closed) }()
+			select {
+			case r := <-got:
+				t.Fatalf("Get returned before the record was written: %+v", r)
+			case <-closed:
+				t.Fatal("Close returned before the record was written")
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(st.open)
+			if r := <-got; r == nil || r.Status != model.RunCompleted {
+				t.Fatalf("the record read after the write: %+v", r)
+			}
+			<-closed
+			rec, err := store.Get[model.Run](ctx, fs, store.Runs, env.RunID)
+			if err != nil || rec.Status != model.RunCompleted {
+				t.Fatalf("the stored record: %+v %v", rec, err)
+			}
+		})
+	}
+}

@@ -38,6 +38,7 @@ type Pruned struct {
 // size. It is the one prune: `hub runs prune` and the automatic prune
 // (Prune) both call it.
 func (e *Engine) PruneRuns(ctx context.Context, ret Retention) (Pruned, error) {
+	e.Flush()
 	ids, err := e.store.List(ctx, store.Runs)
 	if err != nil {
 		return Pruned{}, fmt.Errorf("pruning runs: %w", err)

@@ -134,6 +134,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // runs attempting in this process
+	writing int                           // records being written (later)
+	written *sync.Cond                    // writing fell to 0
 	pruned  time.Time
 	sets    namespaceSets
 	handles handleCache
@@ -142,6 +144,7 @@ type Engine struct {
 // New returns an engine.
 func New(st store.Store, sb Sandbox, tools Tools, opts Options) *Engine {
 	e := &Engine{store: st, sandbox: sb, tools: tools, opts: opts, limits: opts.Limits.withDefaults(), log: opts.Logger, running: map[string]context.CancelFunc{}}
+	e.written = sync.NewCond(&e.mu)
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -253,6 +256,7 @@ func (e *Engine) Get(ctx context.Context, id string) (*model.Run, error) {
 	if err := store.ValidID(id); err != nil {
 		return nil, fmt.Errorf("%w %q: a run id looks like r0123abcd…", ErrUnknownRun, id)
 	}
+	e.Flush()
 	r, err := store.Get[model.Run](ctx, e.store, store.Runs, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w %q: list runs with `capabilities hub runs`", ErrUnknownRun, id)
@@ -303,6 +307,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
 
 // List returns runs, newest first, optionally with one status.
 func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
+	e.Flush()
 	ids, err := e.store.List(ctx, store.Runs)
 	if err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
@@ -327,6 +332,7 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 // Journal reads a run's journal: each call's outcome and, before a call
 // that is not read-only, its intent (JournalEntry.Intent).
 func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, error) {
+	e.Flush()
 	lines, err := e.store.ReadLog(ctx, store.Runs, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal of %s: %w", id, err)

@@ -131,3 +131,15 @@ func BenchmarkRuntimeFromSnapshot(b *testing.B) {
 		closeRuntime(v.rt)
 	}
 }
+
+// BenchmarkInstrument is the cost of rewriting QuickJS's wasm with the
+// interrupt's countdown (interrupt.go), paid once per process.
+func BenchmarkInstrument(b *testing.B) {
+	driver(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := instrument(qjsWasm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
