@@ -76,7 +76,10 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	}
 	defer func() { <-d.running }()
 	n := d.active.Add(1)
-	defer d.active.Add(-1)
+	defer func() {
+		d.ended.Store(time.Now().UnixNano())
+		d.active.Add(-1)
+	}()
 	for p := d.peak.Load(); n > p && !d.peak.CompareAndSwap(p, n); p = d.peak.Load() {
 	}
 	nss := req.NamespaceSet
