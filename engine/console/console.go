@@ -906,25 +906,25 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ch.RaiseApprovals != nil || ch.RunRetentionDays != nil || ch.RunRetentionMB != nil {
-		s, err := c.hub.Settings()
+		var bad error
+		err := c.hub.UpdateSettings(func(s *hub.Settings) error {
+			if ch.RaiseApprovals != nil {
+				s.RaiseApprovals = *ch.RaiseApprovals
+			}
+			if ch.RunRetentionDays != nil {
+				s.RunRetentionDays = *ch.RunRetentionDays
+			}
+			if ch.RunRetentionMB != nil {
+				s.RunRetentionMB = *ch.RunRetentionMB
+			}
+			bad = s.Check()
+			return bad
+		})
+		if bad != nil {
+			fail(w, http.StatusBadRequest, "bad_request", bad.Error())
+			return
+		}
 		if err != nil {
-			c.internal(w, "reading the settings", err)
-			return
-		}
-		if ch.RaiseApprovals != nil {
-			s.RaiseApprovals = *ch.RaiseApprovals
-		}
-		if ch.RunRetentionDays != nil {
-			s.RunRetentionDays = *ch.RunRetentionDays
-		}
-		if ch.RunRetentionMB != nil {
-			s.RunRetentionMB = *ch.RunRetentionMB
-		}
-		if err := s.Check(); err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", err.Error())
-			return
-		}
-		if err := c.hub.SetSettings(s); err != nil {
 			c.internal(w, "writing the settings", err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,5 +210,30 @@ func TestSettingsScreenAPI(t *testing.T) {
 	}
 	if got := read(p.send(request{method: http.MethodGet, target: "/api/settings", cookie: cookie})); got != want {
 		t.Errorf("after refused changes the settings read %+v, want %+v", got, want)
+	}
+}
+
+// TestSettingsChangedAtOnceBothLand: two fields changed at once (typed in a
+// row on the Settings screen, the two requests in flight together) are both
+// saved: the change is made to what is stored, under a lock.
+func TestSettingsChangedAtOnceBothLand(t *testing.T) {
+	f := newFixture(t)
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, csrf := p.login()
+	origin := "http://" + guardAddr
+	for i := 1; i <= 20; i++ {
+		var wg sync.WaitGroup
+		for _, field := range []string{"runRetentionDays", "runRetentionMB"} {
+			wg.Go(func() {
+				if w := p.send(request{method: http.MethodPost, target: "/api/settings", body: map[string]int{field: i}, cookie: cookie, csrf: csrf, origin: origin}); w.Code != http.StatusOK {
+					t.Errorf("%s %d: %d %s", field, i, w.Code, w.Body)
+				}
+			})
+		}
+		wg.Wait()
+		s, err := f.h.Settings()
+		if err != nil || s.RunRetentionDays != i || s.RunRetentionMB != i {
+			t.Fatalf("round %d: the stored settings %+v (%v), want both %d", i, s, err, i)
+		}
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/gofrs/flock"
 )
 
 // SettingsFile, in the store directory, holds the person's settings of the
@@ -88,6 +90,36 @@ func (h *Hub) Settings() (Settings, error) {
 		return Settings{}, fmt.Errorf("reading the settings in %s: %w (fix the JSON, or delete the file for the defaults)", p, err)
 	}
 	return s, nil
+}
+
+// settingsMu makes this process's UpdateSettings one at a time (the file
+// lock orders them with other processes').
+var settingsMu sync.Mutex
+
+// UpdateSettings changes the person's settings: edit changes what is stored
+// now, under a lock, so that two changes at once (two fields typed in a row
+// on the Settings screen, or two processes) both land. An error from edit
+// is returned as it is, and nothing is written.
+func (h *Hub) UpdateSettings(edit func(*Settings) error) error {
+	p, err := h.settingsPath()
+	if err != nil {
+		return fmt.Errorf("writing the settings: %w", err)
+	}
+	settingsMu.Lock()
+	defer settingsMu.Unlock()
+	l := flock.New(p+".lock", flock.SetPermissions(0o600))
+	if err := l.Lock(); err != nil {
+		return fmt.Errorf("locking the settings: %w", err)
+	}
+	defer func() { _ = l.Unlock() }()
+	s, err := h.Settings()
+	if err != nil {
+		return err
+	}
+	if err := edit(&s); err != nil {
+		return err
+	}
+	return h.SetSettings(s)
 }
 
 // SetSettings writes the person's settings (atomically, mode 600);
