@@ -27,9 +27,12 @@ package sandbox
 //     QuickJS ("out of memory"); checkMemory also applies a request's lower cap
 //     after every entry.
 //  4. MaxStackSize does nothing in the WASI build (QuickJS's stack check is
-//     compiled out); the 160 KB wasm stack overflows at about 250 JS frames
-//     and corrupts the runtime. A runtime is never reused: one fresh runtime
-//     per attempt, and a trap is reported as stack_overflow (classifyTrap).
+//     compiled out), and the 64 KB C stack, below which wasm-ld puts the
+//     static data, overflowed into that data at about 270 JS frames and
+//     corrupted the runtime: the rewritten QuickJS traps when the stack
+//     pointer comes within 4 KB of the data (interrupt.go), at about 220
+//     frames. A runtime is never reused: one fresh runtime per attempt, and
+//     a trap is reported as stack_overflow (classifyTrap).
 //  5. Runtime.Close leaks the wazero runtime (WASI and host modules) and
 //     panics after a killed run: the driver never calls it; closeRuntime
 //     closes the underlying wazero.Runtime, which frees everything.
@@ -485,12 +488,13 @@ func classifyTrap(cause error, r any, mem *cappedMemory) *Error {
 		return memoryError()
 	}
 	// A wasm trap in QuickJS itself: with memory ruled out above, deep
-	// recursion running off the 160 KB wasm stack is the one cause measured
-	// ("out of bounds memory access", "invalid table access", "unreachable").
+	// recursion reaching the stack guard is the one cause measured
+	// ("unreachable"; "out of bounds memory access" and "invalid table
+	// access" before the guard).
 	if strings.Contains(firstLine(msg), "wasm error") {
 		return &Error{
 			Code:    CodeStackOverflow,
-			Message: "the code crashed the JavaScript engine, almost always by recursing too deeply (the sandbox allows about 250 nested calls)",
+			Message: "the code crashed the JavaScript engine, almost always by recursing too deeply (the sandbox allows about 200 nested calls)",
 			Hint:    "rewrite deep recursion as a loop with an explicit stack",
 		}
 	}

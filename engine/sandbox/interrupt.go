@@ -42,6 +42,19 @@ import (
 // collector stop the world: machine code compiled by wazero cannot be
 // preempted.
 //
+// The same rewrite guards QuickJS's C stack. wasm-ld lays out static data
+// first and the 64 KB stack above it, growing down, with no guard: deep
+// recursion ran the stack pointer into QuickJS's static data and went on
+// with it corrupted (which runs then trapped and which returned nonsense
+// depended on the layout). Now every write of the stack pointer global is
+// followed by
+//
+//	if (sp < end of static data + stackMargin) unreachable
+//
+// so the run traps before its frame touches the data (stackMargin covers
+// the frames leaf functions take without moving the stack pointer), and
+// the driver reports stack_overflow.
+//
 // instrument decodes every instruction of the code section to find the loop
 // opcodes (an immediate may hold the loop opcode's byte); an opcode it does
 // not know makes it refuse the module, and compileWith then falls back to
@@ -55,11 +68,17 @@ const tickEvery = 1000
 // arguments.
 const tickArgc = 0xffffffff
 
+// stackMargin is how far above the static data the stack pointer may go.
+const stackMargin = 4 << 10
+
 const (
-	secCustom = 0
-	secImport = 2
-	secGlobal = 6
-	secCode   = 10
+	secCustom   = 0
+	secType     = 1
+	secImport   = 2
+	secFunction = 3
+	secGlobal   = 6
+	secCode     = 10
+	secData     = 11
 )
 
 // instrument returns wasm with the countdown added and checked at every loop
@@ -84,17 +103,31 @@ func instrument(wasm []byte) ([]byte, error) {
 		}
 		secs = append(secs, section{id, body})
 	}
-	var im imports
-	defined, haveGlobals := 0, false
+	var (
+		im          imports
+		defined     int
+		haveGlobals bool
+		m           module
+	)
 	for _, s := range secs {
 		var err error
 		switch s.id {
 		case secImport:
 			im, err = readImports(s.body)
+		case secType:
+			m.params, err = readTypes(s.body)
+		case secFunction:
+			m.funcs, err = readFunctions(s.body)
 		case secGlobal:
 			haveGlobals = true
 			r := &reader{b: s.body}
-			defined, err = int(r.u32()), r.err
+			defined = int(r.u32())
+			if defined > 0 && r.byte() == 0x7f && r.byte() == 0x01 && r.byte() == 0x41 { // (mut i32) (i32.const …)
+				m.spInit = r.s64()
+			}
+			err = r.err
+		case secData:
+			m.dataEnd, err = dataEnd(s.body)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
@@ -102,6 +135,14 @@ func instrument(wasm []byte) ([]byte, error) {
 	}
 	if !haveGlobals || im.proxy < 0 {
 		return nil, errors.New("instrumenting QuickJS: the module has no global section or does not import env.jsFunctionProxy")
+	}
+	// The stack pointer is wasm-ld's first global: mutable, and starting
+	// above the static data.
+	m.sp = -1
+	if im.globals == 0 && m.dataEnd > 0 && m.spInit > m.dataEnd+2*stackMargin && m.spInit < 1<<30 {
+		m.sp, m.guard = 0, int32(m.dataEnd+stackMargin)
+	} else {
+		return nil, errors.New("instrumenting QuickJS: no stack pointer above the static data (wasm-ld's layout)")
 	}
 	n := uleb(uint32(im.globals + defined))
 	check := []byte{0x23}
@@ -133,7 +174,7 @@ func instrument(wasm []byte) ([]byte, error) {
 		case secCode:
 			var k int
 			var err error
-			if body, k, err = instrumentCode(body, check); err != nil {
+			if body, k, err = instrumentCode(body, check, &m); err != nil {
 				return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
 			}
 			loops += k
@@ -195,10 +236,23 @@ func readImports(body []byte) (imports, error) {
 	return im, nil
 }
 
-// instrumentCode inserts check after every loop's block type in every body.
-func instrumentCode(body, check []byte) ([]byte, int, error) {
+// module is what instrumentCode needs of the rest of the module.
+type module struct {
+	params  []int // parameters of each type
+	funcs   []int // type of each defined function (the code bodies, in order)
+	spInit  int64 // the first defined global's initial value
+	dataEnd int64 // the end of the static data
+	sp      int   // the stack pointer global (-1: not guarded)
+	guard   int32 // the lowest stack pointer allowed
+}
+
+// instrumentCode rewrites every function body (see instrumentBody).
+func instrumentCode(body, check []byte, m *module) ([]byte, int, error) {
 	r := &reader{b: body}
 	n := r.u32()
+	if int(n) != len(m.funcs) {
+		return nil, 0, fmt.Errorf("%d function bodies for %d functions", n, len(m.funcs))
+	}
 	out := append(make([]byte, 0, len(body)+len(body)/8), uleb(n)...)
 	loops := 0
 	for i := uint32(0); i < n; i++ {
@@ -207,7 +261,11 @@ func instrumentCode(body, check []byte) ([]byte, int, error) {
 		if r.err != nil {
 			return nil, 0, fmt.Errorf("reading function body %d: %w", i, r.err)
 		}
-		nb, k, err := instrumentBody(fn, check)
+		t := m.funcs[i]
+		if t >= len(m.params) {
+			return nil, 0, fmt.Errorf("function body %d has type %d of %d", i, t, len(m.params))
+		}
+		nb, k, err := instrumentBody(fn, check, m, m.params[t])
 		if err != nil {
 			return nil, 0, fmt.Errorf("function body %d: %w", i, err)
 		}
@@ -221,29 +279,123 @@ func instrumentCode(body, check []byte) ([]byte, int, error) {
 	return out, loops, nil
 }
 
-func instrumentBody(fn, check []byte) ([]byte, int, error) {
+// instrumentBody inserts check after every loop's block type and, when the
+// module's stack pointer is guarded, the guard after every write of it,
+// through one more local (an i32 after the others).
+func instrumentBody(fn, check []byte, m *module, params int) ([]byte, int, error) {
 	r := &reader{b: fn}
-	for i, n := uint32(0), r.u32(); i < n && r.err == nil; i++ { // locals
-		r.u32()
+	entries := r.u32()
+	first := r.off // the first locals entry
+	locals := uint64(params)
+	for i := uint32(0); i < entries && r.err == nil; i++ {
+		locals += uint64(r.u32())
 		r.byte()
 	}
+	if r.err != nil {
+		return nil, 0, r.err
+	}
+	if locals >= 50000 {
+		return nil, 0, fmt.Errorf("%d locals", locals)
+	}
+	tmp := uleb(uint32(locals))
+	var guard []byte
+	if m.sp >= 0 {
+		guard = append([]byte{0x22}, tmp...)                       // local.tee $tmp
+		guard = append(append(guard, 0x24), uleb(uint32(m.sp))...) // global.set $sp
+		guard = append(append(guard, 0x20), tmp...)                // local.get $tmp
+		guard = append(append(guard, 0x41), sleb(m.guard)...)      // i32.const guard
+		guard = append(guard, 0x49, 0x04, 0x40, 0x00, 0x0b)        // i32.lt_u; if; unreachable; end
+	}
 	out := make([]byte, 0, len(fn)+len(fn)/8)
-	copied, loops := 0, 0
+	out = append(out, uleb(entries+1)...)
+	out = append(out, fn[first:r.off]...)
+	out = append(out, 0x01, 0x7f) // (local $tmp i32)
+	copied, loops := r.off, 0
 	for r.err == nil && r.off < len(r.b) {
+		start := r.off
 		op := r.byte()
 		if err := r.skipImmediates(op); err != nil {
 			return nil, 0, err
 		}
-		if op == 0x03 { // loop
+		switch {
+		case op == 0x03: // loop
 			out = append(append(out, fn[copied:r.off]...), check...)
 			copied = r.off
 			loops++
+		case op == 0x24 && guard != nil && globalIndex(fn[start+1:r.off]) == m.sp: // global.set $sp
+			out = append(append(out, fn[copied:start]...), guard...)
+			copied = r.off
 		}
 	}
-	if loops == 0 {
-		return fn, 0, r.err
-	}
 	return append(out, fn[copied:]...), loops, r.err
+}
+
+// globalIndex decodes the immediate of global.set (maybe padded, as wasm-ld
+// leaves relocated indices).
+func globalIndex(imm []byte) int {
+	v, n := binary.Uvarint(imm)
+	if n <= 0 {
+		return -1
+	}
+	return int(v)
+}
+
+// readTypes returns the number of parameters of each function type.
+func readTypes(body []byte) ([]int, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	params := make([]int, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if form := r.byte(); form != 0x60 {
+			return nil, fmt.Errorf("type %d has form %#x", i, form)
+		}
+		p := r.u32()
+		r.take(int(p))
+		r.take(int(r.u32()))
+		params = append(params, int(p))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("reading the types: %w", r.err)
+	}
+	return params, nil
+}
+
+// readFunctions returns the type of each defined function.
+func readFunctions(body []byte) ([]int, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	funcs := make([]int, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		funcs = append(funcs, int(r.u32()))
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("reading the functions: %w", r.err)
+	}
+	return funcs, nil
+}
+
+// dataEnd returns where the active data segments of memory 0 end.
+func dataEnd(body []byte) (int64, error) {
+	r := &reader{b: body}
+	n := r.u32()
+	var end int64
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if flags := r.u32(); flags != 0 {
+			return 0, fmt.Errorf("data segment %d has flags %d", i, flags)
+		}
+		if op := r.byte(); op != 0x41 {
+			return 0, fmt.Errorf("data segment %d has an offset that is not an i32.const", i)
+		}
+		off := r.s64()
+		r.byte() // end
+		size := r.u32()
+		r.take(int(size))
+		end = max(end, off+int64(size))
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("reading the data: %w", r.err)
+	}
+	return end, nil
 }
 
 // Immediates of an opcode, for skipImmediates.

@@ -12,18 +12,59 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// spinModule is a wasm module that imports env.jsFunctionProxy (as QuickJS
-// does), has one global, and exports "spin": a loop that never ends.
+// spinModule is a wasm module laid out like QuickJS (wasm-ld): it imports
+// env.jsFunctionProxy, its first global is the stack pointer (20,000) above
+// 4 bytes of static data at 1,024, and it exports "spin", a loop that never
+// ends, and "dive" (the stack pointer lowered by 16,000, into the data) and
+// "step" (lowered by 1,000), each then set back.
 func spinModule() []byte {
-	sec := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
+	sec := func(id byte, body ...byte) []byte {
+		return append(append([]byte{id}, uleb(uint32(len(body)))...), body...)
+	}
+	lower := func(by int32) []byte {
+		b := append([]byte{0, 0x23, 0, 0x41}, sleb(by)...) // no locals; global.get 0; i32.const by
+		b = append(b, 0x6b, 0x24, 0)                       // i32.sub; global.set 0
+		b = append(b, 0x23, 0, 0x41)                       // global.get 0; i32.const by
+		b = append(append(b, sleb(by)...), 0x6a, 0x24, 0)  // i32.add; global.set 0
+		return append(append(uleb(uint32(len(b)+1)), b...), 0x0b)
+	}
 	m := []byte("\x00asm\x01\x00\x00\x00")
-	m = append(m, sec(1, 2, 0x60, 4, 0x7f, 0x7e, 0x7f, 0x7f, 1, 0x7e, 0x60, 0, 0)...)            // types
-	m = append(m, sec(2, append(append([]byte{1, 3}, "env\x0fjsFunctionProxy"...), 0, 0)...)...) // import
-	m = append(m, sec(3, 1, 1)...)                                                               // one function
-	m = append(m, sec(6, 1, 0x7f, 1, 0x41, 0, 0x0b)...)                                          // one global
-	m = append(m, sec(7, append(append([]byte{1, 4}, "spin"...), 0, 1)...)...)                   // export
-	m = append(m, sec(0, append([]byte{5}, ".junk"...)...)...)                                   // a custom section
-	return append(m, sec(10, 1, 7, 0, 0x03, 0x40, 0x0c, 0, 0x0b, 0x0b)...)                       // loop br 0 end
+	m = append(m, sec(1, 2, 0x60, 4, 0x7f, 0x7e, 0x7f, 0x7f, 1, 0x7e, 0x60, 0, 0)...)                                                                          // types
+	m = append(m, sec(2, append(append([]byte{1, 3}, "env\x0fjsFunctionProxy"...), 0, 0)...)...)                                                               // import
+	m = append(m, sec(3, 3, 1, 1, 1)...)                                                                                                                       // three functions
+	m = append(m, sec(5, 1, 0, 1)...)                                                                                                                          // one page of memory
+	m = append(m, sec(6, append(append([]byte{1, 0x7f, 1, 0x41}, sleb(20000)...), 0x0b)...)...)                                                                // the stack pointer
+	m = append(m, sec(7, append(append(append(append(append([]byte{3, 4}, "spin"...), 0, 1, 4), "dive"...), 0, 2, 4), append([]byte("step"), 0, 3)...)...)...) // exports
+	m = append(m, sec(0, append([]byte{5}, ".junk"...)...)...)                                                                                                 // a custom section
+	code := append([]byte{3, 7, 0, 0x03, 0x40, 0x0c, 0, 0x0b, 0x0b}, lower(16000)...)                                                                          // loop br 0 end
+	code = append(code, lower(1000)...)
+	m = append(m, sec(10, code...)...)
+	return append(m, sec(11, 1, 0, 0x41, 0x80, 0x08, 0x0b, 4, 1, 2, 3, 4)...) // 4 bytes at 1,024
+}
+
+// The stack guard: lowering the stack pointer into the static data traps;
+// lowering it by less does not.
+func TestInstrumentGuardsTheStack(t *testing.T) {
+	wasm, err := instrument(spinModule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wrt := wazero.NewRuntime(ctx)
+	defer wrt.Close(ctx)
+	if _, err := wrt.NewHostModuleBuilder("env").NewFunctionBuilder().WithFunc(func(context.Context, api.Module, uint32, uint64, uint32, uint32) uint64 { return 0 }).Export("jsFunctionProxy").Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := wrt.Instantiate(ctx, wasm)
+	if err != nil {
+		t.Fatalf("the instrumented module does not validate: %v", err)
+	}
+	if _, err := mod.ExportedFunction("step").Call(ctx); err != nil {
+		t.Errorf("a frame of 1,000 bytes: %v", err)
+	}
+	if _, err := mod.ExportedFunction("dive").Call(ctx); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("the stack pointer lowered into the static data: %v, want the guard's trap", err)
+	}
 }
 
 // The instrumented loop calls the proxy once every tickEvery headers, and a
@@ -68,8 +109,7 @@ func TestInstrumentStopsALoopAtATick(t *testing.T) {
 // A module instrument cannot read is refused, never half rewritten.
 func TestInstrumentRefuses(t *testing.T) {
 	noProxy := []byte(strings.Replace(string(spinModule()), "jsFunctionProxy", "jsFunctionProxz", 1))
-	unknown := spinModule()
-	unknown[len(unknown)-4] = 0xfd // a SIMD prefix where br was
+	unknown := []byte(strings.Replace(string(spinModule()), "\x03\x40\x0c\x00", "\x03\x40\xfd\x00", 1)) // a SIMD prefix where br was
 	for name, wasm := range map[string][]byte{
 		"not wasm":       []byte("hello"),
 		"no proxy":       noProxy,
