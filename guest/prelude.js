@@ -2,7 +2,7 @@
 // model's code. It captures the host function, removes every engine global
 // that reaches outside the run, and installs the sandbox's own globals.
 // It evaluates to an object of four functions the driver keeps as values
-// (never reachable from the model's code): namespaces, setup, start and deliver.
+// (never reachable from the model's code): namespaces, start and deliver.
 (function () {
   'use strict';
   const host = globalThis.__cap_host;
@@ -63,7 +63,7 @@
   defineProperty(G, 'Function', { value: FunctionCtor.prototype.constructor, writable: false, configurable: false });
   defineProperty(G, 'eval', { value: freeze(blocked('eval')), writable: false, configurable: false });
 
-  // ---- per-run state, filled by setup ---------------------------------------
+  // ---- per-run state, filled by start ---------------------------------------
   let clockStart = 0;   // epoch ms of the run's logical clock
   let elapsed = 0;      // logical ms since clockStart (advances only when a timer fires)
   let logBudget = 0;
@@ -487,22 +487,22 @@
   }
 
   return {
-    setup(configJSON) {
-      const c = parse(configJSON);
-      clockStart = c.clock;
-      logBudget = c.logBudget;
-      ra = c.seed[0]; rb = c.seed[1]; rc = c.seed[2]; rd = c.seed[3];
-      for (let i = 0; i < 12; i++) nextU32();
-    },
     // namespaces installs a JSON array of namespace names, once, before
-    // setup (a runtime kept ready has its namespaces installed already). A
+    // start (a runtime kept ready has its namespaces installed already). A
     // namespace whose name is already a global (hub, console, Math…) is
     // skipped. Only names: each namespace's tools are read on first use.
     namespaces(namesJSON) {
       const names = parse(namesJSON);
       for (let i = 0; i < names.length; i++) defineNamespace(names[i]);
     },
-    start(fn) {
+    // start sets the run's logical clock, seed and log budget (a JSON
+    // object), then starts the model's function.
+    start(configJSON, fn) {
+      const c = parse(configJSON);
+      clockStart = c.clock;
+      logBudget = c.logBudget;
+      ra = c.seed[0]; rb = c.seed[1]; rc = c.seed[2]; rd = c.seed[3];
+      for (let i = 0; i < 12; i++) nextU32();
       let p;
       try { p = fn(); } catch (e) { finish(false, e); return; }
       apply(promiseThen, p, [(v) => finish(true, v), (e) => finish(false, e)]);

@@ -147,30 +147,18 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	return a.outcome(a.loop())
 }
 
-// begin sets the run's globals, compiles the model's function and starts it.
+// begin compiles the model's function, and starts it with the run's clock,
+// seed and log budget.
 func (a *attempt) begin(wrapped string) error {
-	c := a.v.rt.Context()
-	cfg, err := json.Marshal(map[string]any{
-		"clock":     clockMs(a.req.Clock),
-		"seed":      seedWords(a.req.Seed),
-		"logBudget": a.lim.InlineResultBytes,
-	})
-	if err != nil {
-		return fmt.Errorf("encoding setup: %w", err)
-	}
-	arg := c.NewString(string(cfg))
-	res, err := c.Invoke(a.v.setup, a.v.undefined, arg)
-	if err != nil {
-		return fmt.Errorf("setting up the run: %w", err)
-	}
-	res.Free()
 	fn, err := a.v.rt.Eval("code.js", qjs.Code(wrapped))
 	if err != nil {
 		a.fail = a.compileError(err)
 		return nil
 	}
 	defer fn.Free()
-	return a.v.invoke(a.v.start, fn)
+	seed := seedWords(a.req.Seed)
+	cfg := fmt.Sprintf(`{"clock":%d,"seed":[%d,%d,%d,%d],"logBudget":%d}`, clockMs(a.req.Clock), seed[0], seed[1], seed[2], seed[3], a.lim.InlineResultBytes)
+	return a.v.invoke(a.v.start, a.v.rt.Context().NewString(cfg), fn)
 }
 
 // loop drives the guest until it finishes, fails, pauses or is stopped.

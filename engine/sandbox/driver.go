@@ -396,13 +396,13 @@ func (d *Driver) take(nss *Namespaces) (*vm, error) {
 // vm is one runtime with the prelude evaluated and a namespace set's
 // globals installed.
 type vm struct {
-	rt                    *qjs.Runtime
-	nss                   *Namespaces
-	setup, start, deliver *qjs.Value
-	undefined             *qjs.Value
-	att                   *attempt
-	mem                   *cappedMemory
-	ks                    *killSwitch
+	rt             *qjs.Runtime
+	nss            *Namespaces
+	start, deliver *qjs.Value
+	undefined      *qjs.Value
+	att            *attempt
+	mem            *cappedMemory
+	ks             *killSwitch
 }
 
 // build makes a runtime with nss installed: a copy of the snapshot of nss
@@ -453,7 +453,6 @@ func (d *Driver) newVM(nss *Namespaces) (v *vm, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluating prelude: %w", err)
 	}
-	v.setup = entry.GetPropertyStr("setup")
 	v.start = entry.GetPropertyStr("start")
 	v.deliver = entry.GetPropertyStr("deliver")
 	v.undefined = rt.Context().NewUndefined()

@@ -48,7 +48,7 @@ type snapshot struct {
 	rt   uint64 // the JSRuntime handle
 	ctx  uint64 // the JSContext handle
 	ids  [2]uint64
-	vals [4]uint64 // setup, start, deliver, undefined
+	vals [3]uint64 // start, deliver, undefined
 }
 
 // qjsProxy makes the env.jsFunctionProxy host function that calls the Go
@@ -76,7 +76,7 @@ func takeSnapshot(v *vm) (*snapshot, error) {
 		rt:   v.rt.Raw(),
 		ctx:  v.rt.Context().Raw(),
 		ids:  [2]uint64{1, 2},
-		vals: [4]uint64{v.setup.Raw(), v.start.Raw(), v.deliver.Raw(), v.undefined.Raw()},
+		vals: [3]uint64{v.start.Raw(), v.deliver.Raw(), v.undefined.Raw()},
 	}, nil
 }
 
@@ -192,7 +192,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	}
 	d.copies.Add(1)
 	val := func(raw uint64) *qjs.Value { return c.NewValue(qjs.NewHandle(rt, raw)) }
-	v.setup, v.start, v.deliver, v.undefined = val(s.vals[0]), val(s.vals[1]), val(s.vals[2]), val(s.vals[3])
+	v.start, v.deliver, v.undefined = val(s.vals[0]), val(s.vals[1]), val(s.vals[2])
 	return v, nil
 }
 
