@@ -123,20 +123,7 @@ func TestReadOutcomesSyncedBeforeAPauseIsRecorded(t *testing.T) {
 	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	t.Cleanup(h.Close)
 	ctx := context.Background()
-	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: map[string]string{"SCRIPTED_TOOLS": "4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Accept(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	acceptUp(t, h, map[string]string{"SCRIPTED_TOOLS": "4"})
 
 	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); await up.record({item: a}); return a`)
 	if err != nil || env.Status != "awaiting_approval" {
@@ -179,20 +166,7 @@ func TestFinishedRunSyncsItsReadsAfterwards(t *testing.T) {
 	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	t.Cleanup(h.Close)
 	ctx := context.Background()
-	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Accept(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	r, err := h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	acceptUp(t, h, nil)
 	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); const b = await up.echo({message: "two"}); return [a, b]`)
 	if err != nil || env.Status != "completed" {
 		t.Fatalf("%v %+v", err, env)
@@ -262,20 +236,7 @@ func TestEndedRunRecordedAfterItsEnvelope(t *testing.T) {
 			st := &gateStore{Store: fs, open: make(chan struct{})}
 			h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 			ctx := context.Background()
-			p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.Accept(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-			r, err := h.PendingReview(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
-				t.Fatal(err)
-			}
+			acceptUp(t, h, nil)
 			env, err := h.Execute(ctx, code) // returns while its record waits at the gate
 			if err != nil || env.Status != "completed" {
 				t.Fatalf("%v %+v", err, env)
@@ -308,5 +269,26 @@ func TestEndedRunRecordedAfterItsEnvelope(t *testing.T) {
 				t.Fatalf("the stored record: %+v %v", rec, err)
 			}
 		})
+	}
+}
+
+// acceptUp adds the scripted upstream as "up" (env: its environment) and
+// accepts its tools.
+func acceptUp(t *testing.T, h *hub.Hub, env map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
 	}
 }
