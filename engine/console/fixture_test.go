@@ -104,10 +104,15 @@ func (f *fixture) upstreamCalls(t *testing.T) int {
 	return strings.Count(string(b), "\n")
 }
 
-// run reads a run record.
+// run reads a run record (through the engine, which waits for the records
+// of runs that just ended).
 func (f *fixture) run(t *testing.T, id string) *model.Run {
 	t.Helper()
-	r, err := store.Get[model.Run](context.Background(), f.st, store.Runs, id)
+	runs, err := f.h.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runs.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/console"
-	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -36,10 +35,7 @@ func TestRunsScreenFilters(t *testing.T) {
 	none := exec(`return 1`, "completed")
 	// An old run: started 10 days ago.
 	old := exec(`return await up.echo({message: "old"})`, "completed")
-	r, err := store.Get[model.Run](ctx, f.st, store.Runs, old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := f.run(t, old)
 	r.CreatedAt = time.Now().Add(-10 * 24 * time.Hour)
 	if err := f.st.Put(ctx, store.Runs, old, r); err != nil {
 		t.Fatal(err)
