@@ -64,6 +64,19 @@ type fixture struct {
 	calls string
 }
 
+// storeDir is the store's folder once the records of the runs that just
+// ended are written (a run's end is recorded after its envelope is
+// returned), for a look at every file.
+func (f *fixture) storeDir(t *testing.T) string {
+	t.Helper()
+	runs, err := f.h.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.Flush()
+	return f.st.Dir()
+}
+
 // newFixture is a hub over a file store with one stdio source (the scripted
 // upstream) that needs a credential in SCRIPTED_TOKEN and echoes it back.
 func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureEnv(t, nil) }
@@ -139,7 +152,7 @@ return { r, err };`)
 	}
 	assertNoSecret(t, "the envelope", string(b))
 	assertNoSecret(t, "the hub's log", f.logs.String())
-	err = filepath.WalkDir(f.st.Dir(), func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(f.storeDir(t), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

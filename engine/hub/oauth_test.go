@@ -283,6 +283,10 @@ func TestOAuthSignInJourney(t *testing.T) {
 	if len(values) < 6 {
 		t.Fatalf("only %d token values recorded", len(values))
 	}
+	for _, x := range []*hub.Hub{h, h2} { // the records of the runs that just ended, written
+		runs, _ := x.Runs()
+		runs.Flush()
+	}
 	var all bytes.Buffer
 	_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {

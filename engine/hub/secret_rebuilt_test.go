@@ -159,7 +159,7 @@ return { s, b64: btoa(s), hex, wrote, url: encodeURIComponent(s), json: JSON.str
 		t.Errorf("the pending arguments do not show %s where the secret was: %s", marker, env.Pending[0].Args)
 	}
 	check("the pending envelope", env)
-	assertDirClean(t, f.st.Dir())
+	assertDirClean(t, f.storeDir(t))
 	runID := env.RunID
 
 	// 2. A person denies the write; another process resumes the run. It
@@ -263,7 +263,7 @@ return { dec, bigLength: big.length, around: big.slice(at - 20, at + 60) };`)
 
 	// Nothing anywhere: the hub's logs, every file under the hub directory.
 	assertNoForm(t, "the hub's log", f.logs.String())
-	assertDirClean(t, f.st.Dir())
+	assertDirClean(t, f.storeDir(t))
 	if gets := spy2.Gets(); len(gets) == 0 {
 		t.Error("the resuming process never read the credential: its scrubber could not know the secret the code rebuilt")
 	}
