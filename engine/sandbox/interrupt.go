@@ -136,14 +136,12 @@ func instrument(wasm []byte) ([]byte, error) {
 	if !haveGlobals || im.proxy < 0 {
 		return nil, errors.New("instrumenting QuickJS: the module has no global section or does not import env.jsFunctionProxy")
 	}
-	// The stack pointer is wasm-ld's first global: mutable, and starting
-	// above the static data.
-	m.sp = -1
-	if im.globals == 0 && m.dataEnd > 0 && m.spInit > m.dataEnd+2*stackMargin && m.spInit < 1<<30 {
-		m.sp, m.guard = 0, int32(m.dataEnd+stackMargin)
-	} else {
+	// The stack pointer is wasm-ld's global 0 (nothing imported before it):
+	// mutable, and starting above the static data.
+	if im.globals != 0 || m.dataEnd == 0 || m.spInit <= m.dataEnd+2*stackMargin || m.spInit >= 1<<30 {
 		return nil, errors.New("instrumenting QuickJS: no stack pointer above the static data (wasm-ld's layout)")
 	}
+	m.guard = int32(m.dataEnd + stackMargin)
 	n := uleb(uint32(im.globals + defined))
 	check := []byte{0x23}
 	check = append(check, n...)                               // global.get $countdown
@@ -242,7 +240,6 @@ type module struct {
 	funcs   []int // type of each defined function (the code bodies, in order)
 	spInit  int64 // the first defined global's initial value
 	dataEnd int64 // the end of the static data
-	sp      int   // the stack pointer global (-1: not guarded)
 	guard   int32 // the lowest stack pointer allowed
 }
 
@@ -279,9 +276,9 @@ func instrumentCode(body, check []byte, m *module) ([]byte, int, error) {
 	return out, loops, nil
 }
 
-// instrumentBody inserts check after every loop's block type and, when the
-// module's stack pointer is guarded, the guard after every write of it,
-// through one more local (an i32 after the others).
+// instrumentBody inserts check after every loop's block type, and the
+// stack guard after every write of the stack pointer, through one more local
+// (an i32 after the others).
 func instrumentBody(fn, check []byte, m *module, params int) ([]byte, int, error) {
 	r := &reader{b: fn}
 	entries := r.u32()
@@ -298,14 +295,11 @@ func instrumentBody(fn, check []byte, m *module, params int) ([]byte, int, error
 		return nil, 0, fmt.Errorf("%d locals", locals)
 	}
 	tmp := uleb(uint32(locals))
-	var guard []byte
-	if m.sp >= 0 {
-		guard = append([]byte{0x22}, tmp...)                       // local.tee $tmp
-		guard = append(append(guard, 0x24), uleb(uint32(m.sp))...) // global.set $sp
-		guard = append(append(guard, 0x20), tmp...)                // local.get $tmp
-		guard = append(append(guard, 0x41), sleb(m.guard)...)      // i32.const guard
-		guard = append(guard, 0x49, 0x04, 0x40, 0x00, 0x0b)        // i32.lt_u; if; unreachable; end
-	}
+	guard := append([]byte{0x22}, tmp...)                 // local.tee $tmp
+	guard = append(guard, 0x24, 0x00, 0x20)               // global.set $sp (global 0); local.get
+	guard = append(guard, tmp...)                         //   $tmp
+	guard = append(append(guard, 0x41), sleb(m.guard)...) // i32.const guard
+	guard = append(guard, 0x49, 0x04, 0x40, 0x00, 0x0b)   // i32.lt_u; if; unreachable; end
 	out := make([]byte, 0, len(fn)+len(fn)/8)
 	out = append(out, uleb(entries+1)...)
 	out = append(out, fn[first:r.off]...)
@@ -322,7 +316,7 @@ func instrumentBody(fn, check []byte, m *module, params int) ([]byte, int, error
 			out = append(append(out, fn[copied:r.off]...), check...)
 			copied = r.off
 			loops++
-		case op == 0x24 && guard != nil && globalIndex(fn[start+1:r.off]) == m.sp: // global.set $sp
+		case op == 0x24 && globalIndex(fn[start+1:r.off]) == 0: // global.set $sp
 			out = append(append(out, fn[copied:start]...), guard...)
 			copied = r.off
 		}
