@@ -63,6 +63,7 @@ type Hub struct {
 	catalogGen atomic.Uint64
 	nscache    nsCache        // the set runs see, kept for the next start (nscache.go)
 	preparing  sync.WaitGroup // Prepare's goroutines, waited for by Close
+	settingsMu sync.Mutex     // UpdateSettings, one at a time
 }
 
 // New returns a hub over st. Close it to reap upstream processes; it also

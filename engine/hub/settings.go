@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/run"
@@ -92,10 +91,6 @@ func (h *Hub) Settings() (Settings, error) {
 	return s, nil
 }
 
-// settingsMu makes this process's UpdateSettings one at a time (the file
-// lock orders them with other processes').
-var settingsMu sync.Mutex
-
 // UpdateSettings changes the person's settings: edit changes what is stored
 // now, under a lock, so that two changes at once (two fields typed in a row
 // on the Settings screen, or two processes) both land. An error from edit
@@ -105,8 +100,8 @@ func (h *Hub) UpdateSettings(edit func(*Settings) error) error {
 	if err != nil {
 		return fmt.Errorf("writing the settings: %w", err)
 	}
-	settingsMu.Lock()
-	defer settingsMu.Unlock()
+	h.settingsMu.Lock() // the file lock orders this process with others
+	defer h.settingsMu.Unlock()
 	l := flock.New(p+".lock", flock.SetPermissions(0o600))
 	if err := l.Lock(); err != nil {
 		return fmt.Errorf("locking the settings: %w", err)
