@@ -18,14 +18,7 @@ import (
 func TestSearchNamesConnections(t *testing.T) {
 	f := newFixture(t) // leaky, with its default connection
 	ctx := context.Background()
-	search := func() string {
-		t.Helper()
-		res, err := f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Text()
-	}
+	search := func() string { return f.search(t, ctx, "leak the token") }
 	if got := search(); !strings.HasPrefix(got, "leaky\n") || strings.Contains(got, "connections") {
 		t.Errorf("one connection: the header is not the bare namespace:\n%s", got)
 	}
@@ -62,14 +55,7 @@ func TestSearchSeesConnectionsStoredElsewhere(t *testing.T) {
 			if watchFirst {
 				watch()
 			}
-			search := func() string {
-				t.Helper()
-				res, err := f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res.Text()
-			}
+			search := func() string { return f.search(t, ctx, "leak the token") }
 			search() // the catalog is built before the other hub writes
 
 			other := hub.New(f.st, hub.Options{Secrets: secret.NewMemory(nil)})
@@ -90,4 +76,14 @@ func TestSearchSeesConnectionsStoredElsewhere(t *testing.T) {
 			t.Errorf("a connection stored by another hub did not show in search in time:\n%s", got)
 		})
 	}
+}
+
+// search is the text of the hub's search for text.
+func (f *fixture) search(t *testing.T, ctx context.Context, text string) string {
+	t.Helper()
+	res, err := f.h.Search(ctx, hub.SearchQuery{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Text()
 }

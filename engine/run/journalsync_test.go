@@ -114,16 +114,10 @@ func (l *opLog) Sync() error {
 // that pauses syncs its journal before its record says it waits, so a
 // resume replays every read the code saw.
 func TestReadOutcomesSyncedBeforeAPauseIsRecorded(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "hub")
-	fs, _, err := store.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &opStore{Store: fs}
-	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	st := &opStore{Store: fileStore(t)}
+	h := upHub(t, st, map[string]string{"SCRIPTED_TOOLS": "4"})
 	t.Cleanup(h.Close)
 	ctx := context.Background()
-	acceptUp(t, h, map[string]string{"SCRIPTED_TOOLS": "4"})
 
 	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); await up.record({item: a}); return a`)
 	if err != nil || env.Status != "awaiting_approval" {
@@ -157,16 +151,10 @@ func TestReadOutcomesSyncedBeforeAPauseIsRecorded(t *testing.T) {
 // calls records its end without waiting for the journal's fdatasync, which
 // follows on its own (a finished run is not replayed).
 func TestFinishedRunSyncsItsReadsAfterwards(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "hub")
-	fs, _, err := store.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &opStore{Store: fs}
-	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	st := &opStore{Store: fileStore(t)}
+	h := upHub(t, st, nil)
 	t.Cleanup(h.Close)
 	ctx := context.Background()
-	acceptUp(t, h, nil)
 	env, err := h.Execute(ctx, `const a = await up.echo({message: "one"}); const b = await up.echo({message: "two"}); return [a, b]`)
 	if err != nil || env.Status != "completed" {
 		t.Fatalf("%v %+v", err, env)
@@ -229,14 +217,10 @@ func (s *gateStore) Update(ctx context.Context, kind store.Kind, id string, fn f
 func TestEndedRunRecordedAfterItsEnvelope(t *testing.T) {
 	for _, code := range []string{`return 1`, `return await up.echo({message: "one"})`} {
 		t.Run(code, func(t *testing.T) {
-			fs, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			fs := fileStore(t)
 			st := &gateStore{Store: fs, open: make(chan struct{})}
-			h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+			h := upHub(t, st, nil) // closed by the test
 			ctx := context.Background()
-			acceptUp(t, h, nil)
 			env, err := h.Execute(ctx, code) // returns while its record waits at the gate
 			if err != nil || env.Status != "completed" {
 				t.Fatalf("%v %+v", err, env)
@@ -272,10 +256,21 @@ func TestEndedRunRecordedAfterItsEnvelope(t *testing.T) {
 	}
 }
 
-// acceptUp adds the scripted upstream as "up" (env: its environment) and
-// accepts its tools.
-func acceptUp(t *testing.T, h *hub.Hub, env map[string]string) {
+// fileStore is a new file store.
+func fileStore(t *testing.T) *store.File {
 	t.Helper()
+	fs, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// upHub is a hub over st with the scripted upstream added as "up" (env: its
+// environment) and its tools accepted; the caller closes it.
+func upHub(t *testing.T, st store.Store, env map[string]string) *hub.Hub {
+	t.Helper()
+	h := hub.New(st, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	ctx := context.Background()
 	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "up", Command: testenv.Scripted(t), Env: env})
 	if err != nil {
@@ -291,4 +286,5 @@ func acceptUp(t *testing.T, h *hub.Hub, env map[string]string) {
 	if err := h.AcceptReview(ctx, r, nil, "test"); err != nil {
 		t.Fatal(err)
 	}
+	return h
 }
