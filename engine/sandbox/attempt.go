@@ -124,7 +124,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	}
 	a.v = v
 	v.att = a
-	defer closeRuntime(v.rt)
+	defer v.close()
 
 	a.parent = ctx
 	stopOnCancel := context.AfterFunc(ctx, func() { v.ks.trip(context.Cause(ctx)) })

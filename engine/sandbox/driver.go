@@ -117,6 +117,7 @@ type Driver struct {
 	// which the next runtimes of that set are copied from (snapshot.go).
 	snaps  snapshots
 	copies atomic.Int64 // runtimes made from a snapshot
+	spare  memoryPool   // the memory of closed runtimes, for copies
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -283,7 +284,7 @@ func (d *Driver) Close() error {
 		d.wg.Wait()
 		close(d.ready)
 		for v := range d.ready {
-			closeRuntime(v.rt)
+			v.close()
 		}
 		if rmErr := os.Remove(d.dir); rmErr != nil {
 			err = fmt.Errorf("removing sandbox directory: %w", rmErr)
@@ -354,7 +355,7 @@ func (d *Driver) Expect(nss *Namespaces) {
 				continue
 			}
 			<-d.slots
-			closeRuntime(v.rt)
+			v.close()
 		default:
 			return
 		}
@@ -382,7 +383,7 @@ func (d *Driver) take(nss *Namespaces) (*vm, error) {
 			}
 			if expect := d.expect.Load(); expect == nil || !v.nss.same(expect) {
 				<-d.slots
-				closeRuntime(v.rt)
+				v.close()
 				continue
 			}
 			d.ready <- v // never blocks: its slot was kept
@@ -421,7 +422,7 @@ func (d *Driver) build(nss *Namespaces) (*vm, error) {
 	}
 	s, err := takeSnapshot(v)
 	if err != nil {
-		closeRuntime(v.rt)
+		v.close()
 		return nil, err
 	}
 	d.snaps.put(s)

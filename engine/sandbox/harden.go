@@ -311,12 +311,18 @@ func (k *killSwitch) Cause() error {
 type cappedMemory struct {
 	buf     []byte
 	limit   uint64
-	reserve uint64 // the capacity to allocate at least (a snapshot's size)
+	reserve uint64      // the capacity to allocate at least (a snapshot's size)
+	pool    *memoryPool // where the buffer comes from and goes back to, if anywhere
 	hit     atomic.Bool
 }
 
 func (m *cappedMemory) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	m.buf = make([]byte, 0, min(max(capacity, m.reserve), m.limit))
+	want := min(max(capacity, m.reserve), m.limit)
+	if b := m.pool.take(want); b != nil {
+		m.buf = b
+		return m
+	}
+	m.buf = make([]byte, 0, want)
 	return m
 }
 
@@ -330,11 +336,59 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 		copy(grown, m.buf)
 		m.buf = grown
 	}
+	old := len(m.buf)
 	m.buf = m.buf[:size]
+	clear(m.buf[old:]) // wasm's new pages are zero; a recycled buffer's are not
 	return m.buf
 }
 
 func (m *cappedMemory) Free() { m.buf = nil }
+
+// memoryPool keeps the linear memory of a driver's closed runtimes for its
+// new runtimes to start in: a runtime's memory is 0.5 MB and more, and
+// allocating it anew for every run doubled the garbage the sandbox makes
+// (the collector's work, and memory no cache has seen yet). A buffer is
+// given back only by vm.close, after its module is closed, and nothing of
+// what it held is seen again: wazero asks for every page the module uses
+// through Reallocate, which clears what it adds, and a copied runtime's
+// memory is then overwritten whole by its snapshot. A nil pool keeps
+// nothing.
+type memoryPool struct {
+	mu   sync.Mutex
+	bufs [][]byte
+}
+
+const (
+	spareBuffers   = 4
+	spareMaxBuffer = 8 << 20 // a run that grew its memory past this gives it back to Go
+)
+
+// take returns an empty buffer of capacity at least want, or nil.
+func (p *memoryPool) take(want uint64) []byte {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.bufs {
+		if uint64(cap(b)) >= want {
+			p.bufs = append(p.bufs[:i], p.bufs[i+1:]...)
+			return b[:0]
+		}
+	}
+	return nil
+}
+
+func (p *memoryPool) give(b []byte) {
+	if p == nil || cap(b) == 0 || cap(b) > spareMaxBuffer {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.bufs) < spareBuffers {
+		p.bufs = append(p.bufs, b)
+	}
+}
 
 // field returns a pointer to an unexported field of a qjs.Runtime.
 func field[T any](rt *qjs.Runtime, name string) *T { return fieldOf[T](rt, name) }
@@ -415,6 +469,16 @@ func emptyDir() (string, error) {
 		return "", fmt.Errorf("protecting empty sandbox directory: %w", err)
 	}
 	return dir, nil
+}
+
+// close frees a runtime the sandbox is done with, killed or not, and keeps
+// its memory for a new runtime. Nothing may use the runtime afterwards.
+func (v *vm) close() {
+	buf := v.mem.buf
+	closeRuntime(v.rt)
+	if v.mem.buf == nil { // freed by the module's close: no longer wazero's
+		v.mem.pool.give(buf)
+	}
 }
 
 // closeRuntime frees a runtime, killed or not. qjs's own Close leaks the

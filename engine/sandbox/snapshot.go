@@ -127,7 +127,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("copying a runtime: %w", err)
 	}
-	mem := &cappedMemory{limit: uint64(d.memBytes + memorySlack), reserve: uint64(len(s.mem))}
+	mem := &cappedMemory{limit: uint64(d.memBytes + memorySlack), reserve: uint64(len(s.mem)), pool: &d.spare}
 	ks := &killSwitch{Context: experimental.WithMemoryAllocator(context.Background(), mem), done: make(chan struct{})}
 	name := "qjs-" + strconv.FormatUint(host.next.Add(1), 10)
 	reg := qjs.NewProxyRegistry()

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"github.com/fastschema/qjs"
+	"github.com/tetratelabs/wazero/api"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +126,64 @@ func TestInterruptFlag(t *testing.T) {
 	}
 	if out, _ := run(t, `return 2`); string(out.Result) != "2" {
 		t.Fatalf("the run after: %s %+v", out.Result, out.Error)
+	}
+}
+
+// A copied runtime may start in the memory of a closed one (memoryPool),
+// and sees nothing of it: the snapshot overwrites what the module starts
+// with, and every page it grows is cleared, though the buffer behind it
+// still holds the last run's data.
+func TestRecycledMemoryHoldsNothingOfTheLastRun(t *testing.T) {
+	// Warm 1: New's runtime stays ready, so no warmer builds (and takes
+	// from the pool) while this test runs.
+	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := d.snaps.get(emptyNamespaces)
+	if s == nil {
+		t.Fatal("no snapshot of the empty namespace set")
+	}
+	const marker = "q7Zx-left-by-the-last-run"
+	last, err := d.fromSnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := last.rt.Eval("last.js", qjs.Code(`globalThis.kept = "`+marker+`".repeat(120000); kept.length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Free()
+	last.close()
+
+	v, err := d.fromSnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	buf := v.mem.buf
+	if cap(buf) < 2*len(s.mem) {
+		t.Fatalf("the copy's memory has capacity %d: not the 3 MB the last runtime grew to (it was not recycled)", cap(buf))
+	}
+	if !bytes.Contains(buf[len(buf):cap(buf)], []byte(marker)) {
+		t.Fatal("the recycled buffer does not hold the last runtime's string beyond the copy's memory: this test shows nothing")
+	}
+	if bytes.Contains(buf, []byte(marker)) {
+		t.Fatal("the copy's memory holds the last runtime's string")
+	}
+	m := *fieldOf[api.Memory](v.rt.Mem(), "mem")
+	if _, ok := m.Grow(uint32((cap(buf) - len(buf)) / 65536)); !ok {
+		t.Fatal("growing the copy's memory failed")
+	}
+	grown, ok := m.Read(0, m.Size())
+	if !ok || len(grown) <= len(buf) {
+		t.Fatalf("reading the grown memory: %d bytes", len(grown))
+	}
+	if bytes.Contains(grown, []byte(marker)) {
+		t.Fatal("memory the copy grew into holds the last runtime's string")
+	}
+	if !bytes.Equal(grown[:len(s.mem)], s.mem) {
+		t.Error("the copy's memory is not its snapshot")
 	}
 }
