@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -159,19 +160,38 @@ func (h *Hub) Sources(ctx context.Context) ([]SourceRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing sources: %w", err)
 	}
-	out := make([]SourceRecord, 0, len(ids))
-	for _, id := range ids {
-		src, err := store.Get[model.Source](ctx, h.store, store.Sources, id)
+	// Read on every CPU: a large hub's manifests are tens of MB of JSON.
+	out := make([]SourceRecord, len(ids))
+	errs := make([]error, len(ids))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ids)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(ids); i = int(next.Add(1)) - 1 {
+				out[i], errs[i] = h.sourceRecord(ctx, ids[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("listing sources: %w", err)
 		}
-		m, err := h.Manifest(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("listing sources: %w", err)
-		}
-		out = append(out, SourceRecord{Source: *src, Manifest: m})
 	}
 	return out, nil
+}
+
+// sourceRecord reads one source and its manifest.
+func (h *Hub) sourceRecord(ctx context.Context, id string) (SourceRecord, error) {
+	src, err := store.Get[model.Source](ctx, h.store, store.Sources, id)
+	if err != nil {
+		return SourceRecord{}, err
+	}
+	m, err := h.Manifest(ctx, id)
+	if err != nil {
+		return SourceRecord{}, err
+	}
+	return SourceRecord{Source: *src, Manifest: m}, nil
 }
 
 // Tools returns every cached tool of every source, by address.
