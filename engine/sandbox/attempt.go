@@ -32,6 +32,9 @@ type attempt struct {
 	v   *vm
 	d   *Driver
 	cpu bool // holding a compute turn
+	// trapped: a call into the guest ended in a panic (a trap, the
+	// interrupt), so its runtime may be mid-call: it is closed, not reset.
+	trapped bool
 
 	parent   context.Context // the caller's ctx
 	callCtx  context.Context // handed to Host.CallTool
@@ -124,12 +127,15 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	}
 	a.v = v
 	v.att = a
-	defer v.close()
+	defer func() { d.release(v, !a.trapped) }()
 
 	a.parent = ctx
-	stopOnCancel := context.AfterFunc(ctx, func() { v.ks.trip(context.Cause(ctx)) })
+	// This run's kill switch: a runtime reset for another run gets a new
+	// one, which a late timer of this run must not trip.
+	ks := v.ks
+	stopOnCancel := context.AfterFunc(ctx, func() { ks.trip(context.Cause(ctx)) })
 	defer stopOnCancel()
-	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { v.ks.trip(errWallTimeout) })
+	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { ks.trip(errWallTimeout) })
 	defer wall.Stop()
 	a.callCtx, a.stopCall = context.WithCancel(ctx)
 	defer func() {
@@ -319,6 +325,7 @@ func (a *attempt) enter(f func() error) (e *Error) {
 	defer func() {
 		a.compute += w.stop()
 		if r := recover(); r != nil {
+			a.trapped = true
 			e = classifyTrap(a.v.ks.Cause(), r, a.v.mem)
 		}
 	}()

@@ -145,6 +145,11 @@ var qjsConfig wazero.RuntimeConfig
 //go:linkname qjsHash github.com/fastschema/qjs.cachedBytesHash
 var qjsHash uint64
 
+// qjsFixed is set (under qjsMutex) when the compiled QuickJS keeps all of a
+// runtime's state in its linear memory (instrumented.fixed): its runtimes
+// may then be reset to their snapshot and serve another run.
+var qjsFixed bool
+
 //go:linkname qjsMutex github.com/fastschema/qjs.compilationMutex
 var qjsMutex sync.Mutex
 
@@ -203,7 +208,8 @@ func compileModule(dir string, memoryBytes int, cacheDir string) error {
 // machine code (150,000 reads of 8 bytes each when loaded from the cache).
 func compileWith(cacheDir string) error {
 	ctx := context.Background()
-	wasm, err := instrumentedQuickJS()
+	q, err := instrumentedQuickJS()
+	wasm := q.wasm
 	if err != nil {
 		// Slower but as safe: wazero checks for termination at every loop
 		// header by calling out to Go, and each call into the module starts a
@@ -229,6 +235,7 @@ func compileWith(cacheDir string) error {
 	qjsMutex.Lock()
 	defer qjsMutex.Unlock()
 	qjsCompiled, qjsConfig, qjsHash = cm, cfg, markerHash()
+	qjsFixed = q.fixed
 	return nil
 }
 

@@ -85,8 +85,24 @@ const (
 // header. Custom sections other than "name" are dropped (DWARF would describe
 // the old code offsets).
 func instrument(wasm []byte) ([]byte, error) {
+	q, err := instrumentModule(wasm)
+	return q.wasm, err
+}
+
+// instrumented is QuickJS as the sandbox runs it.
+type instrumented struct {
+	wasm []byte
+	// fixed: the module's only state outside its linear memory is the
+	// stack pointer (its one defined global, back at its initial value
+	// whenever no call is in progress), the countdown (which the guest
+	// cannot observe) and tables no instruction changes. A runtime of it is
+	// then all in its memory, and can be reset (Driver.reset).
+	fixed bool
+}
+
+func instrumentModule(wasm []byte) (instrumented, error) {
 	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
-		return nil, errors.New("instrumenting QuickJS: not a wasm module")
+		return instrumented{}, errors.New("instrumenting QuickJS: not a wasm module")
 	}
 	type section struct {
 		id   byte
@@ -99,7 +115,7 @@ func instrument(wasm []byte) ([]byte, error) {
 		size := r.u32()
 		body := r.take(int(size))
 		if r.err != nil {
-			return nil, fmt.Errorf("instrumenting QuickJS: reading section %d: %w", id, r.err)
+			return instrumented{}, fmt.Errorf("instrumenting QuickJS: reading section %d: %w", id, r.err)
 		}
 		secs = append(secs, section{id, body})
 	}
@@ -130,16 +146,16 @@ func instrument(wasm []byte) ([]byte, error) {
 			m.dataEnd, err = dataEnd(s.body)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
+			return instrumented{}, fmt.Errorf("instrumenting QuickJS: %w", err)
 		}
 	}
 	if !haveGlobals || im.proxy < 0 {
-		return nil, errors.New("instrumenting QuickJS: the module has no global section or does not import env.jsFunctionProxy")
+		return instrumented{}, errors.New("instrumenting QuickJS: the module has no global section or does not import env.jsFunctionProxy")
 	}
 	// The stack pointer is wasm-ld's global 0 (nothing imported before it):
 	// mutable, and starting above the static data.
 	if im.globals != 0 || m.dataEnd == 0 || m.spInit <= m.dataEnd+2*stackMargin || m.spInit >= 1<<30 {
-		return nil, errors.New("instrumenting QuickJS: no stack pointer above the static data (wasm-ld's layout)")
+		return instrumented{}, errors.New("instrumenting QuickJS: no stack pointer above the static data (wasm-ld's layout)")
 	}
 	m.guard = int32(m.dataEnd + stackMargin)
 	n := uleb(uint32(im.globals + defined))
@@ -173,7 +189,7 @@ func instrument(wasm []byte) ([]byte, error) {
 			var k int
 			var err error
 			if body, k, err = instrumentCode(body, check, &m); err != nil {
-				return nil, fmt.Errorf("instrumenting QuickJS: %w", err)
+				return instrumented{}, fmt.Errorf("instrumenting QuickJS: %w", err)
 			}
 			loops += k
 		}
@@ -182,9 +198,9 @@ func instrument(wasm []byte) ([]byte, error) {
 		out = append(out, body...)
 	}
 	if loops == 0 {
-		return nil, errors.New("instrumenting QuickJS: no loop found")
+		return instrumented{}, errors.New("instrumenting QuickJS: no loop found")
 	}
-	return out, nil
+	return instrumented{wasm: out, fixed: defined == 1 && m.tableWrites == 0}, nil
 }
 
 // appendVec adds one already-encoded entry to a section that is a vector.
@@ -241,6 +257,9 @@ type module struct {
 	spInit  int64 // the first defined global's initial value
 	dataEnd int64 // the end of the static data
 	guard   int32 // the lowest stack pointer allowed
+	// tableWrites counts the instructions that change a table (table.set,
+	// table.init, elem.drop, table.copy, table.grow, table.fill).
+	tableWrites int
 }
 
 // instrumentCode rewrites every function body (see instrumentBody).
@@ -319,6 +338,12 @@ func instrumentBody(fn, check []byte, m *module, params int) ([]byte, int, error
 		case op == 0x24 && globalIndex(fn[start+1:r.off]) == 0: // global.set $sp
 			out = append(append(out, fn[copied:start]...), guard...)
 			copied = r.off
+		case op == 0x26:
+			m.tableWrites++
+		case op == 0xfc:
+			if sub := globalIndex(fn[start+1 : r.off]); sub >= 12 && sub <= 17 && sub != 16 {
+				m.tableWrites++
+			}
 		}
 	}
 	return append(out, fn[copied:]...), loops, r.err
@@ -608,4 +633,4 @@ var ticks atomic.Uint64
 var errInterrupted = errors.New("the sandbox stopped the guest")
 
 // instrumentedQuickJS is qjs's QuickJS, instrumented once per process.
-var instrumentedQuickJS = sync.OnceValues(func() ([]byte, error) { return instrument(qjsWasm) })
+var instrumentedQuickJS = sync.OnceValues(func() (instrumented, error) { return instrumentModule(qjsWasm) })

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -40,7 +41,13 @@ import (
 // Why no state leaks between runs: a copy starts from the template's memory
 // as it was before any run (the snapshot is never written to; the template
 // runtime itself serves one run after the snapshot was taken, like any
-// other), in a new module instance whose memory is a new buffer.
+// other), in a new module instance. A copy whose run ended cleanly is reset
+// for another run (Driver.reset): the whole of its memory is overwritten by
+// the snapshot again, which is all of its state since the module is fixed
+// (instrumented.fixed: one mutable global, the stack pointer, at rest
+// between calls; the countdown; no instruction that changes a table). A
+// runtime stopped by a limit or a trap, one whose memory grew, and one whose
+// Go side differs from the snapshot's are closed instead.
 type snapshot struct {
 	nss  *Namespaces
 	mem  []byte // linear memory at rest, after newVM
@@ -183,7 +190,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	cacheFunctions(rt)
 	(*field[api.Module](rt, "module")).(*cachedModule).warmFunctions()
 
-	v = &vm{rt: rt, nss: s.nss, mem: mem, ks: ks}
+	v = &vm{rt: rt, nss: s.nss, snap: s, mem: mem, ks: ks}
 	if id := reg.Register(qjs.Function(v.host)); id != s.ids[0] {
 		return nil, fmt.Errorf("copying a runtime: the host function registered as %d, want %d", id, s.ids[0])
 	}
@@ -194,6 +201,38 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	val := func(raw uint64) *qjs.Value { return c.NewValue(qjs.NewHandle(rt, raw)) }
 	v.start, v.deliver, v.undefined = val(s.vals[0]), val(s.vals[1]), val(s.vals[2])
 	return v, nil
+}
+
+// reset makes v, a copy of s whose run ended without a trap, a copy of s
+// again: its memory is overwritten whole by the snapshot, and it gets a new
+// kill switch. The module keeps no other state (instrumented.fixed): its
+// stack pointer is back at its initial value, as after every call that
+// returned, and its tables are never changed. What could differ on the Go
+// side is refused: a runtime whose memory grew (it cannot shrink), one that
+// hit its memory cap, one with more Go functions registered than the
+// snapshot's two, one that holds a handle on the global object.
+func (d *Driver) reset(v *vm) error {
+	s := v.snap
+	m := *fieldOf[api.Memory](v.rt.Mem(), "mem")
+	switch {
+	case m.Size() != uint32(len(s.mem)):
+		return fmt.Errorf("resetting a runtime: its memory grew to %d bytes", m.Size())
+	case v.mem.hit.Load():
+		return errors.New("resetting a runtime: it reached its memory cap")
+	case (*field[*qjs.ProxyRegistry](v.rt, "registry")).Len() != 2:
+		return errors.New("resetting a runtime: Go functions were registered in it")
+	case *fieldOf[*qjs.Value](v.rt.Context(), "global") != nil:
+		return errors.New("resetting a runtime: it holds a handle on the global object")
+	}
+	if !m.Write(0, s.mem) {
+		return errors.New("resetting a runtime: writing its memory")
+	}
+	ks := &killSwitch{Context: v.ks.Context, done: make(chan struct{})}
+	v.rt.Context().Context = ks
+	field[qjs.Option](v.rt, "option").Context = ks
+	v.ks, v.att = ks, nil
+	d.reuses.Add(1)
+	return nil
 }
 
 // snapshots keeps the snapshots of the last few namespace sets.

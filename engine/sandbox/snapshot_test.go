@@ -53,9 +53,10 @@ return { r, uuid: crypto.randomUUID(), now: Date.now(), evalBlocked, std: typeof
 		}
 	}
 	// The warmer may build one runtime the long way beside the first run
-	// (neither finds the snapshot yet); every other run gets a copy.
-	if n := d.copies.Load(); n < 4 {
-		t.Errorf("%d runtimes were copied from a snapshot, want at least 4 of the 5 runs after the first", n)
+	// (neither finds the snapshot yet); every other run gets a copy, or a
+	// copy reset after its run (Driver.reset).
+	if n := d.copies.Load() + d.reuses.Load(); n < 4 {
+		t.Errorf("%d runtimes were copied from a snapshot or reset to it, want at least 4 of the 5 runs after the first", n)
 	}
 	if want := `"evalBlocked":true,"std":"undefined","os":"undefined","frozen":true`; !strings.Contains(first.Result, want) {
 		t.Errorf("result %s, want it to contain %s", first.Result, want)
@@ -185,5 +186,90 @@ func TestRecycledMemoryHoldsNothingOfTheLastRun(t *testing.T) {
 	}
 	if !bytes.Equal(grown[:len(s.mem)], s.mem) {
 		t.Error("the copy's memory is not its snapshot")
+	}
+}
+
+// A copy reset after its run (Driver.reset) is its snapshot's runtime
+// again: its memory is the snapshot's byte for byte, and nothing the last
+// code did to globals, prototypes or the seeded randomness shows. Only a
+// run that ended cleanly gives its runtime back to be reset.
+func TestResetRuntimeSeesNothingOfTheLastRun(t *testing.T) {
+	// Warm 1: New's runtime stays ready, so no warmer takes from d.used
+	// while this test runs.
+	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.reuse {
+		t.Fatal("the compiled QuickJS is not fixed (instrumented.fixed): runtimes are never reset")
+	}
+	s := d.snaps.get(emptyNamespaces)
+	if s == nil {
+		t.Fatal("no snapshot of the empty namespace set")
+	}
+	eval := func(v *vm, js string) string {
+		t.Helper()
+		res, err := v.rt.Eval("test.js", qjs.Code(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Free()
+		return res.String()
+	}
+	const look = `[typeof leak, ({}).polluted, Array.prototype.extra, Math.random(), Date.now(), typeof hub, Object.isFrozen(hub)].join()`
+	fresh, err := d.fromSnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := eval(fresh, look)
+	fresh.close()
+
+	v, err := d.fromSnapshot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	if got := eval(v, `globalThis.leak = "secret-left-behind"; Object.prototype.polluted = 1; Array.prototype.extra = 2;
+for (let i = 0; i < 100; i++) Math.random(); "dirty"`); got != "dirty" {
+		t.Fatal(got)
+	}
+	if got := eval(v, look); got == want {
+		t.Fatalf("the dirty code changed nothing (%s): this test shows nothing", got)
+	}
+	if err := d.reset(v); err != nil {
+		t.Fatal(err)
+	}
+	m := *fieldOf[api.Memory](v.rt.Mem(), "mem")
+	if mem, ok := m.Read(0, m.Size()); !ok || !bytes.Equal(mem, s.mem) {
+		t.Fatal("the reset runtime's memory is not its snapshot")
+	}
+	if got := eval(v, look); got != want {
+		t.Fatalf("after a reset: %s, want %s (a fresh copy's)", got, want)
+	}
+
+	// Only a clean end gives a runtime back: a stopped one, a trapped one,
+	// one not copied from a snapshot are closed.
+	for _, c := range []struct {
+		name  string
+		clean bool
+		setup func(*vm)
+		kept  int
+	}{
+		{"stopped", true, func(v *vm) { v.ks.trip(errComputeTimeout) }, 0},
+		{"trapped", false, func(*vm) {}, 0},
+		{"built", true, func(v *vm) { v.snap = nil }, 0},
+		{"clean", true, func(*vm) {}, 1},
+	} {
+		u, err := d.fromSnapshot(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.setup(u)
+		d.release(u, c.clean)
+		if got := len(d.used); got != c.kept {
+			t.Errorf("%s: %d runtimes kept for a reset, want %d", c.name, got, c.kept)
+		}
+		d.closeUsed()
 	}
 }
