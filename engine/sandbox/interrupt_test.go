@@ -17,7 +17,11 @@ import (
 // 4 bytes of static data at 1,024, and it exports "spin", a loop that never
 // ends, and "dive" (the stack pointer lowered by 16,000, into the data) and
 // "step" (lowered by 1,000), each then set back.
-func spinModule() []byte {
+func spinModule() []byte { return spinModuleWith(nil, nil) }
+
+// spinModuleWith is spinModule with more globals (encoded entries) and
+// instructions run before spin's loop.
+func spinModuleWith(globals [][]byte, prefix []byte) []byte {
 	sec := func(id byte, body ...byte) []byte {
 		return append(append([]byte{id}, uleb(uint32(len(body)))...), body...)
 	}
@@ -29,17 +33,50 @@ func spinModule() []byte {
 		return append(append(uleb(uint32(len(b)+1)), b...), 0x0b)
 	}
 	m := []byte("\x00asm\x01\x00\x00\x00")
-	m = append(m, sec(1, 2, 0x60, 4, 0x7f, 0x7e, 0x7f, 0x7f, 1, 0x7e, 0x60, 0, 0)...)                                                                          // types
-	m = append(m, sec(2, append(append([]byte{1, 3}, "env\x0fjsFunctionProxy"...), 0, 0)...)...)                                                               // import
-	m = append(m, sec(3, 3, 1, 1, 1)...)                                                                                                                       // three functions
-	m = append(m, sec(5, 1, 0, 1)...)                                                                                                                          // one page of memory
-	m = append(m, sec(6, append(append([]byte{1, 0x7f, 1, 0x41}, sleb(20000)...), 0x0b)...)...)                                                                // the stack pointer
+	m = append(m, sec(1, 2, 0x60, 4, 0x7f, 0x7e, 0x7f, 0x7f, 1, 0x7e, 0x60, 0, 0)...)            // types
+	m = append(m, sec(2, append(append([]byte{1, 3}, "env\x0fjsFunctionProxy"...), 0, 0)...)...) // import
+	m = append(m, sec(3, 3, 1, 1, 1)...)                                                         // three functions
+	m = append(m, sec(5, 1, 0, 1)...)                                                            // one page of memory
+	gs := append(append([]byte{byte(1 + len(globals)), 0x7f, 1, 0x41}, sleb(20000)...), 0x0b)    // the stack pointer
+	for _, g := range globals {
+		gs = append(gs, g...)
+	}
+	m = append(m, sec(6, gs...)...)
 	m = append(m, sec(7, append(append(append(append(append([]byte{3, 4}, "spin"...), 0, 1, 4), "dive"...), 0, 2, 4), append([]byte("step"), 0, 3)...)...)...) // exports
 	m = append(m, sec(0, append([]byte{5}, ".junk"...)...)...)                                                                                                 // a custom section
-	code := append([]byte{3, 7, 0, 0x03, 0x40, 0x0c, 0, 0x0b, 0x0b}, lower(16000)...)                                                                          // loop br 0 end
+	spin := append(append([]byte{0}, prefix...), 0x03, 0x40, 0x0c, 0, 0x0b, 0x0b)                                                                              // loop br 0 end
+	code := append(append([]byte{3}, uleb(uint32(len(spin)))...), spin...)
+	code = append(code, lower(16000)...)
 	code = append(code, lower(1000)...)
 	m = append(m, sec(10, code...)...)
 	return append(m, sec(11, 1, 0, 0x41, 0x80, 0x08, 0x0b, 4, 1, 2, 3, 4)...) // 4 bytes at 1,024
+}
+
+// A module is fixed (its runtimes may be reset: Driver.reset) when its one
+// global is the stack pointer and no instruction changes a table.
+func TestInstrumentFixed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		wasm  []byte
+		fixed bool
+	}{
+		{"the stack pointer alone", spinModule(), true},
+		{"a second global", spinModuleWith([][]byte{{0x7f, 1, 0x41, 0, 0x0b}}, nil), false},
+		{"table.set", spinModuleWith(nil, []byte{0x41, 0, 0xd0, 0x70, 0x26, 0}), false},
+		{"table.grow", spinModuleWith(nil, []byte{0xd0, 0x70, 0x41, 1, 0xfc, 15, 0, 0x1a}), false},
+		{"table.size (reads)", spinModuleWith(nil, []byte{0xfc, 16, 0, 0x1a}), true},
+	} {
+		q, err := instrumentModule(c.wasm)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if q.fixed != c.fixed {
+			t.Errorf("%s: fixed %v, want %v", c.name, q.fixed, c.fixed)
+		}
+	}
+	if q, err := instrumentedQuickJS(); err != nil || !q.fixed {
+		t.Errorf("QuickJS: fixed %v (%v), want true", q.fixed, err)
+	}
 }
 
 // The stack guard: lowering the stack pointer into the static data traps;
