@@ -426,10 +426,11 @@ func (d *Driver) next(nss *Namespaces) (*vm, error) {
 }
 
 // release ends a run's use of v. A copy that was neither stopped nor left
-// by a trap goes to d.used, to be reset for another run; any other runtime
-// is closed.
+// by a trap, and whose memory did not grow, goes to d.used, to be reset for
+// another run; any other runtime is closed (a grown one at once: its memory
+// may be tens of MB).
 func (d *Driver) release(v *vm, clean bool) {
-	if clean && d.reuse && v.snap != nil && !v.ks.tripped.Load() {
+	if clean && d.reuse && v.snap != nil && !v.ks.tripped.Load() && !v.mem.hit.Load() && len(v.mem.buf) == len(v.snap.mem) {
 		select {
 		case <-d.stop:
 		case d.used <- v:

@@ -367,7 +367,7 @@ type memoryPool struct {
 
 const (
 	spareBuffers   = 4
-	spareMaxBuffer = 8 << 20 // a run that grew its memory past this gives it back to Go
+	spareMaxBuffer = 2 << 20 // a run that grew its memory past this gives it back to Go
 )
 
 // take returns an empty buffer of capacity at least want, or nil.
