@@ -21,6 +21,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
+	"golang.org/x/sync/errgroup"
 )
 
 // Options configure a Hub. The zero value is useful.
@@ -161,18 +162,18 @@ func (h *Hub) Sources(ctx context.Context) ([]SourceRecord, error) {
 		return nil, fmt.Errorf("listing sources: %w", err)
 	}
 	// Read on every CPU: a large hub's manifests are tens of MB of JSON.
+	// The first error in the sources' order is reported, every time.
 	out := make([]SourceRecord, len(ids))
 	errs := make([]error, len(ids))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ids)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(ids); i = int(next.Add(1)) - 1 {
-				out[i], errs[i] = h.sourceRecord(ctx, ids[i])
-			}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, id := range ids {
+		g.Go(func() error {
+			out[i], errs[i] = h.sourceRecord(ctx, id)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("listing sources: %w", err)

@@ -1,6 +1,7 @@
 // Package sandbox runs the model's JavaScript in QuickJS compiled to
-// WebAssembly (github.com/fastschema/qjs on wazero), one fresh runtime per
-// attempt, with every tool call going out through one bridge to a Host.
+// WebAssembly (github.com/fastschema/qjs on wazero), one runtime per
+// attempt (fresh, or reset to as it was), with every tool call going out
+// through one bridge to a Host.
 //
 // Usage:
 //
@@ -14,8 +15,9 @@
 // shares the compiled wasm module. A run whose set differs builds its own.
 // Only the first runtime of a namespace set is built from scratch (≈2.5 ms
 // of CPU); the others are copies of its memory in a new module instance
-// (≈0.25 ms; snapshot.go says why a copy is the same runtime and shares
-// nothing with the runs of the others). Run never evaluates code that returns a pending
+// (≈0.25 ms), and a copy whose run ended cleanly is reset to that memory
+// for another run (snapshot.go says why a copy is the same runtime and
+// shares nothing with the runs before it). Run never evaluates code that returns a pending
 // Promise (qjs busy-waits on those): the prelude starts the model's async
 // function, tool calls are queued by the guest and run on goroutines (at most
 // Limits.MaxConcurrent at once), and their results are delivered while the
@@ -425,12 +427,11 @@ func (d *Driver) next(nss *Namespaces) (*vm, error) {
 	}
 }
 
-// release ends a run's use of v. A copy that was neither stopped nor left
-// by a trap, and whose memory did not grow, goes to d.used, to be reset for
-// another run; any other runtime is closed (a grown one at once: its memory
-// may be tens of MB).
+// release ends a run's use of v: to d.used, to be reset for another run,
+// when it may be (resettable); else it is closed at once (a grown runtime's
+// memory may be tens of MB).
 func (d *Driver) release(v *vm, clean bool) {
-	if clean && d.reuse && v.snap != nil && !v.ks.tripped.Load() && !v.mem.hit.Load() && len(v.mem.buf) == len(v.snap.mem) {
+	if clean && d.reuse && v.resettable() == nil {
 		select {
 		case <-d.stop:
 		case d.used <- v:

@@ -16,11 +16,11 @@ package sandbox
 //     Reflect.construct) — the prelude replaces every path with a function
 //     that throws EvalError.
 //  3. MaxExecutionTime does nothing, and QuickJS's interrupt handler is not
-//     exported from the wasm: the driver runs a rewritten QuickJS whose every
-//     loop header checks a flag (interrupt.go), and each runtime runs, for
-//     its whole life, under a killSwitch context that the driver trips when
-//     guest compute time or wall time runs out or the host cancels; tripping
-//     it sets the flag, and the guest traps at its next loop header.
+//     exported from the wasm: the driver runs a rewritten QuickJS whose loop
+//     headers count down to a tick into Go every 1,000 (interrupt.go), and
+//     each run runs under a killSwitch context that the driver trips when
+//     guest compute time or wall time runs out or the host cancels; the
+//     guest traps at its next tick.
 //     MemoryLimit is not cumulative (a loop of small allocations grows linear
 //     memory without bound): linear memory is backed by cappedMemory, which
 //     refuses to grow past the cap, so the guest's allocation fails inside
@@ -31,8 +31,8 @@ package sandbox
 //     static data, overflowed into that data at about 270 JS frames and
 //     corrupted the runtime: the rewritten QuickJS traps when the stack
 //     pointer comes within 4 KB of the data (interrupt.go), at about 220
-//     frames. A runtime is never reused: one fresh runtime per attempt, and
-//     a trap is reported as stack_overflow (classifyTrap).
+//     frames. A runtime that trapped is never reused (Driver.release), and
+//     the trap is reported as stack_overflow (classifyTrap).
 //  5. Runtime.Close leaks the wazero runtime (WASI and host modules) and
 //     panics after a killed run: the driver never calls it; closeRuntime
 //     closes the underlying wazero.Runtime, which frees everything.
@@ -264,9 +264,9 @@ func checkInterrupt(dir string, memoryBytes int) error {
 	}
 }
 
-// killSwitch is the context every call into one runtime runs under.
-// Tripping it makes the guest stop at its next tick (interrupt.go). (A
-// runtime serves one attempt, so the switch is never reset.)
+// killSwitch is the context every call of one run into its runtime runs
+// under. Tripping it makes the guest stop at its next tick (interrupt.go).
+// It is never reset: a runtime reset for another run gets a new one.
 type killSwitch struct {
 	context.Context
 	done    chan struct{}
@@ -352,9 +352,10 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 func (m *cappedMemory) Free() { m.buf = nil }
 
 // memoryPool keeps the linear memory of a driver's closed runtimes for its
-// new runtimes to start in: a runtime's memory is 0.5 MB and more, and
-// allocating it anew for every run doubled the garbage the sandbox makes
-// (the collector's work, and memory no cache has seen yet). A buffer is
+// new copies to start in: a runtime's memory is 0.5 MB and more, and
+// allocating it anew for every copy doubled the garbage the sandbox made
+// before runtimes were reset (the collector's work, and memory no cache has
+// seen yet). A buffer is
 // given back only by vm.close, after its module is closed, and nothing of
 // what it held is seen again: wazero asks for every page the module uses
 // through Reallocate, which clears what it adds, and a copied runtime's

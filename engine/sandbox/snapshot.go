@@ -203,20 +203,22 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 	return v, nil
 }
 
-// reset makes v, a copy of s whose run ended without a trap, a copy of s
-// again: its memory is overwritten whole by the snapshot, and it gets a new
-// kill switch. The module keeps no other state (instrumented.fixed): its
-// stack pointer is back at its initial value, as after every call that
-// returned, and its tables are never changed. What could differ on the Go
-// side is refused: a runtime whose memory grew (it cannot shrink), one that
-// hit its memory cap, one with more Go functions registered than the
-// snapshot's two, one that holds a handle on the global object.
-func (d *Driver) reset(v *vm) error {
-	s := v.snap
-	m := *fieldOf[api.Memory](v.rt.Mem(), "mem")
+// resettable says whether v may be reset to its snapshot for another run
+// (reset). The module keeps no state outside its memory
+// (instrumented.fixed): its stack pointer is back at its initial value, as
+// after every call that returned, and its tables are never changed. Refused:
+// a runtime built by newVM (no snapshot), one stopped (its kill switch
+// tripped: it may be mid-call), one whose memory grew (it cannot shrink) or
+// hit its cap, one with more Go functions registered than the snapshot's
+// two, one that holds a handle on the global object.
+func (v *vm) resettable() error {
 	switch {
-	case m.Size() != uint32(len(s.mem)):
-		return fmt.Errorf("resetting a runtime: its memory grew to %d bytes", m.Size())
+	case v.snap == nil:
+		return errors.New("resetting a runtime: it is not a copy")
+	case v.ks.tripped.Load():
+		return errors.New("resetting a runtime: it was stopped")
+	case len(v.mem.buf) != len(v.snap.mem):
+		return fmt.Errorf("resetting a runtime: its memory grew to %d bytes", len(v.mem.buf))
 	case v.mem.hit.Load():
 		return errors.New("resetting a runtime: it reached its memory cap")
 	case (*field[*qjs.ProxyRegistry](v.rt, "registry")).Len() != 2:
@@ -224,7 +226,15 @@ func (d *Driver) reset(v *vm) error {
 	case *fieldOf[*qjs.Value](v.rt.Context(), "global") != nil:
 		return errors.New("resetting a runtime: it holds a handle on the global object")
 	}
-	if !m.Write(0, s.mem) {
+	return nil
+}
+
+// reset makes v, resettable and idle since, a copy of its snapshot again:
+// its memory is overwritten whole by the snapshot, and it gets a new kill
+// switch.
+func (d *Driver) reset(v *vm) error {
+	m := *fieldOf[api.Memory](v.rt.Mem(), "mem")
+	if !m.Write(0, v.snap.mem) {
 		return errors.New("resetting a runtime: writing its memory")
 	}
 	ks := &killSwitch{Context: v.ks.Context, done: make(chan struct{})}
