@@ -19,6 +19,7 @@
 // Prints one JSON line when ready: {"mcp": URL, "issuer": URL, "admin": URL}.
 // PORT fixes the resource server's port (default: any free one).
 import http from "node:http";
+import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -41,6 +42,13 @@ const liveAccess = new Set();
 const liveRefresh = new Set();
 const stats = { authorizations: 0, codeGrants: 0, refreshGrants: 0, refused: 0, resources: [], scopes: [] };
 
+// Every token is unique, as a real server's are: without a jti, two tokens
+// issued in the same second with the same claims are the same string
+// (RS256 signatures are deterministic), and a token refused before a
+// refresh would read as refused again after it.
+as.service.on("beforeTokenSigning", (token) => {
+  token.payload.jti = randomUUID();
+});
 as.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
   stats.authorizations++;
   stats.resources.push("authorize:" + (req.query.resource || ""));
