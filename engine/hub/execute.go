@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -32,6 +33,7 @@ type runs struct {
 	sbOnce sync.Once
 	driver *sandbox.Driver
 	err    error
+	built  atomic.Pointer[sandbox.Driver] // driver, once built
 
 	// executed is closed when the first execute has ended (Prepare waits
 	// for it before reading the catalog, when runs have kept namespaces).
@@ -128,8 +130,18 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 			return
 		}
 		h.runs.driver = d
+		h.runs.built.Store(d)
 	})
 	return h.runs.driver, h.runs.err
+}
+
+// Anticipate says an execute is on its way (its request arrived and is
+// being decoded): an idle sandbox warms itself up meanwhile
+// (sandbox.Driver.Anticipate). A sandbox not built yet is left alone.
+func (h *Hub) Anticipate() {
+	if d := h.runs.built.Load(); d != nil {
+		d.Anticipate()
+	}
 }
 
 // lazySandbox is the run engine's sandbox, built by its first attempt.

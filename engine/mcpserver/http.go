@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -62,7 +63,7 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			deny(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r.Body = &arrivingBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes), arrived: s.anticipate}
 		if modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return
@@ -157,4 +158,21 @@ func loopbackOrigin(origin string) bool {
 		return false
 	}
 	return loopbackHost(u.Host)
+}
+
+// arrivingBody shows the first bytes read of a request's body to arrived
+// (Server.anticipate), as the SDK starts reading it.
+type arrivingBody struct {
+	io.ReadCloser
+	arrived func([]byte)
+	seen    bool
+}
+
+func (b *arrivingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if !b.seen && n > 0 {
+		b.seen = true
+		b.arrived(p[:n])
+	}
+	return n, err
 }

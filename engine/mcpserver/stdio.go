@@ -28,7 +28,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lineWriter{w: out}
 	pr, pw := io.Pipe()
-	go filterRequests(in, pw, w)
+	go filterRequests(in, pw, w, s.anticipate)
 	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: MaxBodyBytes})
 }
 
@@ -48,9 +48,17 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
+// anticipate tells the hub when a message names execute, before the SDK
+// decodes it: an idle sandbox warms up meanwhile (hub.Anticipate).
+func (s *Server) anticipate(msg []byte) {
+	if bytes.Contains(msg, []byte(`"execute"`)) {
+		s.hub.Anticipate()
+	}
+}
+
 // filterRequests copies well-formed JSON-RPC lines from in to pw and answers
-// the others itself.
-func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer) {
+// the others itself. Each line passed on is shown to arrived first.
+func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer, arrived func([]byte)) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -58,8 +66,11 @@ func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 			if reply := check(t); reply != nil {
 				b, _ := json.Marshal(reply)
 				_, _ = out.Write(append(b, '\n'))
-			} else if _, werr := pw.Write(append(t, '\n')); werr != nil {
-				return
+			} else {
+				arrived(t)
+				if _, werr := pw.Write(append(t, '\n')); werr != nil {
+					return
+				}
 			}
 		}
 		if err != nil {

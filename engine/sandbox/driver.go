@@ -128,9 +128,14 @@ type Driver struct {
 	used   chan *vm
 	reuse  bool
 	reuses atomic.Int64 // runtimes reset for another run
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	// anticipating is set while Anticipate warms a runtime up; warmups
+	// counts the warm-ups made.
+	anticipating atomic.Bool
+	warmups      atomic.Int64
+	stop         chan struct{}
+	stopMu       sync.Mutex // held to close stop, and to add a warm-up to wg
+	wg           sync.WaitGroup
+	once         sync.Once
 }
 
 // New compiles the wasm module (once per process), creates the first runtime
@@ -293,7 +298,9 @@ func (t *turns) release() {
 func (d *Driver) Close() error {
 	var err error
 	d.once.Do(func() {
+		d.stopMu.Lock()
 		close(d.stop)
+		d.stopMu.Unlock()
 		d.wg.Wait()
 		close(d.ready)
 		for v := range d.ready {
