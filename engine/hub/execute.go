@@ -31,9 +31,8 @@ type runs struct {
 	engine *run.Engine
 
 	sbOnce sync.Once
-	driver *sandbox.Driver
+	driver atomic.Pointer[sandbox.Driver] // once built (Anticipate reads it unsynchronized)
 	err    error
-	built  atomic.Pointer[sandbox.Driver] // driver, once built
 
 	// executed is closed when the first execute has ended (Prepare waits
 	// for it before reading the catalog, when runs have kept namespaces).
@@ -129,17 +128,16 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 			h.runs.err = fmt.Errorf("starting the sandbox: %w", err)
 			return
 		}
-		h.runs.driver = d
-		h.runs.built.Store(d)
+		h.runs.driver.Store(d)
 	})
-	return h.runs.driver, h.runs.err
+	return h.runs.driver.Load(), h.runs.err
 }
 
 // Anticipate says an execute is on its way (its request arrived and is
 // being decoded): an idle sandbox warms itself up meanwhile
 // (sandbox.Driver.Anticipate). A sandbox not built yet is left alone.
 func (h *Hub) Anticipate() {
-	if d := h.runs.built.Load(); d != nil {
+	if d := h.runs.driver.Load(); d != nil {
 		d.Anticipate()
 	}
 }

@@ -95,8 +95,8 @@ func (h *Hub) Close() {
 	h.runEngine().Flush() // the records of the runs that just ended
 	h.refreshes.close()
 	h.pool.Close()
-	if h.runs.driver != nil {
-		_ = h.runs.driver.Close()
+	if d := h.runs.driver.Load(); d != nil {
+		_ = d.Close()
 	}
 	if c, ok := h.store.(io.Closer); ok {
 		_ = c.Close()

@@ -24,14 +24,14 @@ func TestListingRunsBuildsNoSandbox(t *testing.T) {
 	if _, err := eng.List(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if h.runs.driver != nil {
+	if h.runs.driver.Load() != nil {
 		t.Fatal("listing runs built the sandbox")
 	}
 	env, err := h.Execute(context.Background(), "return 1 + 1")
 	if err != nil || string(env.Result) != "2" {
 		t.Fatalf("execute: %+v %v", env, err)
 	}
-	if h.runs.driver == nil {
+	if h.runs.driver.Load() == nil {
 		t.Fatal("execute ran without building the sandbox")
 	}
 }
