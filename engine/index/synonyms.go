@@ -6,7 +6,7 @@ package index
 // queries (eval_test.go).
 var synonymGroups = [][]string{
 	{"ticket", "issue", "bug"},
-	{"create", "add", "new", "open", "make"},
+	{"create", "add", "new", "open", "make", "remember"},
 	{"delete", "remove", "erase", "destroy", "trash", "forget", "drop"},
 	{"find", "search", "lookup", "locate"},
 	{"get", "fetch", "retrieve", "read", "show", "view"},
@@ -24,7 +24,7 @@ var synonymGroups = [][]string{
 	{"route", "direction", "directions"},
 	{"error", "exception", "crash", "failure"},
 	{"db", "database"},
-	{"remember", "memory", "knowledge", "observation"},
+	{"remember", "memory", "observation"},
 	{"ci", "build", "pipeline", "workflow"},
 	{"favorite", "star"},
 	{"tag", "label"},
