@@ -12,27 +12,9 @@ import (
 // the runtime it used is reset before it serves a run: the run after a
 // warm-up gives what it gives without one.
 func TestAnticipateWarmsAnIdleDriverAndRunsSeeNothingOfIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds its own driver")
-	}
-	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := resettingDriver(t, 2)
 	defer d.Close()
-	if !d.reuse {
-		t.Fatal("the compiled QuickJS is not fixed (instrumented.fixed): runtimes are never reset, so never warmed up")
-	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(testenv.Timeout(30 * time.Second))
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waitFor := func(what string, ok func() bool) { t.Helper(); waitUntil(t, what, ok) }
 	const look = `return [typeof warm, Object.getOwnPropertyNames(globalThis).length, Math.random(), Date.now(), Object.isFrozen(gh)].join()`
 	runLook := func() string {
 		t.Helper()
@@ -118,20 +100,9 @@ func (h *startedHost) CallTool(ctx context.Context, c Call) CallResult {
 // Runs that start while a warm-up goes on, and a Close in the middle of
 // one, lose nothing and panic nowhere (run with -race).
 func TestAnticipateBesideRunsAndClose(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds its own driver")
-	}
 	for round := range 3 {
-		d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		twoReady := func() {
-			deadline := time.Now().Add(testenv.Timeout(30 * time.Second))
-			for len(d.ready) < 2 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-		}
+		d := resettingDriver(t, 2)
+		twoReady := func() { waitUntil(t, "two ready runtimes", func() bool { return len(d.ready) == 2 }) }
 		for i := range 10 {
 			twoReady()
 			d.ended.Store(time.Now().Add(-time.Second).UnixNano()) // quiet: warm up
@@ -153,5 +124,33 @@ func TestAnticipateBesideRunsAndClose(t *testing.T) {
 		if d.anticipating.Load() {
 			t.Fatal("a warm-up still going on after Close")
 		}
+	}
+}
+
+// resettingDriver is a driver of its own whose runtimes are reset for
+// another run (the compiled QuickJS is fixed), warm of them kept ready.
+func resettingDriver(t *testing.T, warm int) *Driver {
+	t.Helper()
+	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.reuse {
+		d.Close()
+		t.Fatal("the compiled QuickJS is not fixed (instrumented.fixed): runtimes are never reset")
+	}
+	return d
+}
+
+// waitUntil polls ok until it holds, failing the test after a generous
+// timeout.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testenv.Timeout(30 * time.Second))
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

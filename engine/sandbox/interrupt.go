@@ -81,14 +81,6 @@ const (
 	secData     = 11
 )
 
-// instrument returns wasm with the countdown added and checked at every loop
-// header. Custom sections other than "name" are dropped (DWARF would describe
-// the old code offsets).
-func instrument(wasm []byte) ([]byte, error) {
-	q, err := instrumentModule(wasm)
-	return q.wasm, err
-}
-
 // instrumented is QuickJS as the sandbox runs it.
 type instrumented struct {
 	wasm []byte
@@ -100,6 +92,9 @@ type instrumented struct {
 	fixed bool
 }
 
+// instrumentModule returns wasm with the countdown added and checked at
+// every loop header, and whether the result is fixed. Custom sections other
+// than "name" are dropped (DWARF would describe the old code offsets).
 func instrumentModule(wasm []byte) (instrumented, error) {
 	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
 		return instrumented{}, errors.New("instrumenting QuickJS: not a wasm module")

@@ -200,3 +200,9 @@ func FuzzInstrument(f *testing.F) {
 		}
 	})
 }
+
+// instrument is instrumentModule's rewritten wasm alone.
+func instrument(wasm []byte) ([]byte, error) {
+	q, err := instrumentModule(wasm)
+	return q.wasm, err
+}

@@ -196,14 +196,8 @@ func TestRecycledMemoryHoldsNothingOfTheLastRun(t *testing.T) {
 func TestResetRuntimeSeesNothingOfTheLastRun(t *testing.T) {
 	// Warm 1: New's runtime stays ready, so no warmer takes from d.used
 	// while this test runs.
-	d, err := New(Options{MemoryBytes: testMemoryBytes, Warm: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := resettingDriver(t, 1)
 	defer d.Close()
-	if !d.reuse {
-		t.Fatal("the compiled QuickJS is not fixed (instrumented.fixed): runtimes are never reset")
-	}
 	s := d.snaps.get(emptyNamespaces)
 	if s == nil {
 		t.Fatal("no snapshot of the empty namespace set")
