@@ -91,9 +91,9 @@ func TestSpares(t *testing.T) {
 	}
 	wait := testenv.Timeout(5 * time.Second)
 	deadline := time.Now().Add(wait)
-	for spares() < 8 {
+	for spares() < store.SpareCount {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d spares after %v; want 8 made in the background", spares(), wait)
+			t.Fatalf("%d spares after %v; want %d made in the background", spares(), wait, store.SpareCount)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

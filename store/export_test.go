@@ -1,0 +1,4 @@
+package store
+
+// SpareCount is how many spare files a directory keeps ready.
+const SpareCount = spareCount
