@@ -91,8 +91,9 @@ func TestCallEndsWhileSourceAnnouncesListChanges(t *testing.T) {
 }
 
 // TestSignalEndsCommand: a command busy with long work (code looping
-// forever, an upstream call that takes a minute) ends soon after SIGTERM
-// or SIGINT, with 143 or 130, and says why.
+// forever, an upstream call that takes a minute) ends soon after SIGTERM,
+// SIGINT or SIGHUP, with 143, 130 or 129, says why, and leaves nothing in
+// the temporary directory (its sandbox's empty directory is removed).
 func TestSignalEndsCommand(t *testing.T) {
 	e := newCLIEnv(t)
 	calls := filepath.Join(t.TempDir(), "calls.jsonl")
@@ -107,6 +108,7 @@ func TestSignalEndsCommand(t *testing.T) {
 		{"exec looping forever, SIGTERM", []string{"hub", "exec", `await slow.echo({message: "started"}); for (;;) {}`}, syscall.SIGTERM, 143, "cancelled"},
 		{"exec in a long upstream call, SIGTERM", []string{"hub", "exec", `await slow.echo({message: "started"}); await slow.sleep({ms: 600000}); return 1`}, syscall.SIGTERM, 143, "cancelled"},
 		{"call in a long upstream call, SIGINT", []string{"hub", "call", "slow.sleep", `{"ms": 600000}`}, syscall.SIGINT, 130, ""},
+		{"exec in a long upstream call, SIGHUP", []string{"hub", "exec", `await slow.echo({message: "started"}); await slow.sleep({ms: 600000}); return 1`}, syscall.SIGHUP, 129, "cancelled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +116,8 @@ func TestSignalEndsCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := e.command(tt.args...)
+			tmp := t.TempDir() // where the command's sandbox keeps its empty directory
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Start(); err != nil {
@@ -143,11 +147,14 @@ func TestSignalEndsCommand(t *testing.T) {
 			if got := ee.ExitCode(); got != tt.wantCode {
 				t.Errorf("exit code %d after %v, want %d (%v)\nstderr:\n%s", got, tt.sig, tt.wantCode, ee, errb.String())
 			}
-			if !strings.Contains(errb.String(), "stopped by "+map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tt.sig]) {
+			if !strings.Contains(errb.String(), "stopped by "+map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[tt.sig]) {
 				t.Errorf("stderr does not say the signal stopped it:\n%s", errb.String())
 			}
 			if !strings.Contains(out.String(), tt.wantOut) {
 				t.Errorf("stdout does not contain %q:\n%s", tt.wantOut, out.String())
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("the command left %s in its TMPDIR after %v", left[0].Name(), tt.sig)
 			}
 		})
 	}

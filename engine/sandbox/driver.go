@@ -61,7 +61,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -105,7 +104,8 @@ type Driver struct {
 	cpu       *turns        // compute turns: Options.MaxComputing of them
 	computing atomic.Int32  // attempts holding a compute turn now
 	peakCPU   atomic.Int32  // the most that held one at once
-	dir       string
+	root      *guestRoot
+	dir       string // root.dir
 	memBytes  int
 	prelude   []byte // guest.Prelude compiled to QuickJS bytecode once
 	// expect is the namespace set ready runtimes are built with: the last
@@ -153,25 +153,26 @@ func New(opts Options) (*Driver, error) {
 	if opts.MaxComputing <= 0 {
 		opts.MaxComputing = runtime.GOMAXPROCS(0) + 1
 	}
-	dir, err := emptyDir()
+	root, err := newGuestRoot()
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	dir := root.dir
+	d := &Driver{root: root, dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
 	if err := compileModule(dir, opts.MemoryBytes, opts.CacheDir); err != nil {
-		_ = os.Remove(dir)
+		_ = root.remove()
 		return nil, err
 	}
 	qjsMutex.Lock()
 	d.reuse = qjsFixed
 	qjsMutex.Unlock()
 	if d.prelude, err = compilePrelude(dir, opts.MemoryBytes); err != nil {
-		_ = os.Remove(dir)
+		_ = root.remove()
 		return nil, err
 	}
 	v, err := d.build(nil)
 	if err != nil {
-		_ = os.Remove(dir)
+		_ = root.remove()
 		return nil, err
 	}
 	d.slots <- struct{}{}
@@ -307,9 +308,7 @@ func (d *Driver) Close() error {
 			v.close()
 		}
 		d.closeUsed()
-		if rmErr := os.Remove(d.dir); rmErr != nil {
-			err = fmt.Errorf("removing sandbox directory: %w", rmErr)
-		}
+		err = d.root.remove()
 	})
 	return err
 }

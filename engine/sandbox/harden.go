@@ -6,7 +6,7 @@ package sandbox
 //
 //  1. std, os, bjson, gc, navigator, print, real setTimeout/setInterval are
 //     globals, and qjs mounts its CWD read/write at "/": every runtime gets
-//     an empty directory owned by the driver (emptyDir), the prelude deletes
+//     an empty directory owned by the driver (guestRoot), the prelude deletes
 //     the globals, and dynamic import() — the only way back to qjs:std and
 //     qjs:os, whose std.evalScript is an eval — is lowered by esbuild to a
 //     require() that does not exist and refused before the code runs
@@ -465,18 +465,6 @@ func (f *cachedFunction) Call(ctx context.Context, params ...uint64) ([]uint64, 
 	f.busy = true
 	defer func() { f.busy = false }()
 	return f.Function.Call(ctx, params...)
-}
-
-// emptyDir creates the directory mounted as the guest's filesystem root.
-func emptyDir() (string, error) {
-	dir, err := os.MkdirTemp("", "capabilities-sandbox-")
-	if err != nil {
-		return "", fmt.Errorf("creating empty sandbox directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o500); err != nil {
-		return "", fmt.Errorf("protecting empty sandbox directory: %w", err)
-	}
-	return dir, nil
 }
 
 // close frees a runtime the sandbox is done with, killed or not, and keeps

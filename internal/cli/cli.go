@@ -57,8 +57,11 @@ type env struct {
 type interrupted struct{ sig syscall.Signal }
 
 func (i interrupted) Error() string {
-	if i.sig == syscall.SIGINT {
+	switch i.sig {
+	case syscall.SIGINT:
 		return "stopped by SIGINT"
+	case syscall.SIGHUP:
+		return "stopped by SIGHUP"
 	}
 	return "stopped by SIGTERM"
 }
@@ -66,14 +69,16 @@ func (i interrupted) Error() string {
 // exitCode is the shell's convention for a process ended by the signal.
 func (i interrupted) exitCode() int { return 128 + int(i.sig) }
 
-// windDown is how long a command may take to wind down after SIGINT or
-// SIGTERM before the process exits anyway.
+// windDown is how long a command may take to wind down after SIGINT,
+// SIGTERM or SIGHUP before the process exits anyway.
 const windDown = 2 * time.Second
 
-// Main runs the command line and returns the process exit code. SIGINT or
-// SIGTERM cancels the command's context; the command winds down (its
-// upstreams are reaped) and the exit code is 130 or 143. A second signal,
-// or a command still winding down after windDown, ends the process at once.
+// Main runs the command line and returns the process exit code. SIGINT,
+// SIGTERM or SIGHUP (the terminal it ran in was closed) cancels the
+// command's context; the command winds down (its upstreams are reaped, its
+// sandbox's directory removed) and the exit code is 130, 143 or 129. A
+// second signal, or a command still winding down after windDown, ends the
+// process at once.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -81,6 +86,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer close(returned)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored
+		signal.Notify(sigs, syscall.SIGHUP)
+	}
 	defer signal.Stop(sigs)
 	go func() {
 		select {
