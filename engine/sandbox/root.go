@@ -37,15 +37,11 @@ func newGuestRoot() (*guestRoot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating empty sandbox directory: %w", err)
 	}
+	// Where the filesystem has no flock, the directory stays unlocked, and
+	// sweepers, whose TryLock fails the same way, leave it alone.
 	lock := flock.New(dir, flock.SetFlag(os.O_RDONLY))
-	ok, err := lock.TryLock()
-	if err == nil && !ok {
-		err = fmt.Errorf("locked by another process")
-	}
-	if err == nil {
-		err = os.Chmod(dir, 0o500)
-	}
-	if err != nil {
+	_, _ = lock.TryLock()
+	if err := os.Chmod(dir, 0o500); err != nil {
 		_ = lock.Close()
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("protecting empty sandbox directory %s: %w", dir, err)
