@@ -35,7 +35,7 @@ const rootGrace = time.Minute
 func newGuestRoot() (*guestRoot, error) {
 	dir, err := os.MkdirTemp("", rootPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("creating empty sandbox directory: %w", err)
+		return nil, fmt.Errorf("creating the sandbox's empty directory in %s (set TMPDIR to a writable directory): %w", os.TempDir(), err)
 	}
 	// Where the filesystem has no flock, the directory stays unlocked, and
 	// sweepers, whose TryLock fails the same way, leave it alone.
