@@ -105,7 +105,6 @@ type Driver struct {
 	computing atomic.Int32  // attempts holding a compute turn now
 	peakCPU   atomic.Int32  // the most that held one at once
 	root      *guestRoot
-	dir       string // root.dir
 	memBytes  int
 	prelude   []byte // guest.Prelude compiled to QuickJS bytecode once
 	// expect is the namespace set ready runtimes are built with: the last
@@ -157,16 +156,15 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := root.dir
-	d := &Driver{root: root, dir: dir, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
-	if err := compileModule(dir, opts.MemoryBytes, opts.CacheDir); err != nil {
+	d := &Driver{root: root, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	if err := compileModule(root.dir, opts.MemoryBytes, opts.CacheDir); err != nil {
 		_ = root.remove()
 		return nil, err
 	}
 	qjsMutex.Lock()
 	d.reuse = qjsFixed
 	qjsMutex.Unlock()
-	if d.prelude, err = compilePrelude(dir, opts.MemoryBytes); err != nil {
+	if d.prelude, err = compilePrelude(root.dir, opts.MemoryBytes); err != nil {
 		_ = root.remove()
 		return nil, err
 	}
@@ -507,7 +505,7 @@ func (d *Driver) newVM(nss *Namespaces) (v *vm, err error) {
 	if nss == nil {
 		nss = emptyNamespaces
 	}
-	rt, mem, ks, err := newRuntime(d.dir, d.memBytes)
+	rt, mem, ks, err := newRuntime(d.root.dir, d.memBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -22,9 +22,9 @@ func TestGapStdOsGlobalsImportAndMountedCWD(t *testing.T) {
 			t.Errorf("%s: %+v", js, out)
 		}
 	}
-	entries, err := os.ReadDir(driver(t).dir)
+	entries, err := os.ReadDir(driver(t).root.dir)
 	if err != nil || len(entries) != 0 {
-		t.Errorf("guest filesystem root %s: %v entries, err %v; want empty", driver(t).dir, len(entries), err)
+		t.Errorf("guest filesystem root %s: %v entries, err %v; want empty", driver(t).root.dir, len(entries), err)
 	}
 }
 

@@ -20,10 +20,10 @@ func TestGuestRootLockedWhileTheDriverLives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(d.dir) != os.Getenv("TMPDIR") {
-		t.Errorf("guest root %s is not in TMPDIR", d.dir)
+	if filepath.Dir(d.root.dir) != os.Getenv("TMPDIR") {
+		t.Errorf("guest root %s is not in TMPDIR", d.root.dir)
 	}
-	other := flock.New(d.dir, flock.SetFlag(os.O_RDONLY))
+	other := flock.New(d.root.dir, flock.SetFlag(os.O_RDONLY))
 	if ok, err := other.TryLock(); ok || err != nil {
 		t.Errorf("another holder locked the guest root of a live Driver: %v %v", ok, err)
 	}
@@ -31,7 +31,7 @@ func TestGuestRootLockedWhileTheDriverLives(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(d.dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(d.root.dir); !os.IsNotExist(err) {
 		t.Errorf("guest root after Close: %v", err)
 	}
 }
@@ -49,11 +49,6 @@ func TestSweepRoots(t *testing.T) {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if name == rootPrefix+"not-empty" {
-			if err := os.WriteFile(filepath.Join(p, "x"), nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if err := os.Chtimes(p, mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +58,13 @@ func TestSweepRoots(t *testing.T) {
 	mk(rootPrefix+"killed-2", old)
 	live := mk(rootPrefix+"live", old)
 	mk(rootPrefix+"just-made", now.Add(-time.Second))
-	mk(rootPrefix+"not-empty", old)
+	notEmpty := mk(rootPrefix+"not-empty", old)
+	if err := os.WriteFile(filepath.Join(notEmpty, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(notEmpty, old, old); err != nil { // the write made it new
+		t.Fatal(err)
+	}
 	mk("capabilities-sandbox-12345", old) // an earlier version's: never swept
 	if err := os.WriteFile(filepath.Join(dir, rootPrefix+"a-file"), nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -155,7 +155,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 		WithName(name).
 		WithStartFunctions(s.opt.StartFunctionName).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
-		WithFSConfig(wazero.NewFSConfig().WithDirMount(d.dir, "/")).
+		WithFSConfig(wazero.NewFSConfig().WithDirMount(d.root.dir, "/")).
 		WithStdout(io.Discard).WithStderr(io.Discard))
 	if err != nil {
 		return nil, fmt.Errorf("copying a runtime: instantiating QuickJS: %w", err)
@@ -173,7 +173,7 @@ func (d *Driver) fromSnapshot(s *snapshot) (v *vm, err error) {
 
 	rt := new(qjs.Runtime)
 	opt := s.opt
-	opt.Context, opt.CWD, opt.ProxyFunction = ks, d.dir, nil
+	opt.Context, opt.CWD, opt.ProxyFunction = ks, d.root.dir, nil
 	*field[api.Module](rt, "module") = mod
 	*field[api.Function](rt, "malloc") = mod.ExportedFunction("malloc")
 	*field[api.Function](rt, "free") = mod.ExportedFunction("free")
