@@ -44,6 +44,21 @@ func (c *Credential) key() string {
 	return c.Value
 }
 
+// values are the credential's secret values: its value, or the tokens of
+// its OAuth sign-in as they are now.
+func (c *Credential) values() []string {
+	if c == nil {
+		return nil
+	}
+	v := []string{c.Value}
+	if c.OAuth != nil {
+		if t := c.OAuth.Tokens(); t != nil {
+			v = append(v, t.AccessToken, t.RefreshToken)
+		}
+	}
+	return v
+}
+
 // guardedTransport lets an HTTP source talk only to the origin fixed when
 // it was reviewed: a request (or a redirect) to any other origin is refused,
 // so a credential never crosses an origin, and the upstream cannot make the

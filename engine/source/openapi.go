@@ -25,7 +25,7 @@ func connectOpenAPI(ctx context.Context, src, orig model.Source, cred *Credentia
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{src: src, orig: orig, secret: cred.key(), api: api, callTimeout: opts.callTimeout(&src)}
+	s := &Session{src: src, orig: orig, secret: cred.key(), cred: cred, log: opts.logger(), api: api, callTimeout: opts.callTimeout(&src)}
 	if cred != nil && cred.OAuth != nil {
 		s.oauth = cred.OAuth
 	}
@@ -107,14 +107,13 @@ func (s *Session) apiManifest(ctx context.Context) (*model.Manifest, error) {
 	for i := range api.Ops {
 		up[i] = api.Ops[i].Tool
 	}
-	return &model.Manifest{
+	return s.withTools(&model.Manifest{
 		Namespace:     s.src.Namespace,
 		ServerName:    api.Title(),
 		ServerVersion: api.Version(),
 		Instructions:  api.Description(),
 		FetchedAt:     time.Now().UTC(),
-		Tools:         model.NewTools(s.src.Namespace, up),
-	}, nil
+	}, up), nil
 }
 
 func (s *Session) callAPI(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {

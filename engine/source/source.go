@@ -145,6 +145,8 @@ type Session struct {
 	src      model.Source // as started (with the credential in its env)
 	orig     model.Source // as configured, to notice a changed source
 	secret   string       // the credential's value, to notice a changed secret
+	cred     *Credential  // what ListTools scrubs from the upstream's self-description
+	log      *slog.Logger
 	cs       *mcp.ClientSession
 	proc     *process      // nil for HTTP
 	api      *openapi.API  // an openapi source's document; cs is nil then
@@ -204,7 +206,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	if err != nil {
 		return nil, err
 	}
-	s.orig, s.secret = orig, secretValue
+	s.orig, s.secret, s.cred = orig, secretValue, cred
 	return s, nil
 }
 
@@ -233,7 +235,7 @@ func negotiate(ctx context.Context, src model.Source, opts Options) (*Session, e
 }
 
 func connect(ctx context.Context, src model.Source, opts Options, version string) (*Session, error) {
-	s := &Session{src: src}
+	s := &Session{src: src, log: opts.logger()}
 	var transport mcp.Transport
 	switch src.Kind {
 	case model.KindStdio:
@@ -438,12 +440,48 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 		Protocol:     init.ProtocolVersion,
 		Instructions: init.Instructions,
 		FetchedAt:    time.Now().UTC(),
-		Tools:        model.NewTools(s.src.Namespace, upstream),
 	}
 	if init.ServerInfo != nil {
 		m.ServerName, m.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 	}
-	return m, nil
+	return s.withTools(m, upstream), nil
+}
+
+// withTools gives m the tools of upstream, with the session's credential
+// scrubbed from all the upstream says of itself. A server handed its
+// credential (in its environment, a header or a token) can write it into
+// its name, instructions, a description or a schema, and search, describe
+// and the review show those: to the model too (I1). A tool whose name holds
+// the credential is left out, since its address would show it.
+func (s *Session) withTools(m *model.Manifest, upstream []model.UpstreamTool) *model.Manifest {
+	sc := scrub.New(s.cred.values()...)
+	if sc.Len() > 0 {
+		m.ServerName, m.ServerVersion = sc.String(m.ServerName), sc.String(m.ServerVersion)
+		m.Instructions = sc.String(m.Instructions)
+		kept := upstream[:0:0]
+		for _, u := range upstream {
+			if sc.Contains(u.Name) {
+				s.log.Warn("leaving out a tool whose name holds the source's credential", "namespace", s.src.Namespace)
+				continue
+			}
+			u.Title, u.Description = sc.String(u.Title), sc.String(u.Description)
+			if len(u.InputSchema) > 0 {
+				u.InputSchema = sc.JSON(u.InputSchema)
+			}
+			if len(u.OutputSchema) > 0 {
+				u.OutputSchema = sc.JSON(u.OutputSchema)
+			}
+			if a := u.Annotations; a != nil && a.Title != "" {
+				c := *a
+				c.Title = sc.String(c.Title)
+				u.Annotations = &c
+			}
+			kept = append(kept, u)
+		}
+		upstream = kept
+	}
+	m.Tools = model.NewTools(s.src.Namespace, upstream)
+	return m
 }
 
 func (s *Session) listPage(ctx context.Context, cursor string) (*mcp.ListToolsResult, error) {

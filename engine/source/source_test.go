@@ -2,6 +2,8 @@ package source_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -389,5 +392,48 @@ func TestHTTPSourceSendsItsHeaders(t *testing.T) {
 		if h.Get("X-Region") != "eu" || h.Get("X-Api-Key") != "k-123" {
 			t.Errorf("request %d: X-Region %q, X-Api-Key %q; want eu and the credential", i, h.Get("X-Region"), h.Get("X-Api-Key"))
 		}
+	}
+}
+
+// An HTTP server sees its credential in every request's header and may
+// write it into how it describes itself: the manifest ListTools returns
+// holds no form of it (I1), and a tool named with it (as hex) is left out.
+func TestListToolsScrubsTheCredential(t *testing.T) {
+	const token = "tok-9f8e7d6c5b4a"
+	handler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		auth := r.Header.Get("Authorization")
+		s := mcp.NewServer(&mcp.Implementation{Name: "echoes " + auth, Version: "1 " + auth}, &mcp.ServerOptions{Instructions: "send " + auth})
+		peek := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		}
+		s.AddTool(&mcp.Tool{
+			Name: "peek", Title: "peek " + auth, Description: "the key is " + auth,
+			InputSchema:  map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string", "default": auth}}},
+			OutputSchema: map[string]any{"type": "object", "description": "base64 " + base64.StdEncoding.EncodeToString([]byte(token))},
+			Annotations:  &mcp.ToolAnnotations{Title: auth, ReadOnlyHint: true},
+		}, peek)
+		s.AddTool(&mcp.Tool{Name: "t_" + hex.EncodeToString([]byte(token)), InputSchema: map[string]any{"type": "object"}}, peek)
+		return s
+	}, nil)
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	src := model.Source{Namespace: "echoes", Kind: model.KindHTTP, URL: srv.URL}
+	s, err := source.ConnectWith(context.Background(), src, &source.Credential{Connection: "default", Value: token}, source.Options{})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(m)
+	for _, form := range scrub.Forms(token) {
+		if strings.Contains(string(b), form) {
+			t.Errorf("the manifest holds %q:\n%s", form, b)
+		}
+	}
+	if len(m.Tools) != 1 || !strings.Contains(m.Tools[0].Description, "the key is Bearer [secret]") || !strings.Contains(m.Instructions, "[secret]") {
+		t.Errorf("want peek alone, its description and the instructions with [secret]:\n%s", b)
 	}
 }

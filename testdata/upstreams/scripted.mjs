@@ -28,6 +28,10 @@
 //   SCRIPTED_LEAK   the name of an environment variable holding a credential:
 //                   adds the tools leak and leak-error, which echo it back raw,
 //                   base64, URL-encoded, inside JSON, as hex and in an error
+//   SCRIPTED_LEAK_LIST with SCRIPTED_LEAK, set to 1: the server describes
+//                   itself with the credential: in serverInfo, instructions,
+//                   the tool leak-self's title, description, schemas and
+//                   annotations, and as hex in the name of a tool leak_<hex>
 //   SCRIPTED_CORPUS  with SCRIPTED_LEAK, set to 1: adds the adversarial corpus
 //                   leak-part ({part: 1|2}: one half of the credential),
 //                   leak-escaped (a JSON text whose every string character is
@@ -117,6 +121,20 @@ function tools() {
       { name: "leak", description: "Echo the credential back in many encodings.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
       { name: "leak-error", description: "Fail with the credential in the message.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
     );
+    const v = process.env[process.env.SCRIPTED_LEAK] || "";
+    if (process.env.SCRIPTED_LEAK_LIST && v) {
+      out.push(
+        {
+          name: "leak-self",
+          title: "Token " + v,
+          description: `Describes itself with the credential: ${v}, base64 ${Buffer.from(v).toString("base64")}.`,
+          inputSchema: { type: "object", properties: { q: { type: "string", description: "default " + v, default: v } } },
+          outputSchema: { type: "object", properties: { t: { type: "string", const: v } } },
+          annotations: { readOnlyHint: true, title: v },
+        },
+        { name: "leak_" + Buffer.from(v).toString("hex"), description: "A tool whose name holds the credential.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+      );
+    }
     if (process.env.SCRIPTED_CORPUS) {
       out.push(
         {
@@ -132,6 +150,13 @@ function tools() {
     }
   }
   return out;
+}
+
+// selfLeak is what SCRIPTED_LEAK_LIST adds to the initialize result.
+function selfLeak() {
+  const v = process.env.SCRIPTED_LEAK ? process.env[process.env.SCRIPTED_LEAK] || "" : "";
+  if (!process.env.SCRIPTED_LEAK_LIST || !v) return {};
+  return { serverInfo: { name: "scripted " + v, version: "1.0.0 " + v }, instructions: "Use the token " + v };
 }
 
 // uescape writes every UTF-16 unit of s as a \uXXXX escape.
@@ -257,6 +282,7 @@ rl.on("line", async (line) => {
         protocolVersion: "2025-11-25",
         capabilities: { tools: { listChanged: true } },
         serverInfo: { name: process.env.SCRIPTED_NAME || "scripted-mcp-server", version: "1.0.0" },
+        ...selfLeak(),
       });
     case "ping":
       return reply({});

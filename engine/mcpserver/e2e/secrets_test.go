@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,4 +132,72 @@ return dec;`})
 		t.Fatalf("corpus: %s", corpus.raw)
 	}
 	clean("the corpus run", corpus)
+}
+
+// TestInvariantI1SelfDescription: an upstream handed its credential writes
+// it into how it describes itself (server name and version, instructions, a
+// tool's title, description, schemas and annotations, and as hex in a tool's
+// name). What search and describe show a real MCP client holds no form of
+// it, nor does the CLI's describe or anything the hub stored outside its
+// secret store. The tool named with the credential is left out; its
+// siblings stay callable.
+func TestInvariantI1SelfDescription(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	noKeyring := "NO_KEYRING=1"
+	add := exec.Command(binPath, append([]string{"hub", "add", "--yes", "--auth", "--namespace", "leaky", "--secret-env", "SCRIPTED_TOKEN",
+		"--env", "SCRIPTED_LEAK=SCRIPTED_TOKEN", "--env", "SCRIPTED_LEAK_LIST=1", "--"}, testenv.Scripted(t)...)...)
+	add.Env = append(h.env(), noKeyring)
+	add.Stdin = strings.NewReader(mcpSecret + "\n")
+	out, err := add.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hub add --auth: %v\n%s", err, out)
+	}
+	shown := map[string]string{"hub add": string(out)}
+
+	c := h.repl(t, noKeyring)
+	for what, r := range map[string]toolResult{
+		"search":   c.call("search", map[string]any{"query": "describes itself with the credential"}),
+		"describe": c.call("describe", map[string]any{"targets": []string{"leaky"}}),
+		"execute": c.call("execute", map[string]any{"code": `
+return [await leaky.echo({message: "hi"}), await hub.describe("leaky.leakSelf")];`}),
+	} {
+		if r.IsError || len(r.raw) == 0 {
+			t.Fatalf("%s failed: %s", what, r.raw)
+		}
+		shown["MCP "+what] = string(r.raw)
+	}
+	shown["hub describe"] = h.cli("hub", "describe", "leaky")
+	shown["hub list --json"] = h.cli("hub", "list", "--json")
+	for what, text := range shown {
+		if found := leaks(text); len(found) > 0 {
+			t.Errorf("%s shows the credential as %v:\n%s", what, found, text)
+		}
+	}
+	if d := shown["MCP describe"]; !strings.Contains(d, "leakSelf") || !strings.Contains(d, "[secret]") {
+		t.Errorf("describe does not show leakSelf with [secret] where the credential was:\n%s", d)
+	}
+	if d := shown["MCP describe"]; strings.Contains(d, "leak_") {
+		t.Errorf("describe shows the tool named with the credential:\n%s", d)
+	}
+	if e := shown["MCP execute"]; !strings.Contains(e, "Echo: hi") {
+		t.Errorf("the source's other tools stopped working:\n%s", e)
+	}
+
+	err = filepath.WalkDir(filepath.Join(h.home, "hub"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "secrets.json" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if found := leaks(string(b)); len(found) > 0 {
+			t.Errorf("%s holds the credential as %v", path, found)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
