@@ -461,7 +461,11 @@ func (s *Session) withTools(m *model.Manifest, upstream []model.UpstreamTool) *m
 		kept := upstream[:0:0]
 		for _, u := range upstream {
 			if sc.Contains(u.Name) {
-				s.log.Warn("leaving out a tool whose name holds the source's credential", "namespace", s.src.Namespace)
+				from := s.src.URL
+				if s.src.Kind == model.KindStdio {
+					from = s.src.CommandLine()
+				}
+				s.log.Warn("leaving out a tool whose name holds the source's credential", "source", sc.String(from))
 				continue
 			}
 			u.Title, u.Description = sc.String(u.Title), sc.String(u.Description)
