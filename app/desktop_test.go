@@ -34,7 +34,7 @@ const (
 
 // desktopTools are the commands testdata/tools/desktop/with-desktop-session.sh
 // and these tests run.
-var desktopTools = []string{"Xvfb", "dbus-run-session", "dbus-send", "dunst", "dunstctl", "status-notifier-watcher", "gnome-keyring-daemon"}
+var desktopTools = []string{"Xvfb", "dbus-run-session", "dbus-send", "dunst", "dunstctl", "status-notifier-watcher", "gnome-keyring-daemon", "xdotool"}
 
 // requireDesktop fails (CI=true) or skips the test when a piece of the
 // desktop session is not installed.

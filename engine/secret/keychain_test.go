@@ -23,13 +23,13 @@ import (
 
 const innerEnv = "CAPABILITIES_SECRET_TEST_INNER"
 
-const installHint = "install the Debian packages: apt-get install -y --no-install-recommends xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools (scripts/setup.sh installs them)"
+const installHint = "install the Debian packages: apt-get install -y --no-install-recommends xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools xdotool (scripts/setup.sh installs them)"
 
 // desktopScript returns the session script, failing with an install hint
 // when a tool it needs is missing.
 func desktopScript(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"Xvfb", "dbus-run-session", "dbus-send", "dbus-update-activation-environment", "gnome-keyring-daemon", "secret-tool"} {
+	for _, tool := range []string{"Xvfb", "dbus-run-session", "dbus-send", "dbus-update-activation-environment", "gnome-keyring-daemon", "secret-tool", "xdotool"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s not found: %s", tool, installHint)
 		}
