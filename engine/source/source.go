@@ -458,7 +458,7 @@ func (s *Session) withTools(m *model.Manifest, upstream []model.UpstreamTool) *m
 	if sc.Len() > 0 {
 		m.ServerName, m.ServerVersion = sc.String(m.ServerName), sc.String(m.ServerVersion)
 		m.Instructions = sc.String(m.Instructions)
-		kept := upstream[:0:0]
+		kept := make([]model.UpstreamTool, 0, len(upstream))
 		for _, u := range upstream {
 			if sc.Contains(u.Name) {
 				from := s.src.URL
