@@ -283,6 +283,13 @@ func TestIsSecret(t *testing.T) {
 		{"MEMORY_FILE_PATH", "/tmp/memory.jsonl", false},
 		{"SLACK_TEAM_ID", "T01234567", false},
 		{"MODE", "sk-short", false},
+		{"MAX_TOKENS", "4096", false},
+		{"USE_API_KEY", "true", false},
+		{"SSH_KEY_PATH", "~/.ssh/id_ed25519", false},
+		{"KEY_FILE", "/etc/app/key.pem", false},
+		{"TOKEN_RATE", "0.5", false},
+		{"API_KEY", "4096abc", true},
+		{"NOT_NAMED", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", true},
 	}
 	for _, tt := range tests {
 		if got := IsSecret(tt.name, tt.value); got != tt.want {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 )
 
 // Request is the hub.AddRequest that adds the proposal under its namespace,
@@ -60,7 +61,7 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		delete(req.Env, credName)
 	}
 	for _, k := range sortedKeys(req.Env) {
-		if v := req.Env[k]; req.SecretEnv == "" && secretName.MatchString(k) && refPattern.FindString(v) == v {
+		if v := req.Env[k]; req.SecretEnv == "" && model.CredentialName(k) && model.OnlyReference(v) {
 			// A credential the harness fills in from elsewhere: the source
 			// reads it from its connection, which a person stores.
 			req.SecretEnv = k
