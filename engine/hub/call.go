@@ -46,6 +46,7 @@ func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, co
 		return nil, h.scrubErr(fmt.Errorf("calling %s: %w", address, err), ErrUpstreamUnavailable)
 	}
 	res, err := s.CallTool(ctx, t.Name, args)
+	h.knowEveryCredential(ctx)
 	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
 		return nil, fmt.Errorf("calling %s: %w", address, ce)
 	}

@@ -39,6 +39,10 @@ type catalog struct {
 	// the store had been quiet (nscache.go); "" otherwise.
 	nsFingerprint string
 
+	// credentials is done once every stored credential is in the hub's
+	// scrubber (knowEveryCredential).
+	credentials sync.Once
+
 	// What a profile's view needs to build its own index (profile_view.go).
 	verdicts  map[string]policy.Action
 	indexOpts index.Options
@@ -71,6 +75,9 @@ func (c *catalog) namespaces() *sandbox.Namespaces {
 func (h *Hub) Invalidate() {
 	h.catalogGen.Add(1)
 	h.catalog.Store(nil)
+	h.secrets.mu.Lock()
+	h.secrets.refs = nil
+	h.secrets.mu.Unlock()
 	h.notifyChange()
 }
 

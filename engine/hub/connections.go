@@ -29,7 +29,7 @@ type secrets struct {
 	mu     sync.Mutex
 	values []string
 	scrub  *scrub.Scrubber
-	refs   map[string]bool // secret references whose value is in values
+	refs   map[string]bool // secret references whose value is in values (since the last Invalidate)
 	named  map[string]bool // namespace/connection RunScrubber resolved
 }
 
@@ -157,6 +157,12 @@ func (h *Hub) resolveForScrub(ctx context.Context, ns, conn string) {
 		}
 		return
 	}
+	h.learn(ctx, conns, conn)
+}
+
+// learn remembers the secrets of conns (only the connection conn, unless
+// ""), except those already known.
+func (h *Hub) learn(ctx context.Context, conns *model.Connections, conn string) {
 	for _, c := range conns.Items {
 		if conn != "" && c.Name != conn {
 			continue
@@ -180,6 +186,44 @@ func (h *Hub) resolveForScrub(ctx context.Context, ns, conn string) {
 		}
 		h.remember(c.SecretRef, v)
 	}
+}
+
+// knowEveryCredential makes the scrubber hold every credential the hub
+// stores, not only those this process used, and those a source's config
+// holds in plain text. What an upstream answers may
+// quote any of them: a file tool that reads the fallback secrets.json or a
+// harness config that still holds the token it was imported from, another
+// upstream's /proc/<pid>/environ. It runs once an upstream has answered,
+// once per catalog: again after the store's connections change (Watch),
+// when Invalidate has made every reference unknown again (a value may have
+// been replaced; the old one stays scrubbed).
+func (h *Hub) knowEveryCredential(ctx context.Context) {
+	c, err := h.loadCatalog(ctx)
+	if err != nil {
+		h.log.Warn("reading the catalog to scrub a call's answer", "err", err)
+		return
+	}
+	c.credentials.Do(func() {
+		for _, src := range c.sources {
+			for _, v := range src.PlainCredentials() {
+				h.remember("", v)
+			}
+		}
+		ctx := context.WithoutCancel(ctx)
+		ids, err := h.store.List(ctx, store.Connections)
+		if err != nil {
+			h.log.Warn("reading connections to scrub a call's answer", "err", err)
+			return
+		}
+		for _, ns := range ids {
+			conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+			if err != nil {
+				h.log.Warn("reading connections to scrub a call's answer", "namespace", ns, "err", err)
+				continue
+			}
+			h.learn(ctx, conns, "")
+		}
+	})
 }
 
 // Connections returns a source's connections (an empty set when none).

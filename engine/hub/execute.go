@@ -268,6 +268,7 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		return nil, &model.ToolError{Code: "journal_failed", Message: "the hub could not record the call before making it: " + err.Error(), Status: 500}
 	}
 	res, err := s.CallTool(ctx, tl.Name, args)
+	t.h.knowEveryCredential(ctx)
 	var te *source.TimeoutError
 	if errors.As(err, &te) {
 		return nil, &model.ToolError{Code: "upstream_timeout", Address: tl.Address, Message: tl.Address + ": " + timeoutText(te), Status: 504, Retryable: true, Hint: "the upstream may be stuck or slow: retry later, or do without this call; a person can check it with `capabilities hub doctor`"}

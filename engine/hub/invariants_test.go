@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -401,5 +402,56 @@ func TestInvariantI7EveryChannelHasABudget(t *testing.T) {
 	}
 	if env.Status != "awaiting_approval" || len(env.Pending) != 1 || len(env.Pending[0].Args) > 4<<10+16 {
 		t.Errorf("the arguments shown to a person are not capped: %d bytes", len(env.Pending[0].Args))
+	}
+}
+
+// TestEveryStoredCredentialIsScrubbed: what one source answers is scrubbed
+// of the credentials of every other source, though this process never
+// called them (a file tool can read them back from where they are kept);
+// a credential replaced by another process is scrubbed once the store's
+// change is seen, and the one it replaced still is.
+func TestEveryStoredCredentialIsScrubbed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p, err := f.h.Propose(ctx, hub.AddRequest{Command: testenv.Scripted(t), Namespace: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	echo := func(v string) string {
+		t.Helper()
+		env, err := f.h.Execute(ctx, fmt.Sprintf(`return await other.echo({message: %q})`, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Status != "completed" {
+			t.Fatalf("run %s: %+v", env.Status, env.Error)
+		}
+		return string(env.Result)
+	}
+	if got := echo(theSecret); strings.Contains(got, theSecret) || !strings.Contains(got, "[secret]") {
+		t.Errorf("the answer of another source holds the stored credential: %s", got)
+	}
+	if gets := f.spy.Gets(); len(gets) != 1 || gets[0] != "leaky/default" {
+		t.Errorf("the stored credentials were read %v, want leaky/default once", gets)
+	}
+	const replaced = "n3w-t0ken-from-another-terminal"
+	if _, err := f.h.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Value: replaced}); err != nil {
+		t.Fatal(err)
+	}
+	f.h.Invalidate() // what the serve loop's Watch does when the connection's record changes
+	for _, v := range []string{replaced, theSecret} {
+		if got := echo(v); strings.Contains(got, v) || !strings.Contains(got, "[secret]") {
+			t.Errorf("after the credential was replaced, the answer holds %q: %s", v, got)
+		}
 	}
 }

@@ -394,10 +394,11 @@ func (s *Session) Stderr(lines int) string {
 		return ""
 	}
 	text := s.proc.stderr.Lines(lines)
+	v := s.secrets()
 	if s.src.SecretEnv != "" {
-		text = scrub.New(s.src.Env[s.src.SecretEnv]).String(text)
+		v = append(v, s.src.Env[s.src.SecretEnv])
 	}
-	return text
+	return scrub.New(v...).String(text)
 }
 
 // ListTools reads the upstream's whole tool list, following pagination, and
@@ -447,6 +448,12 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 	return s.withTools(m, upstream), nil
 }
 
+// secrets is every credential the session holds: its connection's, and
+// those written in plain text in the source's environment or headers.
+func (s *Session) secrets() []string {
+	return append(s.cred.values(), s.src.PlainCredentials()...)
+}
+
 // withTools gives m the tools of upstream, with the session's credential
 // scrubbed from all the upstream says of itself. A server handed its
 // credential (in its environment, a header or a token) can write it into
@@ -454,7 +461,7 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 // and the review show those: to the model too (I1). A tool whose name holds
 // the credential is left out, since its address would show it.
 func (s *Session) withTools(m *model.Manifest, upstream []model.UpstreamTool) *model.Manifest {
-	sc := scrub.New(s.cred.values()...)
+	sc := scrub.New(s.secrets()...)
 	if sc.Len() > 0 {
 		m.ServerName, m.ServerVersion = sc.String(m.ServerName), sc.String(m.ServerVersion)
 		m.Instructions = sc.String(m.Instructions)

@@ -201,3 +201,63 @@ return [await leaky.echo({message: "hi"}), await hub.describe("leaky.leakSelf")]
 		t.Fatal(err)
 	}
 }
+
+// TestInvariantI1StoredCredentialReadBack: a prompt-injected model reads
+// back the credentials the hub stores, through another source's read-only
+// file tool (reads run, no person is asked): the fallback secrets.json and
+// a harness config that still holds the token it was imported from. The
+// serve process has never called the source whose credential it is. No
+// form of it reaches the client or the run's record on disk.
+func TestInvariantI1StoredCredentialReadBack(t *testing.T) {
+	t.Parallel()
+	h := newHub(t)
+	noKeyring := "NO_KEYRING=1"
+	add := exec.Command(binPath, append([]string{"hub", "add", "--yes", "--auth", "--namespace", "leaky", "--secret-env", "SCRIPTED_TOKEN", "--"}, testenv.Scripted(t)...)...)
+	add.Env = append(h.env(), noKeyring)
+	add.Stdin = strings.NewReader(mcpSecret + "\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("hub add --auth: %v\n%s", err, out)
+	}
+	secrets := filepath.Join(h.home, "hub", "secrets.json")
+	if b, err := os.ReadFile(secrets); err != nil || len(leaks(string(b))) == 0 {
+		t.Fatalf("the credential is not in the fallback file %s (%v): the test reads nothing back", secrets, err)
+	}
+	harness := filepath.Join(h.home, "claude.json")
+	cfg := fmt.Sprintf(`{"mcpServers": {"leaky": {"command": "node", "env": {"SCRIPTED_TOKEN": %q}}}}`, mcpSecret)
+	if err := os.WriteFile(harness, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.cli(append([]string{"hub", "add", "--yes", "--namespace", "fs", "--"}, testenv.Filesystem(t, h.home)...)...)
+
+	c := h.repl(t, noKeyring)
+	r := c.call("execute", map[string]any{"code": fmt.Sprintf(`
+const store = await fs.readTextFile({path: %q});
+const config = await fs.readTextFile({path: %q});
+console.log(store.content, config.content);
+return {store, config, parsed: JSON.parse(config.content)};`, secrets, harness)})
+	if e := r.Structured; e == nil || e.Status != "completed" {
+		t.Fatalf("execute: %s", r.raw)
+	}
+	if found := leaks(string(r.raw)); len(found) > 0 {
+		t.Errorf("a stored credential read back through a file tool reached the client as %v: %s", found, r.raw)
+	}
+	if !strings.Contains(string(r.raw), "[secret]") || !strings.Contains(string(r.raw), "mcpServers") {
+		t.Errorf("the files did not come back with [secret] where the credential was: %s", r.raw)
+	}
+	err := filepath.WalkDir(filepath.Join(h.home, "hub", "runs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if found := leaks(string(b)); len(found) > 0 {
+			t.Errorf("the run's record %s holds the credential as %v", path, found)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
