@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"os"
-
 	"fmt"
-	"golang.org/x/term"
+	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 func newAddCmd(e *env) *cobra.Command {
@@ -109,6 +109,12 @@ for once (or read with --secret-stdin).`,
 					req.Headers = map[string]string{}
 				}
 				req.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			switch moved, plain := takeCredential(&req); {
+			case moved != "":
+				fmt.Fprintf(e.stderr, "capabilities: %s holds a credential: it goes into the secret store as the source's default connection, not into the hub's config\n", moved)
+			case len(plain) > 0:
+				fmt.Fprintf(e.stderr, "capabilities: %s hold credentials in plain text; the hub keeps one per source in its secret store (--secret-env NAME or --secret-header NAME with --secret-stdin), so these stay in its config (mode 600), scrubbed from what the model sees\n", strings.Join(plain, ", "))
 			}
 			var opts hub.Options
 			if c.Flags().Changed("timeout") { // else CAPABILITIES_CONNECT_TIMEOUT or the default
@@ -265,4 +271,63 @@ func confirm(e *env, question string) (bool, error) {
 func (e *env) stdinIsTerminal() bool {
 	f, ok := e.stdin.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// takeCredential moves a credential written in plain text with --env or
+// --header out of req into req.Secret, which is stored in the secret store
+// as the new source's default connection: when it is the only one, no
+// other was given (--auth, --secret-stdin) and --secret-env or
+// --secret-header names no other variable. An Authorization header's
+// "Bearer " is what the hub sends by default. It returns the flag moved
+// ("" for none), or those left in plain text.
+func takeCredential(req *hub.AddRequest) (moved string, plain []string) {
+	type found struct{ flag, name, value string }
+	var creds []found
+	flag, m := "--env ", req.Env // a local command's credential
+	if len(req.Command) == 0 {
+		flag, m = "--header ", req.Headers // a remote server's
+	}
+	for k, v := range m {
+		if model.PlainCredential(k, v) {
+			creds = append(creds, found{flag + k, k, strings.TrimSpace(v)})
+		}
+	}
+	sort.Slice(creds, func(i, j int) bool { return creds[i].flag < creds[j].flag })
+	for _, c := range creds {
+		plain = append(plain, c.flag)
+	}
+	if len(creds) != 1 || req.Secret != "" {
+		return "", plain
+	}
+	c := creds[0]
+	switch {
+	case len(req.Command) > 0:
+		if req.SecretEnv != "" && req.SecretEnv != c.name {
+			return "", plain
+		}
+		req.SecretEnv = c.name
+	case strings.EqualFold(c.name, "Authorization"):
+		// The hub sends Authorization: Bearer <credential>, nothing else.
+		token, ok := cutPrefixFold(c.value, "bearer ")
+		if !ok || (req.SecretHeader != "" && !strings.EqualFold(req.SecretHeader, c.name)) {
+			return "", plain
+		}
+		c.value = strings.TrimSpace(token)
+	default:
+		if req.SecretHeader != "" && !strings.EqualFold(req.SecretHeader, c.name) {
+			return "", plain
+		}
+		req.SecretHeader = c.name
+	}
+	delete(m, c.name)
+	req.Secret = c.value
+	return c.flag, nil
+}
+
+// cutPrefixFold is strings.CutPrefix, ignoring case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
 }
