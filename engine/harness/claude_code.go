@@ -14,7 +14,7 @@ func init() {
 			fs := []File{{Path: user, Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true}}
 			if e.Cwd != "" {
 				fs = append(fs, File{Path: user, Format: JSON, ServersKey: []string{"projects", e.Cwd, "mcpServers"},
-					DisabledKey: []string{"projects", e.Cwd, "disabledMcpServers"}, Project: true})
+					DisabledKey: []string{"projects", e.Cwd, "disabledMcpServers"}, Project: true, InUserFile: true})
 			}
 			return append(fs, File{Path: e.project(".mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Project: true})
 		},

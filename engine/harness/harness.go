@@ -133,6 +133,11 @@ type File struct {
 	DisabledKey []string
 	// Project is true for a file of the current directory's project.
 	Project bool
+	// InUserFile is true for a project's entries kept in the person's own
+	// file (Claude Code's local scope in ~/.claude.json), which their agent
+	// wrote; the other project files are the repository's, which whoever
+	// wrote it wrote.
+	InUserFile bool
 	// Writable is true when connect may write its entry here; false when it
 	// only prints what to add (or the file is not where connect writes).
 	Writable bool

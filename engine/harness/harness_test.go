@@ -320,12 +320,38 @@ func TestProposeMergesTheSameServer(t *testing.T) {
 		got = append(got, row{p.Namespace, p.Server.Disabled, p.Origins})
 	}
 	want := []row{
-		{"memory2", false, []Origin{{"a", "/a"}, {"b", "/b"}}}, // enabled in b: enabled
-		{"x", false, []Origin{{"b", "/b"}, {"c", "/c"}}},       // "hub" is reserved: from the host
-		{"memory3", false, []Origin{{"c", "/c"}}},              // another env: another server
+		{"memory2", false, []Origin{{Harness: "a", Path: "/a"}, {Harness: "b", Path: "/b"}}}, // enabled in b: enabled
+		{"x", false, []Origin{{Harness: "b", Path: "/b"}, {Harness: "c", Path: "/c"}}},       // "hub" is reserved: from the host
+		{"memory3", false, []Origin{{Harness: "c", Path: "/c"}}},                             // another env: another server
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("proposals (-want +got):\n%s", diff)
+	}
+}
+
+// TestProposeFromRepo: a server is the repository's only when every file
+// it was found in is the current directory's own; Claude Code's local
+// scope is kept in the person's file, and a file that is both a project
+// and a user file (the current directory is home) is the person's.
+func TestProposeFromRepo(t *testing.T) {
+	s := func(name string) Server { return Server{Name: name, Kind: KindStdio, Command: name} }
+	repo := File{Harness: "claude-code", Path: "/r/.mcp.json", Project: true}
+	local := File{Harness: "claude-code", Path: "/h/.claude.json", Project: true, InUserFile: true}
+	user := File{Harness: "cursor", Path: "/h/.cursor/mcp.json"}
+	both := File{Harness: "cursor", Path: "/h/.cursor/mcp.json", Project: true}
+	sc := &Scan{Found: []Found{
+		{File: repo, Servers: []Server{s("only-repo"), s("also-user")}},
+		{File: local, Servers: []Server{s("local")}},
+		{File: user, Servers: []Server{s("also-user"), s("home")}},
+		{File: both, Servers: []Server{s("home")}},
+	}}
+	got := map[string]bool{}
+	for _, p := range Propose(sc, nil) {
+		got[p.Server.Name] = p.FromRepo()
+	}
+	want := map[string]bool{"only-repo": true, "also-user": false, "local": false, "home": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FromRepo by server (-want +got):\n%s", diff)
 	}
 }
 

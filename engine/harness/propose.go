@@ -15,6 +15,9 @@ import (
 type Origin struct {
 	Harness string `json:"harness"`
 	Path    string `json:"path"`
+	// Repo: the file is the current directory's own (.mcp.json,
+	// .vscode/mcp.json…), written by whoever wrote the repository.
+	Repo bool `json:"repo,omitempty"`
 }
 
 // Proposal is one server to import: the same server found in several
@@ -29,6 +32,18 @@ type Proposal struct {
 	Existing string
 }
 
+// FromRepo reports whether the server was found only in the current
+// directory's own files: starting it runs a command the person may never
+// have read (a cloned repository's .mcp.json), so it is asked first.
+func (p Proposal) FromRepo() bool {
+	for _, o := range p.Origins {
+		if !o.Repo {
+			return false
+		}
+	}
+	return len(p.Origins) > 0
+}
+
 // Propose turns what the scan found into proposals, one per distinct
 // server, each with a free namespace proposed from its name the way `hub
 // add` does (model.SanitizeNamespace; then its last argument, command or
@@ -41,12 +56,17 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 			if IsHub(s) {
 				continue
 			}
-			o := Origin{Harness: f.File.Harness, Path: f.File.Path}
+			o := Origin{Harness: f.File.Harness, Path: f.File.Path, Repo: f.File.Project && !f.File.InUserFile}
 			k := key(s)
 			if i, ok := byKey[k]; ok {
 				p := &out[i]
-				if !slices.Contains(p.Origins, o) {
+				// A file read twice (a project file that is also the user's,
+				// when the current directory is home) is the person's own.
+				j := slices.IndexFunc(p.Origins, func(x Origin) bool { return x.Harness == o.Harness && x.Path == o.Path })
+				if j < 0 {
 					p.Origins = append(p.Origins, o)
+				} else {
+					p.Origins[j].Repo = p.Origins[j].Repo && o.Repo
 				}
 				p.Server.Disabled = p.Server.Disabled && s.Disabled
 				continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
@@ -112,12 +113,20 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 		printFoundSkills(e, found, false)
 	}
 	var added []string
-	failed := []map[string]string{}
+	failed, skipped := []map[string]string{}, []map[string]string{}
 	for _, p := range props {
 		if p.Existing != "" || p.Server.Disabled {
 			continue
 		}
 		ns, err := importOne(ctx, e, h, p, f)
+		var nr notRun
+		if errors.As(err, &nr) {
+			skipped = append(skipped, map[string]string{"namespace": p.Namespace, "reason": nr.Error()})
+			if !f.asJSON {
+				fmt.Fprintf(e.stdout, "\n%s: not started: %s\n", p.Namespace, nr)
+			}
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err
@@ -137,7 +146,7 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 		return err
 	}
 	if f.asJSON {
-		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "skillsFound": append([]foundSkill{}, found...), "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed}); err != nil {
+		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "skillsFound": append([]foundSkill{}, found...), "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed, "skipped": skipped}); err != nil {
 			return err
 		}
 	} else {
@@ -157,14 +166,50 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 	return nil
 }
 
+// notRun is why importOne did not start a server.
+type notRun string
+
+func (n notRun) Error() string { return string(n) }
+
+// repoFiles lists the files of the current directory p was found in.
+func repoFiles(p harness.Proposal) string {
+	var paths []string
+	for _, o := range p.Origins {
+		if !slices.Contains(paths, o.Path) {
+			paths = append(paths, o.Path)
+		}
+	}
+	return strings.Join(paths, ", ")
+}
+
 // importOne adds one proposal through the same path as `hub add`: start the
 // server and list its tools (Propose), ask (unless --yes), store it, move
-// its plain-text credential into the keychain, then the review. It
+// its plain-text credential into the keychain, then the review. A server
+// found only in the current directory's own files is started only after
+// the person said yes to its command, never with --yes (notRun). It
 // returns "" when the person declined.
 func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f importFlags) (string, error) {
 	req, notes, err := p.Request()
 	if err != nil {
 		return "", err
+	}
+	if p.FromRepo() {
+		if f.yes {
+			return "", notRun(fmt.Sprintf("it is only in %s, which this directory's repository wrote; --yes accepts what your agents run, not a repository's commands: run `capabilities hub import` without --yes to be asked, or `capabilities hub add`", repoFiles(p)))
+		}
+		verb, what := "Connect to", req.URL
+		if len(req.Command) > 0 {
+			verb, what = "Start", model.QuoteCommand(req.Command)
+		}
+		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), what)
+		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			fmt.Fprintln(e.stdout, "Not started.")
+			return "", nil
+		}
 	}
 	if !f.asJSON {
 		fmt.Fprintf(e.stdout, "\n%s: starting it to list its tools…\n", p.Namespace)
@@ -238,7 +283,7 @@ func printImport(e *env, r harness.Report) {
 	for _, s := range r.Servers {
 		what := s.URL
 		if s.Kind == harness.KindStdio {
-			what = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, what)
 		var from []string
