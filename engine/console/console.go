@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -297,24 +296,10 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 	return out, nil
 }
 
-// capArgs keeps arguments within MaxArgsBytes: longer ones become a JSON
-// string of their beginning, ending with "…".
+// capArgs keeps arguments within MaxArgsBytes (scrubbing may have made
+// them longer), every field shown (run.PreviewArgs).
 func capArgs(raw json.RawMessage) json.RawMessage {
-	if len(raw) <= MaxArgsBytes {
-		return raw
-	}
-	n := MaxArgsBytes - 16
-	for {
-		cut := raw[:n]
-		for len(cut) > 0 && !utf8.Valid(cut) {
-			cut = cut[:len(cut)-1]
-		}
-		b, _ := json.Marshal(string(cut) + "…")
-		if len(b) <= MaxArgsBytes {
-			return b
-		}
-		n = n * 3 / 4
-	}
+	return run.PreviewArgs(raw, MaxArgsBytes)
 }
 
 // Decision is the body of POST /api/approvals/{run}/{call}.

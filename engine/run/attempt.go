@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -574,19 +573,11 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	return nil, false
 }
 
-// preview is the arguments a person reads in a pending item: compact JSON,
-// cut to the limit.
+// preview is the arguments a person reads in a pending item: scrubbed
+// before it is cut (a cut could split a secret), every field kept
+// (PreviewArgs).
 func (h *host) preview(args json.RawMessage) json.RawMessage {
-	preview := h.scrubber().JSON(args) // before the cut, which could split a secret
-	var compact bytes.Buffer
-	if json.Compact(&compact, preview) == nil {
-		preview = compact.Bytes()
-	}
-	if len(preview) > h.e.limits.ArgsPreviewBytes {
-		s, _ := json.Marshal(string(preview[:h.e.limits.ArgsPreviewBytes]) + "…")
-		preview = s
-	}
-	return preview
+	return PreviewArgs(h.scrubber().JSON(args), h.e.limits.ArgsPreviewBytes)
 }
 
 // scrubber removes every secret the run may have seen (Tools.Scrubber).
