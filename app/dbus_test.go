@@ -27,6 +27,7 @@ type seen struct {
 // note is one Notify call the app made.
 type note struct {
 	summary string
+	body    string
 	actions []string
 	serial  uint32
 	id      uint32 // from the server's reply
@@ -113,8 +114,9 @@ func (m *monitor) find(address string, after uint32) (note, bool) {
 		if !strings.Contains(summary, address) {
 			continue
 		}
+		body, _ := msg.Body[4].(string)
 		actions, _ := msg.Body[5].([]string)
-		n := note{summary: summary, actions: actions, serial: msg.Serial(), at: s.at}
+		n := note{summary: summary, body: body, actions: actions, serial: msg.Serial(), at: s.at}
 		sender := header[string](msg, dbus.FieldSender)
 		for _, r := range m.msgs[i+1:] {
 			if r.msg.Type == dbus.TypeMethodReply && header[uint32](r.msg, dbus.FieldReplySerial) == msg.Serial() &&

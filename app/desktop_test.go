@@ -413,6 +413,9 @@ func (d *desktop) trayScenario() {
 	if diff := cmp.Diff("Approve writer.record?", note.summary); diff != "" {
 		t.Errorf("the notification's summary (-want +got):\n%s", diff)
 	}
+	if !strings.Contains(note.body, `{"item":"desktop"}`) && !strings.Contains(note.body, `{&quot;item&quot;:&quot;desktop&quot;}`) {
+		t.Errorf("the notification does not show the call's arguments, so Allow once would be picked blind:\n%s", note.body)
+	}
 	if diff := cmp.Diff([]string{"default", "Open", "once", "Allow once", "deny", "Deny"}, note.actions); diff != "" {
 		t.Errorf("the notification's actions (-want +got):\n%s", diff)
 	}

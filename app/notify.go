@@ -68,6 +68,9 @@ func newNotifier(conn *dbus.Conn, events chan<- func(), a *App) (*notifier, erro
 // "Open". It stays until acted on or withdrawn.
 func (n *notifier) notify(c *call) (uint32, error) {
 	body := c.message
+	if c.args != "" {
+		body = c.args + "\n" + body
+	}
 	if c.summary != "" {
 		body = c.summary + "\n" + body
 	}

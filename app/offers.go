@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"os"
-	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
@@ -140,7 +139,7 @@ func importOffer(ctx context.Context, h *hub.Hub, p harness.Proposal) (string, e
 func (n *notifier) offer(o watch.Offer) (uint32, error) {
 	what := o.Server.URL
 	if what == "" {
-		what = strings.Join(append([]string{o.Server.Command}, o.Server.Args...), " ")
+		what = model.QuoteCommand(append([]string{o.Server.Command}, o.Server.Args...))
 	}
 	body := fmt.Sprintf("%s\nin %s\nIt would be the hub's source %q; its tools wait for your review.", what, o.Path, o.Proposal.Namespace)
 	if n.markup {

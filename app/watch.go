@@ -15,6 +15,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/fsnotify/fsnotify"
 )
@@ -54,6 +55,7 @@ type call struct {
 	run, id  string
 	address  string
 	summary  string // the tool's first sentence
+	args     string // what it would be called with, every field, shortened
 	message  string // why it waits
 	seq      int
 	created  time.Time
@@ -62,6 +64,11 @@ type call struct {
 }
 
 func (c *call) key() string { return c.run + "/" + c.id }
+
+// noteArgsBytes is how much of a call's arguments its notification shows:
+// every field, long values shortened, so that "Allow once" is not picked
+// blind.
+const noteArgsBytes = 400
 
 // togglePause pauses the hub, or resumes it (the tray's "Pause hub" /
 // "Resume hub").
@@ -210,6 +217,9 @@ func (a *App) sync(ctx context.Context, id string) {
 			continue
 		}
 		c := &call{run: id, id: p.ID, address: p.Address, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
+		if len(p.Args) > 0 {
+			c.args = string(run.PreviewArgs(a.hub.Scrubber().JSON(p.Args), noteArgsBytes))
+		}
 		a.pending[c.key()] = c
 		fresh = append(fresh, c)
 	}
