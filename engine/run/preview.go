@@ -177,11 +177,9 @@ func (n *node) write(b *bytes.Buffer, runes, items, fields int) {
 	}
 }
 
-// shorten keeps s, or its head and tail around a marker when it has more
-// than max runes: a payload appended to a long text shows at its end.
-func shorten(s string, max int) string { return shortenN(s, utf8.RuneCountInString(s), max) }
-
-// shortenN is shorten of s, which has n runes.
+// shortenN keeps s, which has n runes, or its head and tail around a
+// marker when it has more than max: a payload appended to a long text
+// shows at its end.
 func shortenN(s string, n, max int) string {
 	if n <= max {
 		return s
