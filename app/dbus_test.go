@@ -82,6 +82,27 @@ func (m *monitor) count(name string) int {
 	return n
 }
 
+// notes lists the Notify calls sent after serial whose summary holds text,
+// oldest first (their replies not awaited).
+func (m *monitor) notes(after uint32, text string) []note {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []note
+	for _, s := range m.msgs {
+		msg := s.msg
+		if msg.Type != dbus.TypeMethodCall || member(msg) != "Notify" || msg.Serial() <= after || len(msg.Body) < 8 {
+			continue
+		}
+		summary, _ := msg.Body[3].(string)
+		body, _ := msg.Body[4].(string)
+		actions, _ := msg.Body[5].([]string)
+		if strings.Contains(summary, text) {
+			out = append(out, note{summary: summary, body: body, actions: actions, serial: msg.Serial(), at: s.at})
+		}
+	}
+	return out
+}
+
 // notify waits for a Notify whose summary holds address, and its reply.
 func (m *monitor) notify(t *testing.T, address string) note {
 	t.Helper()

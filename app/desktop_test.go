@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -469,6 +470,34 @@ func (d *desktop) trayScenario() {
 		return err == nil && strings.TrimSpace(string(out)) == "0"
 	})
 	d.waitFor("the tray menu to show no pending call", func() bool { return d.menu(item).labels()[0] == "No pending calls" })
+
+	// (d) Five writes paused one after another: three notifications of
+	// their own, one that says two more wait and offers no decision; as
+	// calls are decided, the others get theirs, and the last one goes.
+	after := note2.serial
+	var flood []string
+	for i := range 5 {
+		flood = append(flood, d.exec("awaiting_approval", fmt.Sprintf(`try { return await writer.record({item: "flood %d"}) } catch (e) { return "caught " + e.code }`, i)))
+	}
+	d.waitFor("three notifications of their own and one for two more", func() bool {
+		more := d.mon.notes(after, "more call")
+		return len(d.mon.notes(after, "writer.record")) == 3 && len(more) > 0 && more[len(more)-1].summary == "2 more calls wait for your approval"
+	})
+	more := d.mon.notes(after, "more call")
+	if last := more[len(more)-1]; !strings.Contains(last.body, "writer.record, writer.record") || !slices.Equal(last.actions, []string{"default", "Open"}) {
+		t.Errorf("the notification of the calls over the budget: %+v; want the tools and only Open", last)
+	}
+	time.Sleep(300 * time.Millisecond) // nothing more comes while nothing is decided
+	if n := len(d.mon.notes(after, "writer.record")); n != 3 {
+		t.Errorf("%d notifications of their own for 5 pending calls, want 3 (the budget)", n)
+	}
+	for _, r := range flood {
+		d.cli("hub", "approve", r, "--choice", "deny")
+	}
+	d.waitFor("every flooded call to have had its notification, and all to be gone", func() bool {
+		out, err := exec.Command("dunstctl", "count", "displayed").Output()
+		return len(d.mon.notes(after, "writer.record")) == 5 && err == nil && strings.TrimSpace(string(out)) == "0"
+	})
 
 	// (e) Quit from the tray → exit 0.
 	if err := d.menu(item).event(d.bus, "Quit"); err != nil {

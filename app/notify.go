@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"slices"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -91,6 +92,40 @@ func (n *notifier) notify(c *call) (uint32, error) {
 	var id uint32
 	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", uint32(0), "dialog-question",
 		"Approve "+c.address+"?", body, actions, hints, int32(0)).Store(&id)
+	if err != nil {
+		return 0, fmt.Errorf("raising a notification: %w", err)
+	}
+	return id, nil
+}
+
+// more raises, or updates in place (replaces, 0 for a new one), the
+// notification of the pending calls over the budget: how many, which
+// tools, and "Open" for the approval window. It offers no decision: each
+// call is decided where its arguments show.
+func (n *notifier) more(replaces uint32, addresses []string) (uint32, error) {
+	summary := fmt.Sprintf("%d more calls wait for your approval", len(addresses))
+	if len(addresses) == 1 {
+		summary = "1 more call waits for your approval"
+	}
+	const listed = 5
+	body := strings.Join(addresses[:min(len(addresses), listed)], ", ")
+	if len(addresses) > listed {
+		body += fmt.Sprintf(" and %d more", len(addresses)-listed)
+	}
+	body += "\nOpen the approval window to read each one's arguments and decide."
+	if n.markup {
+		body = html.EscapeString(body)
+	}
+	var actions []string
+	if n.actions {
+		actions = []string{actionDefault, "Open"}
+	}
+	hints := map[string]dbus.Variant{
+		"urgency":  dbus.MakeVariant(byte(1)),
+		"resident": dbus.MakeVariant(true),
+	}
+	var id uint32
+	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", replaces, "dialog-question", summary, body, actions, hints, int32(0)).Store(&id)
 	if err != nil {
 		return 0, fmt.Errorf("raising a notification: %w", err)
 	}

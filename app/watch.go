@@ -35,6 +35,9 @@ type App struct {
 
 	pending map[string]*call  // run/call → the call waiting for a person
 	byNote  map[uint32]string // notification id → run/call
+	// moreNote is the notification that stands for the calls over the
+	// budget of notifications (maxNotes), 0 when none is shown.
+	moreNote uint32
 	review  int               // new or changed tools not reviewed
 	failing []string          // the sources whose last check failed
 
@@ -60,6 +63,7 @@ type call struct {
 	seq      int
 	created  time.Time
 	note     uint32 // its open notification, 0: none
+	raised   bool   // it had its own notification (it is not raised again)
 	notified time.Time
 }
 
@@ -227,9 +231,9 @@ func (a *App) sync(ctx context.Context, id string) {
 	a.raise(fresh)
 }
 
-// raise shows new pending calls: one notification each, and the approval
-// window (once for the batch) when there is no notification daemon or the
-// person asked for it in the settings.
+// raise shows new pending calls: a notification each, within the budget
+// (fillNotes), and the approval window (once for the batch) when there is
+// no notification daemon or the person asked for it in the settings.
 func (a *App) raise(fresh []*call) {
 	if len(fresh) == 0 {
 		return
@@ -246,19 +250,68 @@ func (a *App) raise(fresh []*call) {
 			a.log.Warn("opening the approval page", "err", err)
 		}
 	}
+	a.fillNotes()
+}
+
+// maxNotes is how many pending calls have a notification of their own at
+// once. Calls beyond it share one notification that says how many more
+// wait and opens the approval window: code that pauses on one write after
+// another cannot bury the screen in notifications, nor have one slipped in
+// among many for an "Allow once" clicked in a hurry (I7: every channel has
+// a budget, the person's attention too). A call gets its own notification
+// when a place frees up (decided, dismissed), at most once.
+const maxNotes = 3
+
+// fillNotes raises the notifications of pending calls, oldest first, up to
+// maxNotes shown at once, and shows, updates or closes the notification of
+// the rest.
+func (a *App) fillNotes() {
 	if a.notes == nil {
 		return
 	}
-	for _, c := range fresh {
+	shown := 0
+	for _, c := range a.pending {
+		if c.note != 0 {
+			shown++
+		}
+	}
+	var more []*call
+	for _, c := range a.sorted() {
+		if c.raised {
+			continue
+		}
+		if shown >= maxNotes {
+			more = append(more, c)
+			continue
+		}
+		c.raised = true
 		id, err := a.notes.notify(c)
 		if err != nil {
 			a.log.Warn("raising a notification", "run", c.run, "call", c.id, "err", err)
 			continue
 		}
+		shown++
 		c.note, c.notified = id, time.Now()
 		a.byNote[id] = c.key()
 		a.log.Info("notified", "run", c.run, "call", c.id, "address", c.address, "notification", id)
 	}
+	if len(more) == 0 {
+		if a.moreNote != 0 {
+			a.notes.close(a.moreNote)
+			a.moreNote = 0
+		}
+		return
+	}
+	var addrs []string
+	for _, c := range more {
+		addrs = append(addrs, c.address)
+	}
+	id, err := a.notes.more(a.moreNote, addrs)
+	if err != nil {
+		a.log.Warn("raising the notification of more pending calls", "calls", len(more), "err", err)
+		return
+	}
+	a.moreNote = id
 }
 
 // withdraw forgets a call that no longer waits and closes its notification.
@@ -274,6 +327,7 @@ func (a *App) withdraw(c *call) {
 	if len(a.pending) == 0 {
 		a.win.Withdraw()
 	}
+	a.fillNotes()
 }
 
 func (a *App) withdrawAll() {
@@ -291,6 +345,12 @@ func (a *App) act(note uint32, action string) {
 		return
 	}
 	if a.actSignIn(note, action) {
+		return
+	}
+	if note != 0 && note == a.moreNote {
+		if err := a.win.Show("", false); err != nil {
+			a.log.Warn("opening the approval page", "err", err)
+		}
 		return
 	}
 	k, ok := a.byNote[note]
@@ -321,11 +381,15 @@ func (a *App) act(note uint32, action string) {
 func (a *App) closed(note uint32) {
 	delete(a.offers, note)
 	a.closedSignIn(note)
+	if note != 0 && note == a.moreNote {
+		a.moreNote = 0
+	}
 	if k, ok := a.byNote[note]; ok {
 		delete(a.byNote, note)
 		if c := a.pending[k]; c != nil {
 			c.note = 0
 		}
+		a.fillNotes()
 	}
 }
 
