@@ -38,8 +38,8 @@ type App struct {
 	// moreNote is the notification that stands for the calls over the
 	// budget of notifications (maxNotes), 0 when none is shown.
 	moreNote uint32
-	review  int               // new or changed tools not reviewed
-	failing []string          // the sources whose last check failed
+	review   int      // new or changed tools not reviewed
+	failing  []string // the sources whose last check failed
 
 	endpoint string                 // the MCP endpoint served, "" when not serving
 	watcher  *watch.Watcher         // the agents' configs; nil: not watched
