@@ -1,7 +1,7 @@
 // The Approval screen: one pending call with its four choices, and the
 // queue of every call waiting. Rendering only: app.js wires it to the API
 // and the keyboard.
-import { h } from "./dom.js";
+import { h, visible } from "./dom.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
 /** @typedef {import("./api.js").Choice} Choice */
@@ -56,8 +56,8 @@ export function choiceForKey(item, key) {
  */
 export function formatArgs(args) {
   if (args === undefined || args === null) return "(none)";
-  if (typeof args === "string") return args;
-  return JSON.stringify(args, null, 2);
+  if (typeof args === "string") return visible(args);
+  return visible(JSON.stringify(args, null, 2));
 }
 
 /**

@@ -3,7 +3,7 @@
 // the run's time axis, coloured by its outcome, with who allowed it (a
 // person's once, run, always or deny, or the policy). Rendering only:
 // app.js wires it to the API.
-import { h, svg } from "./dom.js";
+import { h, svg, visible } from "./dom.js";
 
 /** @typedef {import("./api.js").RunRow} RunRow */
 /** @typedef {import("./api.js").RunDetail} RunDetail */
@@ -269,6 +269,6 @@ export function renderRunDetail(d, now) {
     h("h4", null, "Calls over time"),
     renderTimeline(d.calls, r.updatedAt),
     h("h4", null, "Code"),
-    h("pre", { class: "args", tabindex: "0", "aria-label": "The run's code" }, d.code),
+    h("pre", { class: "args", tabindex: "0", "aria-label": "The run's code" }, visible(d.code)),
   );
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
@@ -244,4 +245,55 @@ func newRecorderGet(t *testing.T, h http.Handler, path string) []byte {
 		t.Fatalf("GET %s: %d %s", path, w.Code, w.Body)
 	}
 	return w.Body.Bytes()
+}
+
+// TestArgsShowInvisibleCharacters: arguments that hold characters which
+// change how text shows without showing themselves (a bidi override, a tag
+// character, a zero-width space) reach the Approval card as visible \u
+// escapes, from the API through the screen: "/tmp/‮gnp.sh" cannot pass
+// for "/tmp/hs.png".
+func TestArgsShowInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	args := run.PreviewArgs(json.RawMessage("{\"path\":\"/tmp/\u202egnp.sh\",\"note\":\"ok\U000E0041\u200b\"}"), 4096)
+	r := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, Code: "return 1", CreatedAt: now, UpdatedAt: now,
+		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "fs.writeFile", Summary: "Write a file.", Args: args, Message: "asks", ExpiresAt: now.Add(time.Hour)}}}
+	if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	var list console.Approvals
+	if err := json.Unmarshal(newRecorderGet(t, console.New(h, console.Options{}), "/api/approvals"), &list); err != nil {
+		t.Fatal(err)
+	}
+	items := filepath.Join(t.TempDir(), "items.json")
+	arr, _ := json.Marshal(list.Approvals)
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var got struct{ Cards []string }
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Cards) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	card := got.Cards[0]
+	for _, want := range []string{`"path": "/tmp/\u202egnp.sh"`, `"note": "ok\u{e0041}\u200b"`} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the card does not show %s:\n%s", want, card)
+		}
+	}
+	if strings.ContainsAny(card, "\u202e\u200b") || strings.Contains(card, "\U000E0041") {
+		t.Errorf("the card holds an invisible character as it is:\n%q", card)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -17,14 +19,19 @@ import (
 // a marker saying how much is not shown; then long arrays keep their first
 // items and a marker; only when the fields alone do not fit are the last
 // fields replaced by one marker. Arguments that are not JSON are shown as a
-// string, cut the same way; bytes that are not UTF-8 as U+FFFD.
+// string, cut the same way; bytes that are not UTF-8 as U+FFFD. Characters
+// that change how text shows without showing themselves (bidi overrides,
+// zero-width and tag characters, C1 controls) are written as \u escapes:
+// "/tmp/\u202egnp.sh" cannot pass for "/tmp/hs.png".
 func PreviewArgs(args json.RawMessage, limit int) json.RawMessage {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
 		return fitString(string(args), limit)
 	}
-	if compact.Len() <= limit && utf8.Valid(compact.Bytes()) {
-		return compact.Bytes()
+	if utf8.Valid(compact.Bytes()) {
+		if b := escapeInvisible(compact.Bytes()); len(b) <= limit {
+			return b
+		}
 	}
 	var v node
 	d := json.NewDecoder(bytes.NewReader(compact.Bytes()))
@@ -64,14 +71,49 @@ func fitString(s string, limit int) json.RawMessage {
 	lo, hi := 0, n
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if b, _ := json.Marshal(shortenN(s, n, mid)); len(b) <= limit {
+		if len(marshalString(shortenN(s, n, mid))) <= limit {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	b, _ := json.Marshal(shortenN(s, n, lo))
-	return b
+	return marshalString(shortenN(s, n, lo))
+}
+
+// marshalString is s as a JSON string, its invisible characters escaped.
+func marshalString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return escapeInvisible(b)
+}
+
+// invisible reports whether r changes how text shows without showing
+// itself: a format character (bidi controls, zero-width characters, tag
+// characters, the soft hyphen) or a C1 control.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || (r >= 0x7f && r <= 0x9f)
+}
+
+// escapeInvisible writes the invisible characters of JSON text b as \u
+// escapes (a pair of them above U+FFFF), which JSON reads as the same
+// characters. JSON's own syntax is ASCII, so they can only be in strings.
+func escapeInvisible(b []byte) []byte {
+	if !bytes.ContainsFunc(b, invisible) {
+		return b
+	}
+	var out bytes.Buffer
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if !invisible(r) {
+			out.Write(b[:size])
+		} else if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		}
+		b = b[size:]
+	}
+	return out.Bytes()
 }
 
 // node is a decoded JSON value that keeps the order of object fields.
@@ -137,8 +179,7 @@ func (n *node) render(runes, items, fields int) []byte {
 func (n *node) write(b *bytes.Buffer, runes, items, fields int) {
 	switch n.kind {
 	case 's':
-		s, _ := json.Marshal(shortenN(n.str, n.runes, runes))
-		b.Write(s)
+		b.Write(marshalString(shortenN(n.str, n.runes, runes)))
 	case 'a':
 		b.WriteByte('[')
 		for i := range n.values {
@@ -166,8 +207,7 @@ func (n *node) write(b *bytes.Buffer, runes, items, fields int) {
 				b.Write(s)
 				break
 			}
-			k, _ := json.Marshal(n.keys[i])
-			b.Write(k)
+			b.Write(marshalString(n.keys[i]))
 			b.WriteByte(':')
 			n.values[i].write(b, runes, items, fields)
 		}

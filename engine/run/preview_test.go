@@ -1,7 +1,9 @@
 package run
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,6 +33,9 @@ func TestPreviewArgs(t *testing.T) {
 		{"a long array", `{"ids":` + string(manyJSON) + `,"then":"delete"}`, []string{`more items not shown]`, `"then":"delete"`}},
 		{"too many fields", string(fieldsJSON), []string{`"…":"`, `more fields not shown"`}},
 		{"not JSON", `{"open": ` + long, []string{`middle not shown`}},
+		{"invisible characters escaped", "{\"path\":\"/tmp/\u202egnp.sh\",\"note\":\"ok\U000E0041\u200b\u0085\"}",
+			[]string{`"path":"/tmp/\u202egnp.sh"`, `"note":"ok\udb40\udc41\u200b\u0085"`}},
+		{"invisible characters in a long value", "{\"a\":\"\u202e" + long + "\u2066\"}", []string{`{"a":"\u202eharmless`, `text. \u2066"}`}},
 	}
 	const limit = 4096
 	for _, tt := range tests {
@@ -70,7 +75,17 @@ func FuzzPreviewArgs(f *testing.F) {
 		if !utf8.Valid(got) {
 			t.Fatalf("not UTF-8: %q", got)
 		}
-		if json.Valid(args) && utf8.Valid(args) && len(args) <= limit && len(got) > len(args) {
+		if json.Valid(args) && utf8.Valid(args) && !bytes.Contains(got, []byte("not shown")) {
+			var want, have any
+			_ = json.Unmarshal(args, &want)
+			if err := json.Unmarshal(got, &have); err != nil || !reflect.DeepEqual(want, have) {
+				t.Fatalf("a preview that cut nothing changed the value: %q → %q", args, got)
+			}
+		}
+		if i := bytes.IndexFunc(got, invisible); i >= 0 {
+			t.Fatalf("an invisible character at %d: %q", i, got)
+		}
+		if json.Valid(args) && utf8.Valid(args) && !bytes.ContainsFunc(args, invisible) && len(args) <= limit && len(got) > len(args) {
 			t.Fatalf("a preview that fit grew: %q → %q", args, got)
 		}
 	})
