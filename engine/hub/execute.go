@@ -135,11 +135,14 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 
 // Anticipate says an execute is on its way (its request arrived and is
 // being decoded): an idle sandbox warms itself up meanwhile
-// (sandbox.Driver.Anticipate). A sandbox not built yet is left alone.
+// (sandbox.Driver.Anticipate), and so do the local upstreams the runs of
+// the last minutes called (source.Pool.Wake). A sandbox not built yet is
+// left alone.
 func (h *Hub) Anticipate() {
 	if d := h.runs.driver.Load(); d != nil {
 		d.Anticipate()
 	}
+	h.pool.Wake()
 }
 
 // lazySandbox is the run engine's sandbox, built by its first attempt.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 )
@@ -21,6 +22,7 @@ type Pool struct {
 type poolEntry struct {
 	once sync.Mutex // serializes starting this namespace's session
 	s    *Session
+	live atomic.Pointer[Session] // s, for Wake, which does not wait on once
 }
 
 // NewPool returns an empty pool.
@@ -59,6 +61,7 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, c
 	if e.s != nil {
 		_ = e.s.Close()
 		e.s = nil
+		e.live.Store(nil)
 	}
 	opts := p.opts
 	opts.Protocol = protocol
@@ -74,6 +77,7 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, c
 		return nil, errPoolClosed
 	}
 	e.s = s
+	e.live.Store(s)
 	return s, nil
 }
 

@@ -157,6 +157,7 @@ type Session struct {
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
 	broken      atomic.Bool   // a call found the connection gone
+	wake        waking
 }
 
 // Connect starts (for stdio) and connects to the source, with no credential.
@@ -552,6 +553,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	defer cancel()
 	strays := s.strays()
 	res, err := s.cs.CallTool(rctx, &mcp.CallToolParams{Name: name, Arguments: arguments})
+	s.wake.lastCall.Store(time.Now().UnixNano())
 	if err != nil {
 		err = s.failed(ctx, rctx, err, "tools/call", name, strays)
 		var te *TimeoutError

@@ -50,7 +50,7 @@
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
 //                   tools/list, so a test can change the tools between refreshes
 //   SCRIPTED_EVENTS a file to which the server appends one line per event: start,
-//                   tools/list, list_changed (each notification it sent), call
+//                   tools/list, list_changed (each notification it sent), call, ping
 //   SCRIPTED_ONCE   a file: the *-on-call and wrong-id modes misbehave only while
 //                   it does not exist, and create it when they do (so a restarted
 //                   server behaves)
@@ -285,6 +285,7 @@ rl.on("line", async (line) => {
         ...selfLeak(),
       });
     case "ping":
+      event("ping");
       return reply({});
     case "tools/list": {
       event("tools/list");
