@@ -413,20 +413,7 @@ func TestInvariantI7EveryChannelHasABudget(t *testing.T) {
 func TestEveryStoredCredentialIsScrubbed(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	p, err := f.h.Propose(ctx, hub.AddRequest{Command: testenv.Scripted(t), Namespace: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.h.Accept(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	r, err := f.h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
+	addReviewed(t, f.h, hub.AddRequest{Command: testenv.Scripted(t), Namespace: "other"})
 	echo := func(v string) string {
 		t.Helper()
 		env, err := f.h.Execute(ctx, fmt.Sprintf(`return await other.echo({message: %q})`, v))

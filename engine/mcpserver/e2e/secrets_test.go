@@ -184,7 +184,14 @@ return [await leaky.echo({message: "hi"}), await hub.describe("leaky.leakSelf")]
 		t.Errorf("the source's other tools stopped working:\n%s", e)
 	}
 
-	err = filepath.WalkDir(filepath.Join(h.home, "hub"), func(path string, d fs.DirEntry, err error) error {
+	noLeakUnder(t, filepath.Join(h.home, "hub"))
+}
+
+// noLeakUnder fails the test for each file under dir, but the secret
+// store's fallback file, that holds a form of mcpSecret.
+func noLeakUnder(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == "secrets.json" {
 			return err
 		}
@@ -244,20 +251,5 @@ return {store, config, parsed: JSON.parse(config.content)};`, secrets, harness)}
 	if !strings.Contains(string(r.raw), "[secret]") || !strings.Contains(string(r.raw), "mcpServers") {
 		t.Errorf("the files did not come back with [secret] where the credential was: %s", r.raw)
 	}
-	err := filepath.WalkDir(filepath.Join(h.home, "hub", "runs"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if found := leaks(string(b)); len(found) > 0 {
-			t.Errorf("the run's record %s holds the credential as %v", path, found)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noLeakUnder(t, filepath.Join(h.home, "hub", "runs"))
 }
