@@ -281,6 +281,9 @@ func (e *env) stdinIsTerminal() bool {
 // "Bearer " is what the hub sends by default. It returns the flag moved
 // ("" for none), or those left in plain text.
 func takeCredential(req *hub.AddRequest) (moved string, plain []string) {
+	if req.Document != "" {
+		return "", nil // an OpenAPI document's scheme says where its credential goes
+	}
 	type found struct{ flag, name, value string }
 	var creds []found
 	flag, m := "--env ", req.Env // a local command's credential

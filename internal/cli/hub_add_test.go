@@ -69,6 +69,11 @@ func TestTakeCredential(t *testing.T) {
 			moved: "--header X-Api-Key",
 		},
 		{
+			name: "an OpenAPI document's headers are not read (add refuses them)",
+			req:  hub.AddRequest{Document: "api.json", Headers: map[string]string{"Authorization": "Bearer t0k"}},
+			want: hub.AddRequest{Document: "api.json", Headers: map[string]string{"Authorization": "Bearer t0k"}},
+		},
+		{
 			name: "a local command's headers are not read (add refuses them)",
 			req:  hub.AddRequest{Command: local, Headers: map[string]string{"X-Api-Key": "k3y"}},
 			want: hub.AddRequest{Command: local, Headers: map[string]string{"X-Api-Key": "k3y"}},
