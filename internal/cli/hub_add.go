@@ -113,7 +113,9 @@ for once (or read with --secret-stdin).`,
 			switch moved, plain := takeCredential(&req); {
 			case moved != "":
 				fmt.Fprintf(e.stderr, "capabilities: %s holds a credential: it goes into the secret store as the source's default connection, not into the hub's config\n", moved)
-			case len(plain) > 0:
+			case len(plain) == 1:
+				fmt.Fprintf(e.stderr, "capabilities: %s holds a credential in plain text; the source's credential in the secret store is another (--auth, --secret-stdin, --secret-env or --secret-header), so it stays in the hub's config (mode 600), scrubbed from what the model sees\n", plain[0])
+			case len(plain) > 1:
 				fmt.Fprintf(e.stderr, "capabilities: %s hold credentials in plain text; the hub keeps one per source in its secret store (--secret-env NAME or --secret-header NAME with --secret-stdin), so these stay in its config (mode 600), scrubbed from what the model sees\n", strings.Join(plain, ", "))
 			}
 			var opts hub.Options
