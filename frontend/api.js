@@ -14,6 +14,7 @@
  * @property {string} summary
  * @property {"read" | "write" | "destructive"} [effect]
  * @property {unknown} [args]
+ * @property {number} [argsSize] the whole arguments' size when args shows them shortened
  * @property {string} [reason]
  * @property {string} message
  * @property {string} [expiresAt]
@@ -128,6 +129,17 @@ export async function post(path, payload) {
  */
 export function decide(item, choice) {
   return post(`/api/approvals/${encodeURIComponent(item.run)}/${encodeURIComponent(item.id)}`, { choice });
+}
+
+/**
+ * Reads the whole arguments of a pending call whose preview shortened them.
+ * @param {Approval} item
+ * @returns {Promise<unknown>}
+ */
+export async function fullArgs(item) {
+  /** @type {{args: unknown}} */
+  const res = await get(`/api/approvals/${encodeURIComponent(item.run)}/${encodeURIComponent(item.id)}/args`);
+  return res.args;
 }
 
 /** @typedef {"read" | "write" | "destructive"} Effect */

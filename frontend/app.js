@@ -2,7 +2,7 @@
 // Runs, Sources, Settings), one shown at a time, chosen by the bar, 1–5 or
 // g then a/r/u/s/t, and kept in the address's fragment (#review, #runs/<run>).
 // Plain ES modules, no build step.
-import { APIError, acceptReview, decide, get, post, setCSRF } from "./api.js";
+import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
 import { h, replace } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
@@ -168,7 +168,7 @@ function show(item) {
   state.decided = null;
   const notice = d ? renderDecided(d.label, d.address, d.next) : null;
   const where = { index, total: state.queue.length, now: Date.now() };
-  const { card, first } = renderApproval(item, where, (c) => choose(item, c), dismiss, notice);
+  const { card, first } = renderApproval(item, where, (c) => choose(item, c), dismiss, notice, fullArgs);
   replace(ui.dialog, card);
   const shownAt = performance.now();
   state.shownAt = shownAt;

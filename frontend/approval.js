@@ -84,9 +84,11 @@ export function expiresIn(iso, now) {
  * @param {(choice: Choice) => void} onChoose
  * @param {() => void} onClose
  * @param {Node | null} [notice] what the last decision did, shown above the next call
+ * @param {(item: Approval) => Promise<unknown>} [readAll] reads the whole arguments
+ *   when the preview shortened them (item.argsSize)
  * @returns {{card: HTMLElement, first: HTMLButtonElement | null}}
  */
-export function renderApproval(item, where, onChoose, onClose, notice) {
+export function renderApproval(item, where, onChoose, onClose, notice, readAll) {
   const flight = item.kind === "in_flight";
   const buttons = item.choices.map((c) => {
     const t = choiceText(item, c);
@@ -99,6 +101,21 @@ export function renderApproval(item, where, onChoose, onClose, notice) {
     );
     b.addEventListener("click", () => onChoose(c));
     return b;
+  });
+  const args = h("pre", { class: "args", tabindex: "0", "aria-label": "Arguments" }, formatArgs(item.args));
+  // Long values are shortened in the preview; the person can read them all.
+  const all =
+    item.argsSize && readAll
+      ? h("button", { type: "button", class: "show-all" }, `Show all the arguments (${item.argsSize} bytes)`)
+      : null;
+  all?.addEventListener("click", async () => {
+    all.disabled = true;
+    try {
+      args.textContent = formatArgs(await readAll?.(item));
+      all.remove();
+    } catch (e) {
+      all.textContent = `Could not read them: ${e instanceof Error ? e.message : String(e)}`;
+    }
   });
   const close = h("button", { type: "button", class: "close", "aria-label": "Close (Esc)" }, "Close");
   close.addEventListener("click", onClose);
@@ -127,7 +144,8 @@ export function renderApproval(item, where, onChoose, onClose, notice) {
       h("dd", null, expiresIn(item.expiresAt, where.now)),
     ),
     h("h3", null, "Arguments"),
-    h("pre", { class: "args", tabindex: "0", "aria-label": "Arguments" }, formatArgs(item.args)),
+    args,
+    all,
     h("div", { class: "choices", role: "group", "aria-label": "Your decision" }, ...buttons),
   );
   const once = buttons[item.choices.indexOf("once")] ?? null;

@@ -231,6 +231,26 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.wantLines(writes, 8)
 	})
 
+	t.Run("the whole arguments", func(t *testing.T) {
+		// A long item: the preview shows its head and tail; the person reads
+		// all of it before deciding.
+		long := "head " + strings.Repeat("x", 6000) + " MIDDLE-OF-IT " + strings.Repeat("y", 6000) + " tail"
+		r := h.exec(fmt.Sprintf(write, long), "awaiting_approval")
+		p.reload()
+		d := p.dialog(r.RunID, "")
+		if !strings.Contains(d.Args, "middle not shown") || !strings.Contains(d.Args, "y tail") || strings.Contains(d.Args, "MIDDLE-OF-IT") {
+			t.Fatalf("the preview of a long argument: %.300q…; want its head and tail around the marker", d.Args)
+		}
+		p.do(map[string]any{"op": "click", "selector": ".show-all"}, nil)
+		var all struct{ Text string }
+		p.do(map[string]any{"op": "text", "selector": ".args", "contains": "MIDDLE-OF-IT"}, &all)
+		if !strings.Contains(all.Text, long) {
+			t.Fatalf("Show all did not show the whole argument (%d bytes shown)", len(all.Text))
+		}
+		decide(r.RunID, "writer.record", "deny")
+		h.resume(r.RunID, "completed")
+	})
+
 	t.Run("over stdio", func(t *testing.T) {
 		// An MCP client that cannot elicit runs serve --stdio: the write
 		// pauses and serve opens the page itself, handing the link to

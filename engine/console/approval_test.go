@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -154,5 +155,47 @@ func TestApprovalPageDecidesAndTheAgentResumes(t *testing.T) {
 				t.Errorf("%s reached %s", name, w)
 			}
 		}
+	}
+}
+
+// TestApprovalWholeArguments: a pending call whose arguments the preview
+// shortened says how long they are, and the page reads them whole, with
+// the guard's session; a call whose preview shows them all has nothing
+// more to read (404), nor has a run this page is not about (403).
+func TestApprovalWholeArguments(t *testing.T) {
+	f := newFixture(t)
+	long := "head " + strings.Repeat("x", 6000) + " MIDDLE " + strings.Repeat("y", 6000) + " tail"
+	longRun := f.pending(t, fmt.Sprintf(`return await up.record({item: %q})`, long))
+	shortRun := f.pending(t, `return await up.record({item: "short"})`)
+	g, link := serve(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	b := newBrowser(t, g.Origin())
+	b.login(link)
+	var list console.Approvals
+	b.get("/api/approvals", &list)
+	sizes := map[string]int{}
+	for _, a := range list.Approvals {
+		sizes[a.Run] = a.ArgsSize
+		if a.Run == longRun && (strings.Contains(string(a.Args), "MIDDLE") || len(a.Args) > console.MaxArgsBytes) {
+			t.Errorf("the preview of the long call holds its middle or is over %d bytes: %d", console.MaxArgsBytes, len(a.Args))
+		}
+	}
+	if want := len(`{"item":""}`) + len(long); sizes[longRun] != want || sizes[shortRun] != 0 {
+		t.Fatalf("argsSize: long %d (want %d), short %d (want 0)", sizes[longRun], want, sizes[shortRun])
+	}
+	var all console.FullArgs
+	b.get("/api/approvals/"+longRun+"/c1/args", &all)
+	var got struct{ Item string }
+	if err := json.Unmarshal(all.Args, &got); err != nil || got.Item != long {
+		t.Fatalf("the whole arguments: %v, %d bytes of item", err, len(got.Item))
+	}
+	if code, body := b.do(http.MethodGet, "/api/approvals/"+shortRun+"/c1/args", nil); code != http.StatusNotFound || !strings.Contains(string(body), "its preview shows them all") {
+		t.Errorf("the short call's whole arguments: %d %s; want 404 saying the preview shows them all", code, body)
+	}
+
+	one, oneLink := serve(t, console.New(f.h, console.Options{Run: shortRun}), console.GuardOptions{})
+	b1 := newBrowser(t, one.Origin())
+	b1.login(oneLink)
+	if code, _ := b1.do(http.MethodGet, "/api/approvals/"+longRun+"/c1/args", nil); code != http.StatusForbidden {
+		t.Errorf("a page about one run read another run's arguments: %d, want 403", code)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/skill"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/frontend"
+	"github.com/capabilities-sh/capabilities/store"
 )
 
 // MaxArgsBytes caps the arguments of a pending call as the page shows them.
@@ -96,6 +97,7 @@ func New(h *hub.Hub, opts Options) *Handler {
 	c.signInRoutes() // GET /api/signins, POST /api/signin
 	c.mux.HandleFunc("GET /api/approvals", c.approvals)
 	c.mux.HandleFunc("POST /api/approvals/{run}/{call}", c.decide)
+	c.mux.HandleFunc("GET /api/approvals/{run}/{call}/args", c.fullArgs)
 	c.mux.HandleFunc("GET /api/review", c.review)
 	c.mux.HandleFunc("POST /api/review", c.acceptReview)
 	c.mux.HandleFunc("GET /api/runs", c.runs)
@@ -221,12 +223,15 @@ type Approval struct {
 	// Effect is write or destructive (by the tool's annotations), when the
 	// tool is still known.
 	Effect model.Effect `json:"effect,omitempty"`
-	// Args are the call's arguments, scrubbed of secrets and capped at 4 KB
-	// (a longer text is cut and ends with "…").
-	Args      json.RawMessage `json:"args,omitempty"`
-	Reason    string          `json:"reason,omitempty"` // the policy's reason code
-	Message   string          `json:"message"`          // why it asks, in a sentence
-	ExpiresAt time.Time       `json:"expiresAt,omitzero"`
+	// Args are the call's arguments, scrubbed of secrets, within 4 KB:
+	// every field, long values shortened (run.PreviewArgs).
+	Args json.RawMessage `json:"args,omitempty"`
+	// ArgsSize is the whole arguments' size in bytes when Args shows them
+	// shortened: GET /api/approvals/{run}/{call}/args reads them.
+	ArgsSize  int       `json:"argsSize,omitempty"`
+	Reason    string    `json:"reason,omitempty"` // the policy's reason code
+	Message   string    `json:"message"`          // why it asks, in a sentence
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Choices are what the person may answer: once, run, always, deny; a
 	// call that was in flight takes once (retry) or deny (skip).
 	Choices []model.Choice `json:"choices"`
@@ -283,6 +288,7 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 			if len(p.Args) > 0 {
 				a.Args = capArgs(sc.JSON(p.Args))
 			}
+			a.ArgsSize = p.ArgsSize
 			if p.Kind == model.PendingInFlight {
 				a.Choices = []model.Choice{model.ChoiceOnce, model.ChoiceDeny}
 			}
@@ -300,6 +306,37 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 // them longer), every field shown (run.PreviewArgs).
 func capArgs(raw json.RawMessage) json.RawMessage {
 	return run.PreviewArgs(raw, MaxArgsBytes)
+}
+
+// FullArgs is the body of GET /api/approvals/{run}/{call}/args.
+type FullArgs struct {
+	Args json.RawMessage `json:"args"`
+}
+
+// fullArgs is GET /api/approvals/{run}/{call}/args: the whole arguments of
+// a pending call whose preview shortened them, scrubbed again, so that a
+// person reads all of what they approve.
+func (c *Handler) fullArgs(w http.ResponseWriter, r *http.Request) {
+	runID, callID := r.PathValue("run"), r.PathValue("call")
+	if c.opts.Run != "" && runID != c.opts.Run {
+		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s, not %s", c.opts.Run, runID))
+		return
+	}
+	eng, err := c.hub.Runs()
+	if err != nil {
+		c.internal(w, "reading a call's arguments", err)
+		return
+	}
+	args, err := eng.FullArgs(r.Context(), runID, callID)
+	if errors.Is(err, store.ErrNotFound) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s keeps no whole arguments for call %s: its preview shows them all", runID, callID))
+		return
+	}
+	if err != nil {
+		c.internal(w, "reading a call's arguments", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, FullArgs{Args: c.hub.Scrubber().JSON(args)})
 }
 
 // Decision is the body of POST /api/approvals/{run}/{call}.

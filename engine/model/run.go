@@ -78,10 +78,13 @@ type Pending struct {
 	ArgsDigest string          `json:"argsDigest,omitempty"` // the exact arguments a decision allows
 	Summary    string          `json:"summary"`              // the first sentence of the tool's description
 	Args       json.RawMessage `json:"args,omitempty"`       // redacted, capped at 4 KB
-	Reason     string          `json:"reason,omitempty"`     // the policy reason code
-	Message    string          `json:"message"`              // why it waits, in a sentence
-	ExpiresAt  time.Time       `json:"expiresAt,omitempty"`  // when an undecided item expires the run
-	Decision   *Decision       `json:"decision,omitempty"`
+	// ArgsSize is the whole arguments' size in bytes when Args shows them
+	// shortened; the run engine keeps them whole for a person to read.
+	ArgsSize  int       `json:"argsSize,omitempty"`
+	Reason    string    `json:"reason,omitempty"`    // the policy reason code
+	Message   string    `json:"message"`             // why it waits, in a sentence
+	ExpiresAt time.Time `json:"expiresAt,omitempty"` // when an undecided item expires the run
+	Decision  *Decision `json:"decision,omitempty"`
 }
 
 // AwaitsDecision reports whether the item waits for a person's decision: an

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -552,7 +553,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
-	preview := h.preview(call.Args)
+	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
 	h.paused = true
 	h.pending = append(h.pending, model.Pending{
@@ -565,6 +566,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		ArgsDigest: argsDigest,
 		Summary:    typegen.FirstSentence(t.Description),
 		Args:       preview,
+		ArgsSize:   size,
 		Reason:     v.Reason,
 		Message:    v.Message,
 		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
@@ -573,11 +575,24 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	return nil, false
 }
 
-// preview is the arguments a person reads in a pending item: scrubbed
-// before it is cut (a cut could split a secret), every field kept
-// (PreviewArgs).
-func (h *host) preview(args json.RawMessage) json.RawMessage {
-	return PreviewArgs(h.scrubber().JSON(args), h.e.limits.ArgsPreviewBytes)
+// preview is the arguments a person reads in the pending item id:
+// scrubbed before it is cut (a cut could split a secret), every field kept
+// (PreviewArgs). When it shortened them, the whole arguments, scrubbed,
+// are kept beside the run for the person to read (FullArgs), and size is
+// their length.
+func (h *host) preview(id string, args json.RawMessage) (preview json.RawMessage, size int) {
+	full := h.scrubber().JSON(args)
+	preview = PreviewArgs(full, h.e.limits.ArgsPreviewBytes)
+	var compact bytes.Buffer
+	if json.Compact(&compact, full) != nil || compact.Len() <= h.e.limits.ArgsPreviewBytes || compact.Len() > maxFullArgs {
+		return preview, 0
+	}
+	blob := handleBlob{Run: h.run.ID, Type: "json", Content: compact.String()}
+	if err := h.e.store.Put(h.ctx, store.Blobs, fullArgsID(h.run.ID, id), blob); err != nil {
+		h.e.log.Warn("keeping a pending call's whole arguments", "run", h.run.ID, "call", id, "err", err)
+		return preview, 0
+	}
+	return preview, compact.Len()
 }
 
 // scrubber removes every secret the run may have seen (Tools.Scrubber).

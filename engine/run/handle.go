@@ -50,6 +50,34 @@ func handleID(runID string, seq int) string {
 	return handlePrefix + runID + "-" + strconv.Itoa(seq)
 }
 
+// maxFullArgs is the most of a pending call's arguments kept whole for a
+// person to read (FullArgs); longer ones are shown shortened only.
+const maxFullArgs = 1 << 20
+
+// fullArgsID names the blob of a pending call's whole arguments: a
+// handle's name, so that it goes with its run.
+func fullArgsID(runID, callID string) string {
+	return handlePrefix + runID + "-args-" + callID
+}
+
+// FullArgs returns the whole arguments, scrubbed, of the pending call
+// callID of run runID, kept when its preview shortened them
+// (model.Pending.ArgsSize); store.ErrNotFound when none were kept.
+func (e *Engine) FullArgs(ctx context.Context, runID, callID string) (json.RawMessage, error) {
+	id := fullArgsID(runID, callID)
+	if err := store.ValidID(id); err != nil {
+		return nil, fmt.Errorf("reading a pending call's arguments: %w", store.ErrNotFound)
+	}
+	b, err := store.Get[handleBlob](ctx, e.store, store.Blobs, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading a pending call's arguments: %w", err)
+	}
+	if b.Run != runID {
+		return nil, fmt.Errorf("reading a pending call's arguments: %w", store.ErrNotFound)
+	}
+	return json.RawMessage(b.Content), nil
+}
+
 // ErrHandleBudget is a run whose handles would take more than
 // Limits.MaxHandleBytes.
 var ErrHandleBudget = errors.New("the run's large results would take more than its budget")

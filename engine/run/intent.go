@@ -151,6 +151,7 @@ func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest st
 	if t != nil {
 		summary = typegen.FirstSentence(t.Description)
 	}
+	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
 	h.paused = true
 	h.pending = append(h.pending, model.Pending{
@@ -161,7 +162,8 @@ func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest st
 		Connection: call.Connection,
 		ArgsDigest: argsDigest,
 		Summary:    summary,
-		Args:       h.preview(call.Args),
+		Args:       preview,
+		ArgsSize:   size,
 		Reason:     model.PendingInFlight,
 		Message:    "this call was in flight when the hub stopped; it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
 		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),

@@ -29,7 +29,7 @@ func PreviewArgs(args json.RawMessage, limit int) json.RawMessage {
 		return fitString(string(args), limit)
 	}
 	if utf8.Valid(compact.Bytes()) {
-		if b := escapeInvisible(compact.Bytes()); len(b) <= limit {
+		if b := EscapeInvisible(compact.Bytes()); len(b) <= limit {
 			return b
 		}
 	}
@@ -83,7 +83,7 @@ func fitString(s string, limit int) json.RawMessage {
 // marshalString is s as a JSON string, its invisible characters escaped.
 func marshalString(s string) []byte {
 	b, _ := json.Marshal(s)
-	return escapeInvisible(b)
+	return EscapeInvisible(b)
 }
 
 // invisible reports whether r changes how text shows without showing
@@ -93,10 +93,10 @@ func invisible(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || (r >= 0x7f && r <= 0x9f)
 }
 
-// escapeInvisible writes the invisible characters of JSON text b as \u
+// EscapeInvisible writes the invisible characters of JSON text b as \u
 // escapes (a pair of them above U+FFFF), which JSON reads as the same
 // characters. JSON's own syntax is ASCII, so they can only be in strings.
-func escapeInvisible(b []byte) []byte {
+func EscapeInvisible(b []byte) []byte {
 	if !bytes.ContainsFunc(b, invisible) {
 		return b
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/spf13/cobra"
 )
 
@@ -104,6 +105,13 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			}
 			for _, p := range open {
 				if !asJSON {
+					// What the person decides on, whole: the preview
+					// shortens long values.
+					if p.ArgsSize > 0 && p.ArgsSize <= wholeArgsBytes {
+						if full, err := eng.FullArgs(c.Context(), runID, p.ID); err == nil {
+							p.Args, p.ArgsSize = run.EscapeInvisible(full), 0
+						}
+					}
 					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
 					printPending(e, &p)
 				}
@@ -139,6 +147,10 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 	return c
 }
 
+// wholeArgsBytes is the most of a pending call's arguments approve prints
+// whole; longer ones are printed shortened, and the console shows them.
+const wholeArgsBytes = 64 << 10
+
 func printPending(e *env, p *model.Pending) {
 	w := e.stdout
 	conn := p.Connection
@@ -148,6 +160,9 @@ func printPending(e *env, p *model.Pending) {
 	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, conn, p.Summary)
 	if len(p.Args) > 0 {
 		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
+	}
+	if p.ArgsSize > 0 {
+		fmt.Fprintf(w, "    (long values shortened: %d bytes in all; `capabilities hub console` shows them whole)\n", p.ArgsSize)
 	}
 	fmt.Fprintf(w, "    why: %s\n", p.Message)
 	if !p.ExpiresAt.IsZero() {
