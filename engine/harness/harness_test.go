@@ -287,6 +287,7 @@ func TestIsSecret(t *testing.T) {
 		{"USE_API_KEY", "true", false},
 		{"SSH_KEY_PATH", "~/.ssh/id_ed25519", false},
 		{"KEY_FILE", "/etc/app/key.pem", false},
+		{"API_KEY", "/9j4KxQm+Zz0TESTONLY/aa==", true}, // base64 may begin with "/"
 		{"TOKEN_RATE", "0.5", false},
 		{"API_KEY", "4096abc", true},
 		{"NOT_NAMED", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", true},
@@ -376,6 +377,12 @@ func TestRequestMovesTheCredential(t *testing.T) {
 	k := Proposal{Namespace: "s", Secrets: []string{"X-Api-Key"}, Server: Server{Kind: KindHTTP, URL: "https://s/mcp", Headers: map[string]string{"X-Api-Key": "k"}}}
 	if req, _, _ := k.Request(); req.SecretHeader != "X-Api-Key" || req.Secret != "k" {
 		t.Errorf("api key request = %+v", req)
+	}
+	// The hub sends a credential in Authorization as Bearer: a Basic one
+	// cannot be carried over (it used to be sent as "Bearer Basic …").
+	basic := Proposal{Namespace: "b", Secrets: []string{"Authorization"}, Server: Server{Kind: KindHTTP, URL: "https://b/mcp", Headers: map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}}}
+	if req, notes, _ := basic.Request(); req.Secret != "" || req.SecretHeader != "" || len(req.Headers) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "left out") {
+		t.Errorf("basic request = %+v %q", req, notes)
 	}
 	ref := Proposal{Namespace: "gh", Server: Server{Kind: KindStdio, Command: "npx", Env: map[string]string{"GITHUB_TOKEN": "${input:gh}", "ROOT": "${workspaceFolder}"}}}
 	req, notes, _ = ref.Request()

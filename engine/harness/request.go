@@ -34,10 +34,12 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		for _, h := range sortedKeys(s.Headers) {
 			v := s.Headers[h]
 			switch {
-			case h == credName && strings.EqualFold(h, "authorization") && strings.HasPrefix(strings.ToLower(v), "bearer "):
-				req.Secret = strings.TrimSpace(v[len("bearer "):]) // sent as Authorization: Bearer, the default
 			case h == credName:
-				req.SecretHeader, req.Secret = h, v
+				if sh, secret, ok := hub.CredentialHeader(h, v); ok {
+					req.SecretHeader, req.Secret = sh, secret
+				} else {
+					notes = append(notes, fmt.Sprintf("header %s is left out: the hub sends a credential in it as Bearer; store one with `capabilities hub auth %s`", h, p.Namespace))
+				}
 			case IsReference(v):
 				notes = append(notes, fmt.Sprintf("header %s refers to %s, which the harness fills in: store the value with `capabilities hub auth %s --header %s`", h, v, p.Namespace, h))
 			case strings.EqualFold(h, "authorization"):

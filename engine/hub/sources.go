@@ -21,6 +21,23 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
+// CredentialHeader says how a header written in plain text becomes a
+// source's credential: "Authorization: Bearer <token>" is the token, sent
+// that way by default (header ""); another header is sent as it is (header
+// name). An Authorization header of another scheme (Basic…) cannot be one:
+// the hub sends a credential in Authorization as Bearer.
+func CredentialHeader(name, value string) (header, secret string, ok bool) {
+	value = strings.TrimSpace(value)
+	if !strings.EqualFold(name, "Authorization") {
+		return name, value, true
+	}
+	const bearer = "bearer "
+	if len(value) > len(bearer) && strings.EqualFold(value[:len(bearer)], bearer) {
+		return "", strings.TrimSpace(value[len(bearer):]), true
+	}
+	return "", "", false
+}
+
 // AddRequest names a new source: a URL or a command.
 type AddRequest struct {
 	URL string

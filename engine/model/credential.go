@@ -27,8 +27,9 @@ var shape = regexp.MustCompile(`^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0
 
 // notCredential matches values that a credential's name may hold without
 // being one: a number (MAX_TOKENS=4096), a switch (USE_API_KEY=true), a
-// path (SSH_KEY_PATH=~/.ssh/id).
-var notCredential = regexp.MustCompile(`(?i)^([+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no|on|off|(~|\.{1,2})?/.*)$`)
+// path (SSH_KEY_PATH=~/.ssh/id). A path is relative to home or to here, or
+// under a well-known root: a base64 token may begin with "/" too.
+var notCredential = regexp.MustCompile(`(?i)^([+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no|on|off|(~|\.{1,2})/.*|/(home|users|etc|var|tmp|opt|usr|root|run|mnt|srv|private|volumes)/.*)$`)
 
 // PlainCredential reports whether the value of the variable or header name
 // is a credential written in plain text.

@@ -279,9 +279,9 @@ func (e *env) stdinIsTerminal() bool {
 // --header out of req into req.Secret, which is stored in the secret store
 // as the new source's default connection: when it is the only one, no
 // other was given (--auth, --secret-stdin) and --secret-env or
-// --secret-header names no other variable. An Authorization header's
-// "Bearer " is what the hub sends by default. It returns the flag moved
-// ("" for none), or those left in plain text.
+// --secret-header names no other variable (hub.CredentialHeader says how a
+// header becomes one). It returns the flag moved ("" for none), or those
+// left in plain text.
 func takeCredential(req *hub.AddRequest) (moved string, plain []string) {
 	if req.Document != "" {
 		return "", nil // an OpenAPI document's scheme says where its credential goes
@@ -311,28 +311,14 @@ func takeCredential(req *hub.AddRequest) (moved string, plain []string) {
 			return "", plain
 		}
 		req.SecretEnv = c.name
-	case strings.EqualFold(c.name, "Authorization"):
-		// The hub sends Authorization: Bearer <credential>, nothing else.
-		token, ok := cutPrefixFold(c.value, "bearer ")
+	default:
+		header, secret, ok := hub.CredentialHeader(c.name, c.value)
 		if !ok || (req.SecretHeader != "" && !strings.EqualFold(req.SecretHeader, c.name)) {
 			return "", plain
 		}
-		c.value = strings.TrimSpace(token)
-	default:
-		if req.SecretHeader != "" && !strings.EqualFold(req.SecretHeader, c.name) {
-			return "", plain
-		}
-		req.SecretHeader = c.name
+		req.SecretHeader, c.value = header, secret
 	}
 	delete(m, c.name)
 	req.Secret = c.value
 	return c.flag, nil
-}
-
-// cutPrefixFold is strings.CutPrefix, ignoring case.
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
