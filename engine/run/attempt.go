@@ -582,10 +582,13 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 // their length.
 func (h *host) preview(id string, args json.RawMessage) (preview json.RawMessage, size int) {
 	full := h.scrubber().JSON(args)
-	preview = PreviewArgs(full, h.e.limits.ArgsPreviewBytes)
 	var compact bytes.Buffer
-	if json.Compact(&compact, full) != nil || compact.Len() <= h.e.limits.ArgsPreviewBytes || compact.Len() > maxFullArgs {
-		return preview, 0
+	if json.Compact(&compact, full) != nil {
+		return PreviewArgs(full, h.e.limits.ArgsPreviewBytes), 0 // not JSON: a string, shortened
+	}
+	preview = PreviewArgs(compact.Bytes(), h.e.limits.ArgsPreviewBytes)
+	if bytes.Equal(preview, EscapeInvisible(compact.Bytes())) || compact.Len() > maxFullArgs {
+		return preview, 0 // nothing shortened, or too long to keep
 	}
 	blob := handleBlob{Run: h.run.ID, Type: "json", Content: compact.String()}
 	if err := h.e.store.Put(h.ctx, store.Blobs, fullArgsID(h.run.ID, id), blob); err != nil {
