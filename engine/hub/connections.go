@@ -226,6 +226,30 @@ func (h *Hub) knowEveryCredential(ctx context.Context) {
 	})
 }
 
+// defaultConnection names the connection a call to ns that names none goes
+// through: the source's default, "default" for a source that takes a
+// credential but has none stored yet, "" for a source that needs none.
+func (h *Hub) defaultConnection(ctx context.Context, ns string) (string, error) {
+	conns, err := store.Get[model.Connections](ctx, h.store, store.Connections, ns)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("reading the connections of %s: %w", ns, err)
+	}
+	if conns != nil && conns.Default != "" {
+		return conns.Default, nil
+	}
+	if conns != nil && len(conns.Items) > 0 {
+		return DefaultConnection, nil
+	}
+	src, err := store.Get[model.Source](ctx, h.store, store.Sources, ns)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("reading the source %s: %w", ns, err)
+	}
+	if src != nil && (src.SecretEnv != "" || src.SecretHeader != "" || src.AuthScheme != "") {
+		return DefaultConnection, nil
+	}
+	return "", nil
+}
+
 // Connections returns a source's connections (an empty set when none).
 func (h *Hub) Connections(ctx context.Context, ns string) (*model.Connections, error) {
 	if _, err := h.Source(ctx, ns); err != nil {

@@ -442,3 +442,85 @@ func TestEveryStoredCredentialIsScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestInvariantI3DecisionsAreBoundToTheirConnection: a person's decision on
+// a call through one connection (the default one, named or not) allows
+// nothing through another of the source's credentials: not "run" for the
+// rest of the run, not "always" (its rule names the connection).
+func TestInvariantI3DecisionsAreBoundToTheirConnection(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.h.Auth(ctx, hub.AuthRequest{Namespace: "leaky", Connection: "work", Value: "a-second-credential"}); err != nil {
+		t.Fatal(err)
+	}
+	f.spy.Reset()
+	decide := func(env *hub.Envelope, c model.Choice) *hub.Envelope {
+		t.Helper()
+		if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: c, Channel: approval.ChannelCLI}); err != nil {
+			t.Fatal(err)
+		}
+		env, err := f.h.Resume(ctx, env.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	execute := func(code string) *hub.Envelope {
+		t.Helper()
+		env, err := f.h.Execute(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	waits := func(env *hub.Envelope, conn string) {
+		t.Helper()
+		if env.Status != "awaiting_approval" || len(env.Pending) != 1 || env.Pending[0].Connection != conn {
+			t.Fatalf("want a call through %q waiting for a person, got %s %+v", conn, env.Status, env.Pending)
+		}
+	}
+
+	// "run", given on the default connection's call: the call through work
+	// later in the run still asks.
+	env := execute(`await leaky.record({item: "a"}); return await leaky.record({item: "b"}, {connection: "work"})`)
+	waits(env, "default")
+	env = decide(env, model.ChoiceRun)
+	waits(env, "work")
+	env = decide(env, model.ChoiceDeny)
+	if env.Status != "failed" || env.Error == nil || !strings.Contains(env.Error.Message, "approval_denied") {
+		t.Fatalf("after deny: %s %+v", env.Status, env.Error)
+	}
+
+	// "always" on the default connection: a rule for that connection only.
+	env = decide(execute(`return await leaky.record({item: "c"})`), model.ChoiceAlways)
+	if env.Status != "completed" {
+		t.Fatalf("after always: %s %+v", env.Status, env.Error)
+	}
+	pol, err := f.h.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Rules) != 1 || pol.Rules[0].Target != "leaky.record" || pol.Rules[0].Connection != "default" {
+		t.Fatalf("the rule always recorded: %+v", pol.Rules)
+	}
+	waits(execute(`return await leaky.record({item: "d"}, {connection: "work"})`), "work")
+	for _, code := range []string{`return await leaky.record({item: "e"})`, `return await leaky.record({item: "f"}, {connection: "default"})`} {
+		if env := execute(code); env.Status != "completed" {
+			t.Errorf("%s under the rule: %s %+v", code, env.Status, env.Pending)
+		}
+	}
+	calls, err := os.ReadFile(f.calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range []string{`"a"`, `"c"`, `"e"`, `"f"`} {
+		if !strings.Contains(string(calls), item) {
+			t.Errorf("the allowed call with item %s did not reach the upstream:\n%s", item, calls)
+		}
+	}
+	for _, item := range []string{`"b"`, `"d"`} {
+		if strings.Contains(string(calls), item) {
+			t.Errorf("the call with item %s through work reached the upstream, no person allowed it:\n%s", item, calls)
+		}
+	}
+}

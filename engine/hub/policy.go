@@ -159,10 +159,19 @@ func validConnectionName(c string) error {
 // Verdict decides one call under the current policy. For a tool that
 // changed since it was reviewed, the message says what changed. While the
 // hub is paused, a call that would run asks.
+//
+// The call's connection is decided for by its name: a call that names
+// none goes through its source's default connection, and rules (and a
+// person's decisions) for that connection apply to it, no others.
 func (h *Hub) Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error) {
 	p, err := h.Policy(ctx)
 	if err != nil {
 		return policy.Verdict{}, err
+	}
+	if conn == "" {
+		if conn, err = h.defaultConnection(ctx, t.Namespace()); err != nil {
+			return policy.Verdict{}, err
+		}
 	}
 	v := p.Decide(t, conn)
 	if v.Reason == policy.ReasonChanged {

@@ -66,6 +66,16 @@ type Decision struct {
 	At      time.Time `json:"at"`
 }
 
+// AllowedTool is AllowedTools' entry for a tool a person allowed for the
+// rest of a run through one connection: the address, and "@connection"
+// when the call went through a named one.
+func AllowedTool(address, connection string) string {
+	if connection == "" {
+		return address
+	}
+	return address + "@" + connection
+}
+
 // Pending is something a run waits for: a person's approval of one call, or
 // a credential for a connection.
 type Pending struct {
@@ -119,7 +129,8 @@ type Run struct {
 	Notices   []string        `json:"notices,omitempty"`
 	Truncated *Truncated      `json:"truncated,omitempty"`
 	Pending   []Pending       `json:"pending,omitempty"`
-	// AllowedTools are tools a person allowed for the rest of this run.
+	// AllowedTools are tools a person allowed for the rest of this run,
+	// each through one connection (AllowedTool).
 	AllowedTools []string `json:"allowedTools,omitempty"`
 	// UsedNonces are the one-time states of elicitation answers already
 	// accepted for this run: a replayed answer is refused.

@@ -96,10 +96,20 @@ type Verdict struct {
 	Message string `json:"message"`
 	// Rule is the rule that decided, if any.
 	Rule *Rule `json:"rule,omitempty"`
+	// Connection is the connection decided for, by name ("" for a source
+	// that needs none): what a person's decision on this call is bound to.
+	Connection string `json:"connection,omitempty"`
 }
 
-// Decide returns the verdict for calling tool t through connection conn.
+// Decide returns the verdict for calling tool t through connection conn,
+// named as the caller resolved it (the default connection by its name).
 func (p *Policy) Decide(t *model.Tool, conn string) Verdict {
+	v := p.decide(t, conn)
+	v.Connection = conn
+	return v
+}
+
+func (p *Policy) decide(t *model.Tool, conn string) Verdict {
 	ns := t.Namespace()
 	matches := func(r *Rule) bool {
 		if r.Target != t.Address && r.Target != ns {

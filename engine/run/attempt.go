@@ -532,14 +532,21 @@ func (h *host) toHandle(ctx context.Context, call sandbox.Call, value json.RawMe
 // was denied, and (nil, false) after adding a pending approval and pausing.
 func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, t *model.Tool, v policy.Verdict) (*sandbox.CallResult, bool) {
 	id := "c" + strconv.Itoa(call.Seq)
-	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged && v.Reason != policy.ReasonPaused {
+	// What a person allowed is bound to the connection the call goes
+	// through (v.Connection: the default one by its name): allowing a call
+	// on one credential allows nothing on another.
+	allowed := slices.Contains(h.run.AllowedTools, model.AllowedTool(t.Address, v.Connection))
+	if allowed && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
 	// A decision names exactly what it allows: this address, these
 	// arguments, this version of the tool. A tool changed since the person
 	// decided asks again.
 	if p := h.run.PendingItem(id); p != nil && p.Kind == model.PendingApproval && p.Decision != nil && (p.Contract == "" || p.Contract == t.Contract) {
-		if p.Address != call.Address || (p.ArgsDigest != "" && p.ArgsDigest != argsDigest) {
+		// (A decision recorded before connections were named holds the
+		// call's own "".)
+		otherConnection := p.Connection != v.Connection && p.Connection != call.Connection
+		if p.Address != call.Address || (p.ArgsDigest != "" && p.ArgsDigest != argsDigest) || otherConnection {
 			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
 			return &res, true
 		}
@@ -550,7 +557,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		return nil, true
 	}
 	// A tool allowed for the session runs, unless the hub is paused.
-	if slices.Contains(h.run.AllowedTools, t.Address) && v.Reason != policy.ReasonPaused {
+	if allowed && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
 	preview, size := h.preview(id, call.Args)
@@ -561,7 +568,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		Kind:       model.PendingApproval,
 		Seq:        call.Seq,
 		Address:    t.Address,
-		Connection: call.Connection,
+		Connection: v.Connection,
 		Contract:   t.Contract,
 		ArgsDigest: argsDigest,
 		Summary:    typegen.FirstSentence(t.Description),
