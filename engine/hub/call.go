@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,10 +18,24 @@ import (
 // Call validates args against the tool's input schema and calls the tool on
 // its upstream through a connection ("" for the default), starting the
 // upstream if needed. Every secret value is scrubbed from the result.
+//
+// It is a person's own call (capabilities hub call): nothing asks, but a
+// deny rule holds here too, since any matching deny wins (ErrDenied).
 func (h *Hub) Call(ctx context.Context, address string, args json.RawMessage, conn string) (*mcp.CallToolResult, error) {
 	src, t, m, err := h.Tool(ctx, address)
 	if err != nil {
 		return nil, fmt.Errorf("calling: %w", err)
+	}
+	v, err := h.Verdict(ctx, t, conn)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %w", address, err)
+	}
+	if v.Action == policy.Deny {
+		lift := "capabilities hub policy remove " + v.Rule.Target
+		if v.Rule.Connection != "" {
+			lift += " --connection " + v.Rule.Connection
+		}
+		return nil, fmt.Errorf("calling %s: %w: %s; remove the rule (`%s`) to call it", address, ErrDenied, v.Message, lift)
 	}
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)

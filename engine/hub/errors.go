@@ -11,6 +11,10 @@ import (
 // whose upstream could not be started or reached.
 var ErrUpstreamUnavailable = errors.New("upstream unavailable")
 
+// ErrDenied is matched by the error of a person's own call (Call) to a tool
+// a deny rule covers.
+var ErrDenied = errors.New("denied by policy")
+
 // scrubbedError is an error's text with every secret removed. It still
 // matches the sentinel errors the original wrapped (errors.Is), and kind,
 // but errors.As cannot reach the original's values.

@@ -24,6 +24,7 @@ const (
 	codeUpstreamUnavailable = "upstream_unavailable" // an upstream could not be started or reached
 	codeUpstreamTimeout     = "upstream_timeout"     // an upstream did not answer a call in time
 	codeToolError           = "tool_error"           // the tool answered with an error
+	codePolicyDenied        = "policy_denied"        // a deny rule covers the call (hub call)
 	codeInterrupted         = "interrupted"          // SIGINT or SIGTERM
 	codeError               = "error"                // anything else
 )
@@ -63,6 +64,8 @@ func classify(err error, cmd *cobra.Command) *codedError {
 		c.code, c.hint = codeCodeTooLarge, "send less code, or split the work across runs"
 	case errors.Is(err, source.ErrCallTimeout):
 		c.code, c.hint = codeUpstreamTimeout, "a slow tool gets more time with `capabilities hub add --call-timeout` or CAPABILITIES_CALL_TIMEOUT"
+	case errors.Is(err, hub.ErrDenied):
+		c.code = codePolicyDenied
 	case errors.Is(err, hub.ErrUpstreamUnavailable):
 		c.code, c.hint = codeUpstreamUnavailable, "check it with `capabilities hub doctor`"
 	}
