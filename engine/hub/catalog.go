@@ -97,7 +97,10 @@ func (h *Hub) loadCatalog(ctx context.Context) (*catalog, error) {
 	if !ok || !quiet {
 		fp = ""
 	}
-	recs, err := h.Sources(ctx)
+	recs, bad, err := h.readSources(ctx)
+	for _, b := range bad {
+		h.log.Warn("a source is left out of the hub: its record cannot be read", "namespace", b.Namespace, "err", b.Err)
+	}
 	if err != nil {
 		return nil, err
 	}

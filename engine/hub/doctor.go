@@ -83,5 +83,12 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 		})
 	}
 	wg.Wait()
+	bad, err := h.Unreadable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checking sources: %w", err)
+	}
+	for _, b := range bad {
+		r.Sources = append(r.Sources, SourceHealth{Namespace: b.Namespace, Health: "error", Error: fmt.Sprintf("left out of the hub: %v (`capabilities hub remove %s` removes it)", b.Err, b.Namespace)})
+	}
 	return r, nil
 }

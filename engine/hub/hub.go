@@ -155,31 +155,58 @@ func (h *Hub) Manifest(ctx context.Context, ns string) (*Manifest, error) {
 }
 
 // Sources lists every source with its cached manifest, by namespace. A
-// corrupt record is reported, not skipped.
+// source whose record or manifest is corrupt is left out, so that the
+// others serve; Unreadable reports it.
 func (h *Hub) Sources(ctx context.Context) ([]SourceRecord, error) {
+	recs, _, err := h.readSources(ctx)
+	return recs, err
+}
+
+// UnreadableSource is a source Sources leaves out, and why.
+type UnreadableSource struct {
+	Namespace string
+	Err       error // a *store.CorruptError
+}
+
+// Unreadable lists the sources Sources leaves out: their record or manifest
+// is corrupt. Fixing the file, or removing the source, brings them back.
+func (h *Hub) Unreadable(ctx context.Context) ([]UnreadableSource, error) {
+	_, bad, err := h.readSources(ctx)
+	return bad, err
+}
+
+func (h *Hub) readSources(ctx context.Context) ([]SourceRecord, []UnreadableSource, error) {
 	ids, err := h.store.List(ctx, store.Sources)
 	if err != nil {
-		return nil, fmt.Errorf("listing sources: %w", err)
+		return nil, nil, fmt.Errorf("listing sources: %w", err)
 	}
 	// Read on every CPU: a large hub's manifests are tens of MB of JSON.
 	// The first error in the sources' order is reported, every time.
-	out := make([]SourceRecord, len(ids))
+	recs := make([]SourceRecord, len(ids))
 	errs := make([]error, len(ids))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, id := range ids {
 		g.Go(func() error {
-			out[i], errs[i] = h.sourceRecord(ctx, id)
+			recs[i], errs[i] = h.sourceRecord(ctx, id)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("listing sources: %w", err)
+	out := recs[:0]
+	var bad []UnreadableSource
+	for i, err := range errs {
+		var ce *store.CorruptError
+		switch {
+		case errors.As(err, &ce):
+			bad = append(bad, UnreadableSource{Namespace: ids[i], Err: err})
+		case err != nil:
+			return nil, nil, fmt.Errorf("listing sources: %w", err)
+		default:
+			out = append(out, recs[i])
 		}
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // sourceRecord reads one source and its manifest.

@@ -377,7 +377,8 @@ func (h *Hub) Accept(ctx context.Context, p *Proposal) error {
 // upstream. The source record goes last, so a failure leaves it to remove
 // again.
 func (h *Hub) Remove(ctx context.Context, ns string) error {
-	if _, err := h.Source(ctx, ns); err != nil {
+	var corrupt *store.CorruptError
+	if _, err := h.Source(ctx, ns); err != nil && !errors.As(err, &corrupt) { // a corrupt record can go
 		return fmt.Errorf("removing: %w", err)
 	}
 	h.pool.Drop(ns)

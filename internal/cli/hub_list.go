@@ -60,8 +60,18 @@ func newListCmd(e *env) *cobra.Command {
 				}
 				out = append(out, ls)
 			}
+			bad, err := h.Unreadable(c.Context())
+			if err != nil {
+				return err
+			}
+			for _, b := range bad {
+				out = append(out, listedSource{Namespace: b.Namespace, Health: "unreadable", LastError: b.Err.Error(), Tools: []listedTool{}})
+			}
 			if asJSON {
 				return e.printJSON(map[string]any{"sources": out})
+			}
+			for _, b := range bad {
+				fmt.Fprintf(e.stderr, "capabilities: %s is left out of the hub: %v (`capabilities hub remove %s` removes it)\n", b.Namespace, b.Err, b.Namespace)
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(e.stdout, "No sources yet. Add one with: capabilities hub add -- <command> [args…]")
