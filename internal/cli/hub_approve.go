@@ -8,7 +8,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -109,7 +109,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					// shortens long values.
 					if p.ArgsSize > 0 && p.ArgsSize <= wholeArgsBytes {
 						if full, err := eng.FullArgs(c.Context(), runID, p.ID); err == nil {
-							p.Args, p.ArgsSize = run.EscapeInvisible(full), 0
+							p.Args, p.ArgsSize = visible.Escape(full), 0
 						}
 					}
 					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
