@@ -157,14 +157,16 @@ func printPending(e *env, p *model.Pending) {
 	if conn == "" {
 		conn = "default"
 	}
-	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, conn, p.Summary)
+	// One line each: a newline in the tool's summary or the reason must
+	// not forge the next call's header (Main's writer escapes the rest).
+	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, visible.Line(conn), visible.Line(p.Summary))
 	if len(p.Args) > 0 {
 		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
 	}
 	if p.ArgsSize > 0 {
 		fmt.Fprintf(w, "    (long values shortened: %d bytes in all; `capabilities hub console` shows them whole)\n", p.ArgsSize)
 	}
-	fmt.Fprintf(w, "    why: %s\n", p.Message)
+	fmt.Fprintf(w, "    why: %s\n", visible.Line(p.Message))
 	if !p.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "    expires: %s (in %s)\n", p.ExpiresAt.Local().Format("2006-01-02 15:04"), time.Until(p.ExpiresAt).Round(time.Minute))
 	}
