@@ -19,6 +19,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/capabilities-sh/capabilities/store"
 )
 
@@ -594,7 +595,7 @@ func (h *host) preview(id string, args json.RawMessage) (preview json.RawMessage
 		return PreviewArgs(full, h.e.limits.ArgsPreviewBytes), 0 // not JSON: a string, shortened
 	}
 	preview = PreviewArgs(compact.Bytes(), h.e.limits.ArgsPreviewBytes)
-	if bytes.Equal(preview, EscapeInvisible(compact.Bytes())) || compact.Len() > maxFullArgs {
+	if bytes.Equal(preview, visible.Escape(compact.Bytes())) || compact.Len() > maxFullArgs {
 		return preview, 0 // nothing shortened, or too long to keep
 	}
 	blob := handleBlob{Run: h.run.ID, Type: "json", Content: compact.String()}

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/capabilities-sh/capabilities/engine/visible"
 )
 
 // PreviewArgs is what a person reads of a call's arguments before deciding
@@ -21,15 +21,15 @@ import (
 // fields replaced by one marker. Arguments that are not JSON are shown as a
 // string, cut the same way; bytes that are not UTF-8 as U+FFFD. Characters
 // that change how text shows without showing themselves (bidi overrides,
-// zero-width and tag characters, C1 controls) are written as \u escapes:
-// "/tmp/\u202egnp.sh" cannot pass for "/tmp/hs.png".
+// zero-width and tag characters, C1 controls) are written as \u escapes
+// (visible.Escape): "/tmp/\u202egnp.sh" cannot pass for "/tmp/hs.png".
 func PreviewArgs(args json.RawMessage, limit int) json.RawMessage {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
 		return fitString(string(args), limit)
 	}
 	if utf8.Valid(compact.Bytes()) {
-		if b := EscapeInvisible(compact.Bytes()); len(b) <= limit {
+		if b := visible.Escape(compact.Bytes()); len(b) <= limit {
 			return b
 		}
 	}
@@ -80,40 +80,10 @@ func fitString(s string, limit int) json.RawMessage {
 	return marshalString(shortenN(s, n, lo))
 }
 
-// marshalString is s as a JSON string, its invisible characters escaped.
+// marshalString is s as a JSON string, its hidden characters escaped.
 func marshalString(s string) []byte {
 	b, _ := json.Marshal(s)
-	return EscapeInvisible(b)
-}
-
-// invisible reports whether r changes how text shows without showing
-// itself: a format character (bidi controls, zero-width characters, tag
-// characters, the soft hyphen) or a C1 control.
-func invisible(r rune) bool {
-	return unicode.Is(unicode.Cf, r) || (r >= 0x7f && r <= 0x9f)
-}
-
-// EscapeInvisible writes the invisible characters of JSON text b as \u
-// escapes (a pair of them above U+FFFF), which JSON reads as the same
-// characters. JSON's own syntax is ASCII, so they can only be in strings.
-func EscapeInvisible(b []byte) []byte {
-	if !bytes.ContainsFunc(b, invisible) {
-		return b
-	}
-	var out bytes.Buffer
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if !invisible(r) {
-			out.Write(b[:size])
-		} else if r > 0xffff {
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)
-		} else {
-			fmt.Fprintf(&out, `\u%04x`, r)
-		}
-		b = b[size:]
-	}
-	return out.Bytes()
+	return visible.Escape(b)
 }
 
 // node is a decoded JSON value that keeps the order of object fields.

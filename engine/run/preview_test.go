@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/capabilities-sh/capabilities/engine/visible"
 )
 
 func TestPreviewArgs(t *testing.T) {
@@ -82,10 +84,10 @@ func FuzzPreviewArgs(f *testing.F) {
 				t.Fatalf("a preview that cut nothing changed the value: %q → %q", args, got)
 			}
 		}
-		if i := bytes.IndexFunc(got, invisible); i >= 0 {
+		if i := bytes.IndexFunc(got, visible.Hidden); i >= 0 {
 			t.Fatalf("an invisible character at %d: %q", i, got)
 		}
-		if json.Valid(args) && utf8.Valid(args) && !bytes.ContainsFunc(args, invisible) && len(args) <= limit && len(got) > len(args) {
+		if json.Valid(args) && utf8.Valid(args) && !bytes.ContainsFunc(args, visible.Hidden) && len(args) <= limit && len(got) > len(args) {
 			t.Fatalf("a preview that fit grew: %q → %q", args, got)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
@@ -80,6 +81,14 @@ const windDown = 2 * time.Second
 // second signal, or a command still winding down after windDown, ends the
 // process at once.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Every command's output holds text from outside (upstream servers, a
+	// model's code, agent configs), and the CLI writes no escape sequence
+	// of its own: both streams show control and invisible characters as
+	// escapes (JSON output keeps its values: JSON reads them the same).
+	vout, verr := visible.NewWriter(stdout), visible.NewWriter(stderr)
+	defer verr.Flush()
+	defer vout.Flush()
+	stdout, stderr = vout, verr
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	returned := make(chan struct{})

@@ -11,6 +11,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -219,17 +220,18 @@ func printProposal(e *env, p *hub.Proposal) {
 	if m.ServerVersion != "" {
 		name += " " + m.ServerVersion
 	}
+	name = visible.Line(strings.TrimSpace(name))
 	if p.SignIn {
 		fmt.Fprintf(e.stdout, "Found an MCP server at %s that asks for an OAuth sign-in before it lists its tools\n", p.Source.URL)
 	} else if p.Source.Kind == model.KindOpenAPI {
-		fmt.Fprintf(e.stdout, "Found %s (an OpenAPI document)\n", strings.TrimSpace(name))
+		fmt.Fprintf(e.stdout, "Found %s (an OpenAPI document)\n", name)
 	} else {
-		fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", strings.TrimSpace(name), p.Source.Kind, m.Protocol)
+		fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", name, p.Source.Kind, visible.Line(m.Protocol))
 	}
 	if p.Source.Kind == model.KindStdio {
-		fmt.Fprintf(e.stdout, "  runs:  %s\n", p.Source.CommandLine())
+		fmt.Fprintf(e.stdout, "  runs:  %s\n", visible.Line(p.Source.CommandLine()))
 		if p.Source.Cwd != "" {
-			fmt.Fprintf(e.stdout, "  in:    %s\n", p.Source.Cwd)
+			fmt.Fprintf(e.stdout, "  in:    %s\n", visible.Line(p.Source.Cwd))
 		}
 		for k := range p.Source.Env {
 			fmt.Fprintf(e.stdout, "  env:   %s=…\n", k)

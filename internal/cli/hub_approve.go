@@ -8,7 +8,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -109,7 +109,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					// shortens long values.
 					if p.ArgsSize > 0 && p.ArgsSize <= wholeArgsBytes {
 						if full, err := eng.FullArgs(c.Context(), runID, p.ID); err == nil {
-							p.Args, p.ArgsSize = run.EscapeInvisible(full), 0
+							p.Args, p.ArgsSize = visible.Escape(full), 0
 						}
 					}
 					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
@@ -157,14 +157,16 @@ func printPending(e *env, p *model.Pending) {
 	if conn == "" {
 		conn = "default"
 	}
-	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, conn, p.Summary)
+	// One line each: a newline in the tool's summary or the reason must
+	// not forge the next call's header (Main's writer escapes the rest).
+	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, visible.Line(conn), visible.Line(p.Summary))
 	if len(p.Args) > 0 {
 		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
 	}
 	if p.ArgsSize > 0 {
 		fmt.Fprintf(w, "    (long values shortened: %d bytes in all; `capabilities hub console` shows them whole)\n", p.ArgsSize)
 	}
-	fmt.Fprintf(w, "    why: %s\n", p.Message)
+	fmt.Fprintf(w, "    why: %s\n", visible.Line(p.Message))
 	if !p.ExpiresAt.IsZero() {
 		fmt.Fprintf(w, "    expires: %s (in %s)\n", p.ExpiresAt.Local().Format("2006-01-02 15:04"), time.Until(p.ExpiresAt).Round(time.Minute))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -138,7 +139,7 @@ func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
 			fmt.Fprintln(w, "waiting for a person:")
 			approvals := 0
 			for _, p := range env.Pending {
-				fmt.Fprintf(w, "  %s  %s  %s\n      %s\n", p.ID, p.Address, p.Summary, p.Message)
+				fmt.Fprintf(w, "  %s  %s  %s\n      %s\n", p.ID, p.Address, visible.Line(p.Summary), visible.Line(p.Message))
 				if p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight {
 					approvals++
 				}

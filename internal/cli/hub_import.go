@@ -12,6 +12,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/skill"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
@@ -201,7 +202,7 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 		if len(req.Command) > 0 {
 			verb, what = "Start", model.QuoteCommand(req.Command)
 		}
-		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), what)
+		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), visible.Line(what))
 		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
 		if err != nil {
 			return "", err
@@ -285,7 +286,7 @@ func printImport(e *env, r harness.Report) {
 		if s.Kind == harness.KindStdio {
 			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
 		}
-		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, what)
+		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
 		var from []string
 		for _, o := range s.Harnesses {
 			from = append(from, o.Harness+" "+o.Path)

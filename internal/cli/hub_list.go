@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -88,7 +89,7 @@ func newListCmd(e *env) *cobra.Command {
 				if s.Kind == model.KindHTTP || s.Kind == model.KindOpenAPI {
 					where = s.URL
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.ToolCount, s.Health, when, where)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.ToolCount, s.Health, when, visible.Line(where))
 			}
 			return tw.Flush()
 		}),

@@ -9,6 +9,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -135,7 +136,7 @@ func printReview(e *env, r *hub.Review) {
 	if len(r.Commands) > 0 {
 		fmt.Fprintln(e.stdout, "\nCommands these sources run on this machine (accepting consents to them):")
 		for _, c := range r.Commands {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, c.Command)
+			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Command))
 		}
 	}
 	groups := []struct {
@@ -167,11 +168,12 @@ func printReview(e *env, r *hub.Review) {
 	}
 }
 
-// firstSentence is the description's first sentence, at most 70 chars.
+// firstSentence is the description's first sentence, at most 70 chars,
+// on one line.
 func firstSentence(s string) string {
 	s = typegen.FirstSentence(s)
 	if len(s) > 70 {
 		s = s[:67] + "..."
 	}
-	return s
+	return visible.Line(s)
 }
