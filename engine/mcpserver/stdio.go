@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,7 +32,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lineWriter{w: out}
 	pr, pw := io.Pipe()
 	go filterRequests(in, pw, w, s.anticipate)
-	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: MaxBodyBytes})
+	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: maxLine + 2})
 }
 
 // lineWriter serializes whole-message writes from the SDK and the filter.
@@ -99,39 +102,287 @@ func errorReply(id json.RawMessage, code int, format string, args ...any) *rpcEr
 }
 
 // check returns the error reply for a malformed line, or nil to pass it on.
+// It lets through only what go-sdk's stdio transport decodes, since a line
+// the transport cannot decode ends the session; a line it passes reaches
+// the SDK unchanged. The reply names the request's id when the id is one
+// the SDK would have answered with, null otherwise.
 func check(line []byte) *rpcError {
 	if !json.Valid(line) {
 		return errorReply(nil, -32700, "parse error: the line is not valid JSON (each message is one JSON-RPC 2.0 object per line)")
 	}
 	if line[0] == '[' {
-		return nil // a batch: the SDK checks each message
+		return errorReply(nil, -32600, "invalid request: batches (a JSON array of messages) are not supported; send each JSON-RPC message as an object on a line of its own")
 	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  *string         `json:"method"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if line[0] != '{' || json.Unmarshal(line, &m) != nil {
+	if line[0] != '{' {
 		return errorReply(nil, -32600, "invalid request: a message must be a JSON object")
 	}
-	if m.JSONRPC != "2.0" {
-		return errorReply(m.ID, -32600, `invalid request: "jsonrpc" must be "2.0"`)
+	m := readMembers(line)
+	if m.id != nil {
+		if p := idProblem(m.id); p != "" {
+			return errorReply(nil, -32600, "invalid request: %s", p)
+		}
 	}
-	if m.Method == nil && m.Result == nil && m.Error == nil {
-		return errorReply(m.ID, -32600, `invalid request: no "method" (nor a "result" or "error" answering the server)`)
+	var id json.RawMessage // the id the reply names
+	if m.count["id"] == 1 {
+		id = m.id
 	}
-	if m.Method != nil && *m.Method == "" {
-		return errorReply(m.ID, -32600, `invalid request: "method" is empty`)
+	switch {
+	case m.dup != "":
+		return errorReply(id, -32600, "invalid request: %q appears more than once in the message", m.dup)
+	case !isString(m.jsonrpc, "2.0"):
+		return errorReply(id, -32600, `invalid request: "jsonrpc" must be "2.0"%s`, m.caseHint("jsonrpc"))
+	case m.method != nil && m.method[0] != '"':
+		return errorReply(id, -32600, `invalid request: "method" must be a string (got %s)`, kind(m.method))
+	case m.method == nil && m.result == nil && m.error == nil:
+		return errorReply(id, -32600, `invalid request: no "method" (nor a "result" or "error" answering the server)%s`, m.caseHint("method"))
+	case m.method != nil && isString(m.method, ""):
+		return errorReply(id, -32600, `invalid request: "method" is empty`)
 	}
-	if m.Method != nil && *m.Method == "server/discover" && len(m.ID) > 0 && string(m.ID) != "null" && !carriesModernVersion(line) {
+	if p := errorProblem(m.error); p != "" {
+		// go-sdk decodes "error" even beside a "method".
+		return errorReply(id, -32600, `invalid request: "error" must be an object with an integer "code" and a string "message" (%s)`, p)
+	}
+	if m.method == nil {
+		// A response to a request of the server's.
+		if m.result != nil && m.error != nil && string(m.error) != "null" {
+			return errorReply(id, -32600, `invalid request: a response carries either "result" or "error", not both`)
+		}
+		if m.id == nil || string(m.id) == "null" {
+			return errorReply(nil, -32600, `invalid request: a response (a message with "result" or "error" and no "method") needs the "id" of the request it answers%s`, m.caseHint("id"))
+		}
+	}
+	if len(line) > maxLine {
+		return errorReply(id, -32600, "invalid request: the message is %d bytes, over the limit of %d bytes", len(line), maxLine)
+	}
+	if nesting(line) > maxNesting {
+		return errorReply(id, -32600, "invalid request: the message nests arrays and objects more than %d deep", maxNesting)
+	}
+	if m.method != nil && isString(m.method, "server/discover") && m.id != nil && string(m.id) != "null" && !carriesModernVersion(line) {
 		// go-sdk answers a bare "method not found", which reads as if this
 		// server had no 2026-07-28 at all; say what the request lacks. The
 		// code stays -32601, what a client probing for the era expects.
-		return errorReply(m.ID, -32601, `server/discover is a request of protocol %s or later and needs that revision's envelope: params._meta with "io.modelcontextprotocol/protocolVersion": %q and "io.modelcontextprotocol/clientCapabilities": {…}. A client of an earlier revision starts with initialize instead.`, modernProtocol, modernProtocol)
+		return errorReply(id, -32601, `server/discover is a request of protocol %s or later and needs that revision's envelope: params._meta with "io.modelcontextprotocol/protocolVersion": %q and "io.modelcontextprotocol/clientCapabilities": {…}. A client of an earlier revision starts with initialize instead.`, modernProtocol, modernProtocol)
 	}
 	return nil
+}
+
+const (
+	// maxLine is the longest line passed on. The SDK's transport counts
+	// the bytes it reads for a message, which may include the line's
+	// newline and the one before it: Serve allows it maxLine+2.
+	maxLine = MaxBodyBytes
+	// maxNesting is how deep go-sdk decodes arrays and objects in a message.
+	maxNesting = 1000
+	// maxExactID bounds the integer ids go-sdk answers with the same id:
+	// it reads a number id as a float64.
+	maxExactID = 1<<53 - 1
+)
+
+// members are the top-level members of a JSON-RPC message that go-sdk
+// reads, matched by exact name as go-sdk matches them. A member absent is
+// nil; a member given twice is named in dup.
+type members struct {
+	jsonrpc, id, method, result, error json.RawMessage
+
+	count  map[string]int
+	folded map[string]string // a known name by the spelling found in another case
+	dup    string
+}
+
+// readMembers reads the members of line, a valid JSON object.
+func readMembers(line []byte) members {
+	m := members{count: map[string]int{}}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if _, err := dec.Token(); err != nil {
+		return m
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		var v json.RawMessage
+		if err != nil || dec.Decode(&v) != nil {
+			return m
+		}
+		name, _ := tok.(string)
+		var dst *json.RawMessage
+		switch name {
+		case "jsonrpc":
+			dst = &m.jsonrpc
+		case "id":
+			dst = &m.id
+		case "method":
+			dst = &m.method
+		case "params":
+		case "result":
+			dst = &m.result
+		case "error":
+			dst = &m.error
+		default:
+			for _, k := range []string{"jsonrpc", "id", "method"} {
+				if strings.EqualFold(name, k) {
+					if m.folded == nil {
+						m.folded = map[string]string{}
+					}
+					m.folded[k] = name
+				}
+			}
+			continue
+		}
+		if m.count[name]++; m.count[name] == 2 && m.dup == "" {
+			m.dup = name
+		}
+		if dst != nil {
+			*dst = v
+		}
+	}
+	return m
+}
+
+// caseHint points out a member named name in another case, which go-sdk
+// does not read as name.
+func (m members) caseHint(name string) string {
+	if f, ok := m.folded[name]; ok {
+		return fmt.Sprintf(" (found %q: member names are case-sensitive)", f)
+	}
+	return ""
+}
+
+// idProblem says what is wrong with a message's id, or "" for a string,
+// null or an integer that go-sdk answers with unchanged.
+func idProblem(id json.RawMessage) string {
+	switch {
+	case id[0] == '"' || id[0] == 'n':
+		return ""
+	case id[0] == '-' || '0' <= id[0] && id[0] <= '9':
+		if isInteger(id) {
+			if f, err := strconv.ParseFloat(string(id), 64); err != nil || math.Abs(f) > maxExactID {
+				return fmt.Sprintf(`"id" %s is beyond the integers this server answers exactly (up to %d either side of 0); use a smaller integer or a string`, short(id), maxExactID)
+			}
+			return ""
+		}
+	}
+	return fmt.Sprintf(`"id" must be a string or an integer (got %s)`, kind(id))
+}
+
+// isInteger reports whether num, a JSON number, is an integer: 1, 1.0 and
+// 1e2 are; 1.5 and 1e-400 are not.
+func isInteger(num json.RawMessage) bool {
+	s := strings.TrimPrefix(string(num), "-")
+	exp := 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil {
+			// An exponent beyond int: the number is 0 or out of range.
+			return strings.Trim(s[:i], "0.") == "" || !strings.HasPrefix(s[i+1:], "-")
+		}
+		s, exp = s[:i], e
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	// The digits after the point once the exponent is applied must be 0.
+	digits := whole + frac
+	point := len(whole) + exp
+	return point >= len(digits) || strings.Trim(digits[max(point, 0):], "0") == ""
+}
+
+// errorProblem says what is wrong with a message's "error" member, or ""
+// when it is absent, null, or an object go-sdk decodes.
+func errorProblem(e json.RawMessage) string {
+	if e == nil || string(e) == "null" {
+		return ""
+	}
+	if e[0] != '{' {
+		return "got " + kind(e)
+	}
+	var code, message int
+	dec := json.NewDecoder(bytes.NewReader(e))
+	_, _ = dec.Token()
+	for dec.More() {
+		tok, err := dec.Token()
+		var v json.RawMessage
+		if err != nil || dec.Decode(&v) != nil {
+			return "got an object that could not be read"
+		}
+		switch tok {
+		case "code":
+			if code++; code > 1 {
+				return `"code" appears more than once`
+			}
+			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+				return `"code" is ` + kind(v)
+			}
+		case "message":
+			if message++; message > 1 {
+				return `"message" appears more than once`
+			}
+			if v[0] != '"' {
+				return `"message" is ` + kind(v)
+			}
+		}
+	}
+	switch {
+	case code == 0:
+		return `no "code"`
+	case message == 0:
+		return `no "message"`
+	}
+	return ""
+}
+
+// kind names what a JSON value is, for an error message.
+func kind(v json.RawMessage) string {
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return short(v)
+}
+
+// short is v, or "a number" when v is too long to quote in a message.
+func short(v json.RawMessage) string {
+	if len(v) > 32 {
+		return "a number"
+	}
+	return string(v)
+}
+
+// isString reports whether v is the JSON string s.
+func isString(v json.RawMessage, s string) bool {
+	var got string
+	return len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &got) == nil && got == s
+}
+
+// nesting is how deeply line, valid JSON, nests arrays and objects.
+func nesting(line []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, b := range line {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // carriesModernVersion reports whether a request names protocol 2026-07-28
