@@ -45,6 +45,10 @@ harness written that reads skills (Claude Code: ~/.claude/skills/<name>/, Codex:
 ~/.codex/skills/<name>/); the copy is recorded in the snapshot, and disconnect or rollback take
 it out again. A folder of that name that is not the hub's copy is left as it is (an error).
 
+When the hub is not at the default place (CAPABILITIES_HOME set to another directory than
+~/.capabilities), the entry also sets CAPABILITIES_HOME to the hub's absolute path in its env,
+so the agent's "hub serve --stdio" opens this hub and not the one in ~/.capabilities.
+
 Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -53,6 +57,10 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 				return err
 			}
 			bin, err := selfPath(c.Context())
+			if err != nil {
+				return err
+			}
+			env, err := hubEnv()
 			if err != nil {
 				return err
 			}
@@ -69,17 +77,14 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			}
 			var changes []edit.Change
 			for _, f := range files {
-				changes = append(changes, connectChange(f, bin, sources, profile))
+				changes = append(changes, connectChange(f, bin, sources, profile, env))
 			}
 			installs, err := e.profileSkillInstalls(c.Context(), files, profile)
 			if err != nil {
 				return err
 			}
 			changes = append(changes, installs...)
-			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile)); err != nil {
-				return err
-			}
-			return nil
+			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env))
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
@@ -92,8 +97,8 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 
 // connectChange writes the hub's entry into f and, when sources are given
 // (--replace), turns off f's entries that run one of them.
-func connectChange(f harness.File, bin string, sources []model.Source, profile string) edit.Change {
-	entry := connectEntry(f.Harness, bin, profile)
+func connectChange(f harness.File, bin string, sources []model.Source, profile string, env map[string]string) edit.Change {
+	entry := connectEntry(f.Harness, bin, profile, env)
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
@@ -168,7 +173,7 @@ type instruction struct {
 // instructions lists the harnesses connect does not write whose config (or
 // its directory) exists, or that are named in clients, with the entry to
 // add by hand.
-func instructions(clients []string, bin, profile string) []instruction {
+func instructions(clients []string, bin, profile string, vars map[string]string) []instruction {
 	env, err := harness.FromOS()
 	if err != nil {
 		return nil
@@ -191,7 +196,7 @@ func instructions(clients []string, bin, profile string) []instruction {
 			if ferr != nil && !want[h.Name] && (derr != nil || filepath.Dir(f.Path) == env.Home) {
 				continue
 			}
-			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile)})
+			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile, vars)})
 			break // the first file the harness reads is enough
 		}
 	}
@@ -199,7 +204,7 @@ func instructions(clients []string, bin, profile string) []instruction {
 }
 
 // entryText is the hub's entry written as the harness's format wants it.
-func entryText(format harness.Format, bin, profile string) string {
+func entryText(format harness.Format, bin, profile string, env map[string]string) string {
 	entryName, args := profileEntry(profile)
 	if format == harness.YAML {
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -207,9 +212,25 @@ func entryText(format harness.Format, bin, profile string) string {
 		for i, a := range args {
 			quoted[i] = q(a)
 		}
-		return fmt.Sprintf("%s:\n  command: %s\n  args: [%s]\n", entryName, q(bin), strings.Join(quoted, ", "))
+		text := fmt.Sprintf("%s:\n  command: %s\n  args: [%s]\n", entryName, q(bin), strings.Join(quoted, ", "))
+		if len(env) > 0 {
+			text += "  env:\n"
+			keys := make([]string, 0, len(env))
+			for k := range env {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				text += fmt.Sprintf("    %s: %s\n", k, q(env[k]))
+			}
+		}
+		return text
 	}
-	b, _ := json.MarshalIndent(map[string]any{entryName: map[string]any{"command": bin, "args": args}}, "", "  ")
+	value := map[string]any{"command": bin, "args": args}
+	if len(env) > 0 {
+		value["env"] = env
+	}
+	b, _ := json.MarshalIndent(map[string]any{entryName: value}, "", "  ")
 	text := strings.TrimSpace(string(b))
 	text = strings.TrimSuffix(strings.TrimPrefix(text, "{"), "}")
 	return strings.TrimSpace(dedent(text)) + "\n"
@@ -261,14 +282,21 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 	return nil
 }
 
-// connectEntry is the hub's entry in the harness's own shape.
-func connectEntry(h, bin, profile string) edit.Entry {
+// connectEntry is the hub's entry in the harness's own shape; env (the
+// hub's CAPABILITIES_HOME, see hubEnv) goes into its "env" object (Codex:
+// an env inline table), which every harness connect writes reads.
+func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
 	_, args := profileEntry(profile)
+	var e edit.Entry
 	switch h {
 	case "claude-code", "vscode":
-		return edit.Entry{{Key: "type", Value: "stdio"}, {Key: "command", Value: bin}, {Key: "args", Value: args}}
+		e = edit.Entry{{Key: "type", Value: "stdio"}}
 	}
-	return edit.Entry{{Key: "command", Value: bin}, {Key: "args", Value: args}}
+	e = append(e, edit.Field{Key: "command", Value: bin}, edit.Field{Key: "args", Value: args})
+	if len(env) > 0 {
+		e = append(e, edit.Field{Key: "env", Value: env})
+	}
+	return e
 }
 
 func writableNames() []string {
