@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,16 @@ When the hub is not at the default place (CAPABILITIES_HOME set to another direc
 ~/.capabilities), the entry also sets CAPABILITIES_HOME to the hub's absolute path in its env,
 so the agent's "hub serve --stdio" opens this hub and not the one in ~/.capabilities.
 
+An entry of that name that connect did not write is the person's own and is left byte for byte
+(with the rest of its file): for example an HTTP entry for the desktop app's hub. Connect's own
+entry is a stdio entry running a capabilities binary (any path) as "hub serve --stdio",
+optionally with "--profile NAME", with no env other than CAPABILITIES_HOME; connect updates
+such an entry. Connect names each config it left, with the entry's command or URL (credential
+values masked): remove that entry and run connect again to have connect write its own. Connect
+exits 0 when it wrote (or found already written) its entry in at least one config; when every
+config it found has such an entry of its own, it exits 1 and says so. Disconnect never takes out
+an entry that is not connect's: it leaves it, and says so.
+
 Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -84,7 +95,9 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 				return err
 			}
 			changes = append(changes, installs...)
-			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env))
+			name, _ := profileEntry(profile)
+			own := ownLookup(files, []string{name})
+			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
@@ -96,14 +109,17 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 }
 
 // connectChange writes the hub's entry into f and, when sources are given
-// (--replace), turns off f's entries that run one of them.
+// (--replace), turns off f's entries that run one of them. A file that
+// holds an entry of that name that is not ours (the person's own) is left
+// as it is, whole.
 func connectChange(f harness.File, bin string, sources []model.Source, profile string, env map[string]string) edit.Change {
 	entry := connectEntry(f.Harness, bin, profile, env)
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
+	theirs := func(src []byte) bool { return ownEntry(f, src, entryName) != nil }
 	direct := func(src []byte) []string {
-		if len(sources) == 0 {
+		if len(sources) == 0 || theirs(src) {
 			return nil
 		}
 		names, _ := harness.Direct(f, src, sources)
@@ -112,6 +128,9 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 	return edit.Change{
 		Harness: f.Harness, Path: f.Path,
 		Edit: func(src []byte) ([]byte, error) {
+			if theirs(src) {
+				return src, nil
+			}
 			out, err := edit.SetEntry(format, src, key, entryName, entry)
 			for _, name := range direct(src) {
 				if err != nil {
@@ -125,7 +144,13 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 			}
 			return out, err
 		},
-		Created: func(src []byte) int { n, _ := edit.Missing(format, src, key); return n },
+		Created: func(src []byte) int {
+			if theirs(src) {
+				return 0
+			}
+			n, _ := edit.Missing(format, src, key)
+			return n
+		},
 		Replaced: func(src []byte) []edit.Replaced {
 			var out []edit.Replaced
 			for _, name := range direct(src) {
@@ -378,16 +403,40 @@ func selfPath(ctx context.Context) (string, error) {
 type editJSON struct {
 	Harness string `json:"harness"`
 	Path    string `json:"path"`
-	Status  string `json:"status"` // changed, unchanged, would-change, error
-	Error   string `json:"error,omitempty"`
+	// Status: changed, unchanged, would-change, error; connect: kept (the
+	// file has its own entry of the hub's name, and was left as it is).
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 	// Replaced: the harness's own entries turned off (connect --replace).
 	Replaced []string `json:"replaced,omitempty"`
+	// Own: the entries of the hub's name that connect did not write (the
+	// person's own), left as they are.
+	Own []ownJSON `json:"own,omitempty"`
+}
+
+// ownLookup finds, for a result of one of files, the entries of names in
+// the file's bytes that are not ours.
+func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON {
+	byPath := map[[2]string]harness.File{}
+	for _, f := range files {
+		byPath[[2]string{f.Harness, f.Path}] = f
+	}
+	return func(r edit.Result) []ownJSON {
+		f, ok := byPath[[2]string{r.Harness, r.Path}]
+		if !ok || r.Skill != "" || r.Err != nil {
+			return nil
+		}
+		return ownEntries(f, r.Before, names)
+	}
 }
 
 // applyEdits writes (or with dryRun shows) the changes and reports each
 // file. A file that could not be edited is an error at the end; the others
-// are written.
-func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction) error {
+// are written. own (nil for none) names the entries of the hub's name a
+// file holds that are not ours: connect reports such a file as kept (it
+// left it as it is), disconnect notes them; a connect that kept every file
+// and wrote none is an error.
+func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
 	dir, err := hubDir()
 	if err != nil {
 		return err
@@ -403,7 +452,7 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		}
 	}
 	var out []editJSON
-	failed := 0
+	failed, kept, connected := 0, 0, 0
 	var skills []skillJSON
 	for _, r := range results {
 		if r.Skill != "" {
@@ -417,16 +466,25 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		for _, rep := range r.Replaced {
 			j.Replaced = append(j.Replaced, rep.Name)
 		}
+		if own != nil {
+			j.Own = own(r)
+		}
 		switch {
 		case r.Err != nil:
 			j.Status, j.Error = "error", r.Err.Error()
 			failed++
+		case kind == "connect" && len(j.Own) > 0 && !r.Changed:
+			j.Status = "kept"
+			kept++
 		case !r.Changed:
 			j.Status = "unchanged"
 		case dryRun:
 			j.Status = "would-change"
 		default:
 			j.Status = "changed"
+		}
+		if j.Status != "error" && j.Status != "kept" {
+			connected++
 		}
 		out = append(out, j)
 		if asJSON {
@@ -437,8 +495,13 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 			fmt.Fprintf(e.stderr, "capabilities: %s\n", j.Error)
 		case "would-change":
 			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, lineDiff(r.Before, r.After))
+		case "kept":
+			fmt.Fprintf(e.stdout, "%s: %s kept as it is\n", r.Harness, r.Path)
 		default:
 			fmt.Fprintf(e.stdout, "%s: %s %s\n", r.Harness, r.Path, j.Status)
+		}
+		if j.Status != "error" {
+			fmt.Fprint(e.stdout, ownNote(kind, j.Own))
 		}
 		if len(j.Replaced) > 0 && j.Status != "error" {
 			how := "moved into the snapshot"
@@ -489,7 +552,27 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		}
 		return err
 	}
+	if kind == "connect" && kept > 0 && connected == 0 {
+		err := fmt.Errorf("connect: nothing written: each config found already has its own %s entry, which connect does not replace (see above); remove it and run connect again, or name other agents with --client", quotedNames(out))
+		if asJSON {
+			return errSilent{err}
+		}
+		return err
+	}
 	return nil
+}
+
+// quotedNames are the names of the entries kept, quoted, once each.
+func quotedNames(files []editJSON) string {
+	var names []string
+	for _, f := range files {
+		for _, o := range f.Own {
+			if q := strconv.Quote(o.Name); !slices.Contains(names, q) {
+				names = append(names, q)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // skillJSON is what connect or disconnect did to one skill's copy in one

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,46 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/google/go-cmp/cmp"
 )
+
+// TestIsHubEntry: the rule for an entry that is connect's (and that
+// connect may update, disconnect may take out), and the person's entries
+// it must not take for one.
+func TestIsHubEntry(t *testing.T) {
+	stdio := func(cmd string, args ...string) harness.Server {
+		return harness.Server{Name: "capabilities", Kind: harness.KindStdio, Command: cmd, Args: args}
+	}
+	withEnv := func(s harness.Server, env map[string]string) harness.Server { s.Env = env; return s }
+	serve := []string{"hub", "serve", "--stdio"}
+	tests := []struct {
+		name string
+		s    harness.Server
+		want bool
+	}{
+		{"what connect writes", stdio("/usr/local/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default"), true},
+		{"an older path", stdio("/old/place/capabilities", "hub", "serve", "--stdio", "--profile", "default"), true},
+		{"another profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "issues"), true},
+		{"--profile=NAME", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile=issues"), true},
+		{"no profile (the README's claude mcp add)", stdio("capabilities", serve...), true},
+		{"Windows", stdio(`C:\Program Files\capabilities\capabilities.exe`, serve...), true},
+		{"the hub's home", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/tmp/demo"}), true},
+		{"other env", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/x", "DEBUG": "1"}), false},
+		{"a working directory", func() harness.Server { s := stdio("/usr/bin/capabilities", serve...); s.Cwd = "/tmp"; return s }(), false},
+		{"http", harness.Server{Name: "capabilities", Kind: harness.KindHTTP, URL: "http://127.0.0.1:4790/mcp"}, false},
+		{"another binary", stdio("npx", "-y", "capabilities", "hub", "serve", "--stdio"), false},
+		{"a wrapper named like it", stdio("/usr/bin/capabilities-wrapper", serve...), false},
+		{"serve over http", stdio("/usr/bin/capabilities", "hub", "serve", "--http"), false},
+		{"more flags", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default", "--verbose"), false},
+		{"an empty profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", ""), false},
+		{"no args", stdio("/usr/bin/capabilities"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isHubEntry(tt.s); got != tt.want {
+				t.Errorf("isHubEntry(%+v) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
+	}
+}
 
 // TestHubEnv: the entry carries CAPABILITIES_HOME only when the hub is not
 // at the default place.
@@ -102,6 +143,9 @@ func TestConnectEntryCarriesTheHome(t *testing.T) {
 				if diff := cmp.Diff(want, servers); diff != "" {
 					t.Errorf("entry (-want +got):\n%s\nfile:\n%s", diff, once)
 				}
+				if !isHubEntry(servers[0]) {
+					t.Errorf("connect's own entry is not isHubEntry: %+v", servers[0])
+				}
 				if (env == nil) == strings.Contains(string(once), "CAPABILITIES_HOME") {
 					t.Errorf("env %v, file:\n%s", env, once)
 				}
@@ -132,6 +176,47 @@ func TestEntryTextCarriesTheHome(t *testing.T) {
 		if diff := cmp.Diff(tt.want, entryText(tt.format, "/b/capabilities", "default", tt.env)); diff != "" {
 			t.Errorf("entryText(%s, env %v) (-want +got):\n%s", tt.format, tt.env, diff)
 		}
+	}
+}
+
+// TestOwnEntry: an entry of the hub's name that connect did not write is
+// described with its credentials masked; connect's own is not one.
+func TestOwnEntry(t *testing.T) {
+	files := connectFiles(t, "/home/me")
+	tests := []struct {
+		name, harness, src string
+		want               *ownJSON
+	}{
+		{"Claude Code's HTTP entry (the README's)", "claude-code",
+			`{"mcpServers": {"capabilities": {"type": "http", "url": "http://127.0.0.1:4790/mcp", "headers": {"Authorization": "Bearer abc"}}}}`,
+			&ownJSON{Name: "capabilities", Kind: "http", URL: "http://127.0.0.1:4790/mcp", Headers: map[string]string{"Authorization": "Bearer ****"}}},
+		{"a token in the URL and a password", "codex",
+			"[mcp_servers.capabilities]\nurl = \"https://me:pw@h.example/mcp?token=abc&v=1#x\"\nhttp_headers = { X-Key = \"abc\" }\n",
+			&ownJSON{Name: "capabilities", Kind: "http", URL: "https://me:****@h.example/mcp?token=****&v=****#x", Headers: map[string]string{"X-Key": "****"}}},
+		{"a variable the harness fills in stays", "gemini",
+			"{\"mcpServers\": {\"capabilities\": {\"httpUrl\": \"http://127.0.0.1:4790/mcp\", \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"},},},}",
+			&ownJSON{Name: "capabilities", Kind: "http", URL: "http://127.0.0.1:4790/mcp", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}}},
+		{"another stdio server", "codex",
+			"[mcp_servers.capabilities]\ncommand = \"npx\"\nargs = [\"-y\", \"some-mcp\", \"--api-key\", \"abc\", \"--token=abc\", \"ghp_abcdefghijklmnopqrstuvwxyz\"]\n",
+			&ownJSON{Name: "capabilities", Kind: "stdio", Command: "npx", Args: []string{"-y", "some-mcp", "--api-key", "****", "--token=****", "****"}}},
+		{"not understood", "claude-code", `{"mcpServers": {"capabilities": {"command": 3}}}`,
+			&ownJSON{Name: "capabilities", Problem: "command is a number, not a string"}},
+		{"connect's, with the home", "claude-code",
+			`{"mcpServers": {"capabilities": {"type": "stdio", "command": "/old/capabilities", "args": ["hub", "serve", "--stdio"], "env": {"CAPABILITIES_HOME": "/x"}}}}`, nil},
+		{"none", "codex", "model = \"o3\"\n", nil},
+		{"no file", "gemini", "", nil},
+		{"a file that does not parse (the edit says so)", "gemini", "{", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ownEntry(files[tt.harness], []byte(tt.src), "capabilities")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ownEntry (-want +got):\n%s", diff)
+			}
+			if got != nil && strings.Contains(got.String(), "abc") {
+				t.Errorf("a credential shows: %s", got)
+			}
+		})
 	}
 }
 
@@ -180,6 +265,87 @@ func runMain(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
+// TestConnectLeavesTheirEntry: a person's own capabilities entry (an HTTP
+// one, in Claude Code, Codex and Gemini CLI) survives connect and
+// disconnect byte for byte; connect says so (credentials masked) and fails
+// when it could write nothing, succeeds when it wrote another config.
+func TestConnectLeavesTheirEntry(t *testing.T) {
+	fakeSelf(t)
+	theirs := map[string]string{
+		".claude.json":          "{\n  \"mcpServers\": {\n    \"capabilities\": {\n      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:4790/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer s3cr3t\"\n      }\n    }\n  }\n}\n",
+		".codex/config.toml":    "# mine\n[mcp_servers.capabilities]\nurl = \"http://127.0.0.1:4790/mcp\"\nhttp_headers = { Authorization = \"Bearer s3cr3t\" }\n",
+		".gemini/settings.json": "{\n  \"mcpServers\": {\n    // mine\n    \"capabilities\": {\"httpUrl\": \"http://127.0.0.1:4790/mcp\", \"headers\": {\"Authorization\": \"Bearer s3cr3t\"}},\n  },\n}\n",
+	}
+	home := connectHome(t, theirs)
+	unchanged := func(when string) {
+		t.Helper()
+		for p, want := range theirs {
+			if got, _ := os.ReadFile(filepath.Join(home, p)); string(got) != want {
+				t.Errorf("%s: %s changed:\n%s", when, p, got)
+			}
+		}
+	}
+
+	code, out, errOut := runMain("hub", "connect", "--client", "claude-code,codex,gemini")
+	if code != exitError || !strings.Contains(errOut, `nothing written: each config found already has its own "capabilities" entry`) {
+		t.Errorf("connect: exit %d, stderr %q: want 1 and nothing written", code, errOut)
+	}
+	for _, h := range []string{"claude-code", "codex", "gemini"} {
+		if !strings.Contains(out, h+": ") || !strings.Contains(out, "kept as it is") {
+			t.Errorf("connect does not name %s as kept:\n%s", h, out)
+		}
+	}
+	if !strings.Contains(out, `it already has its own "capabilities" entry, not one connect writes: http http://127.0.0.1:4790/mcp, header Authorization: Bearer ****`) ||
+		!strings.Contains(out, "remove that one") || strings.Contains(out, "s3cr3t") {
+		t.Errorf("connect's note:\n%s", out)
+	}
+	unchanged("connect")
+
+	code, out, _ = runMain("hub", "connect", "--client", "claude-code,codex,gemini", "--json")
+	var doc struct{ Files []editJSON }
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("connect --json: %v\n%s", err, out)
+	}
+	own := []ownJSON{{Name: "capabilities", Kind: "http", URL: "http://127.0.0.1:4790/mcp", Headers: map[string]string{"Authorization": "Bearer ****"}}}
+	var want []editJSON
+	for _, f := range connectFiles(t, home) {
+		want = append(want, editJSON{Harness: f.Harness, Path: f.Path, Status: "kept", Own: own})
+	}
+	if diff := cmp.Diff(want, doc.Files, cmpByHarness); code != exitError || diff != "" {
+		t.Errorf("connect --json: exit %d (-want +got):\n%s", code, diff)
+	}
+
+	// Another config connect may write: written, and connect succeeds.
+	cursor := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(cursor), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cursor, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runMain("hub", "connect"); code != 0 || !strings.Contains(out, "cursor: "+cursor+" changed") {
+		t.Errorf("connect with a config to write: exit %d\n%s%s", code, out, errOut)
+	}
+	unchanged("connect with cursor")
+
+	code, out, errOut = runMain("hub", "disconnect")
+	if code != 0 || !strings.Contains(out, `left: its own "capabilities" entry, which connect did not write: http http://127.0.0.1:4790/mcp, header Authorization: Bearer ****`) || strings.Contains(out, "s3cr3t") {
+		t.Errorf("disconnect: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(cursor); string(got) != "{}\n" {
+		t.Errorf("disconnect left cursor's entry:\n%s", got)
+	}
+	unchanged("disconnect")
+}
+
+var cmpByHarness = cmp.Transformer("byHarness", func(fs []editJSON) map[string]editJSON {
+	m := map[string]editJSON{}
+	for _, f := range fs {
+		m[f.Harness] = f
+	}
+	return m
+})
+
 // TestConnectWritesTheHome: through the command, a hub elsewhere than
 // ~/.capabilities gives entries with its CAPABILITIES_HOME; disconnect
 // knows them as connect's and gives back every byte.
@@ -209,7 +375,7 @@ func TestConnectWritesTheHome(t *testing.T) {
 	if code, out, _ := runMain("hub", "connect", "--client", "claude-code,codex,gemini"); code != 0 || strings.Count(out, " unchanged\n") != 3 {
 		t.Errorf("connect twice: exit %d\n%s", code, out)
 	}
-	if code, out, errOut := runMain("hub", "disconnect"); code != 0 {
+	if code, out, errOut := runMain("hub", "disconnect"); code != 0 || strings.Contains(out, "left:") {
 		t.Errorf("disconnect: exit %d\n%s%s", code, out, errOut)
 	}
 	for p, want := range orig {
