@@ -20,7 +20,7 @@ type connectResult struct {
 	Files []struct {
 		Harness string `json:"harness"`
 		Path    string `json:"path"`
-		Status  string `json:"status"` // changed, unchanged, error
+		Status  string `json:"status"` // changed, unchanged, kept, error
 		Error   string `json:"error"`
 	} `json:"files"`
 	Manual []struct {
@@ -80,13 +80,20 @@ func connect(ctx context.Context) (summary, body string) {
 		}
 		return "Could not connect the agents", "capabilities hub connect: " + msg
 	}
-	var changed, already, failed []string
+	return connectSummary(r)
+}
+
+// connectSummary says what connect did, from its --json.
+func connectSummary(r connectResult) (summary, body string) {
+	var changed, already, kept, failed []string
 	for _, f := range r.Files {
 		switch f.Status {
 		case "changed":
 			changed = append(changed, f.Harness)
 		case "unchanged":
 			already = append(already, f.Harness)
+		case "kept": // the agent has its own capabilities entry: left as it is
+			kept = append(kept, f.Harness)
 		default:
 			failed = append(failed, f.Harness+": "+f.Error)
 		}
@@ -100,12 +107,17 @@ func connect(ctx context.Context) (summary, body string) {
 		summary = "Could not connect the agents"
 	case len(already) > 0:
 		summary = "The agents are connected already"
+	case len(kept) > 0:
+		summary = "The agents have their own capabilities entry"
 	default:
 		summary = "No agent's config was found"
 		lines = append(lines, "Install Claude Code, Codex, Cursor, … or run `capabilities hub connect --client NAME`.")
 	}
 	if len(already) > 0 && len(changed) > 0 {
 		lines = append(lines, "Already connected: "+strings.Join(unique(already), ", ")+".")
+	}
+	if len(kept) > 0 {
+		lines = append(lines, "Left as they are, with their own capabilities entry: "+strings.Join(unique(kept), ", ")+" (remove it and connect again to use the hub's).")
 	}
 	lines = append(lines, failed...)
 	for _, m := range r.Manual {

@@ -173,10 +173,12 @@ func j1(tb testing.TB, bin string) []j1Step {
 	if !regexp.MustCompile(`(?m)^capabilities: \S+ hub serve --stdio --profile default - ✔ Connected$`).MatchString(out) {
 		tb.Fatalf("claude mcp list does not show capabilities connected:\n%s", out)
 	}
+	// The hub is work/home, not ~/.capabilities: the entry carries
+	// CAPABILITIES_HOME, which Codex lists (its value masked).
 	out, s = run("codex-list", "codex", "mcp", "list")
 	steps = append(steps, s)
-	if !regexp.MustCompile(`(?m)^capabilities +\S+ +hub serve --stdio --profile default +- +- +enabled `).MatchString(out) {
-		tb.Fatalf("codex mcp list does not show capabilities enabled:\n%s", out)
+	if !regexp.MustCompile(`(?m)^capabilities +\S+ +hub serve --stdio --profile default +CAPABILITIES_HOME=\*+ +- +enabled `).MatchString(out) {
+		tb.Fatalf("codex mcp list does not show capabilities enabled, with CAPABILITIES_HOME in its env:\n%s", out)
 	}
 	return steps
 }

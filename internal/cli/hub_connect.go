@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,20 @@ harness written that reads skills (Claude Code: ~/.claude/skills/<name>/, Codex:
 ~/.codex/skills/<name>/); the copy is recorded in the snapshot, and disconnect or rollback take
 it out again. A folder of that name that is not the hub's copy is left as it is (an error).
 
+When the hub is not at the default place (CAPABILITIES_HOME set to another directory than
+~/.capabilities), the entry also sets CAPABILITIES_HOME to the hub's absolute path in its env,
+so the agent's "hub serve --stdio" opens this hub and not the one in ~/.capabilities.
+
+An entry of that name that connect did not write is the person's own and is left byte for byte
+(with the rest of its file): for example an HTTP entry for the desktop app's hub. Connect's own
+entry is a stdio entry running a capabilities binary (any path) as "hub serve --stdio",
+optionally with "--profile NAME", with no env other than CAPABILITIES_HOME; connect updates
+such an entry. Connect names each config it left, with the entry's command or URL (credential
+values masked): remove that entry and run connect again to have connect write its own. Connect
+exits 0 when it wrote (or found already written) its entry in at least one config; when every
+config it found has such an entry of its own, it exits 1 and says so. Disconnect never takes out
+an entry that is not connect's: it leaves it, and says so.
+
 Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -53,6 +68,10 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 				return err
 			}
 			bin, err := selfPath(c.Context())
+			if err != nil {
+				return err
+			}
+			env, err := hubEnv()
 			if err != nil {
 				return err
 			}
@@ -69,17 +88,16 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			}
 			var changes []edit.Change
 			for _, f := range files {
-				changes = append(changes, connectChange(f, bin, sources, profile))
+				changes = append(changes, connectChange(f, bin, sources, profile, env))
 			}
 			installs, err := e.profileSkillInstalls(c.Context(), files, profile)
 			if err != nil {
 				return err
 			}
 			changes = append(changes, installs...)
-			if err := e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile)); err != nil {
-				return err
-			}
-			return nil
+			name, _ := profileEntry(profile)
+			own := ownLookup(files, []string{name})
+			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
@@ -91,14 +109,17 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 }
 
 // connectChange writes the hub's entry into f and, when sources are given
-// (--replace), turns off f's entries that run one of them.
-func connectChange(f harness.File, bin string, sources []model.Source, profile string) edit.Change {
-	entry := connectEntry(f.Harness, bin, profile)
+// (--replace), turns off f's entries that run one of them. A file that
+// holds an entry of that name that is not ours (the person's own) is left
+// as it is, whole.
+func connectChange(f harness.File, bin string, sources []model.Source, profile string, env map[string]string) edit.Change {
+	entry := connectEntry(f.Harness, bin, profile, env)
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
+	theirs := func(src []byte) bool { return ownEntry(f, src, entryName) != nil }
 	direct := func(src []byte) []string {
-		if len(sources) == 0 {
+		if len(sources) == 0 || theirs(src) {
 			return nil
 		}
 		names, _ := harness.Direct(f, src, sources)
@@ -107,6 +128,9 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 	return edit.Change{
 		Harness: f.Harness, Path: f.Path,
 		Edit: func(src []byte) ([]byte, error) {
+			if theirs(src) {
+				return src, nil
+			}
 			out, err := edit.SetEntry(format, src, key, entryName, entry)
 			for _, name := range direct(src) {
 				if err != nil {
@@ -120,7 +144,13 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 			}
 			return out, err
 		},
-		Created: func(src []byte) int { n, _ := edit.Missing(format, src, key); return n },
+		Created: func(src []byte) int {
+			if theirs(src) {
+				return 0
+			}
+			n, _ := edit.Missing(format, src, key)
+			return n
+		},
 		Replaced: func(src []byte) []edit.Replaced {
 			var out []edit.Replaced
 			for _, name := range direct(src) {
@@ -168,7 +198,7 @@ type instruction struct {
 // instructions lists the harnesses connect does not write whose config (or
 // its directory) exists, or that are named in clients, with the entry to
 // add by hand.
-func instructions(clients []string, bin, profile string) []instruction {
+func instructions(clients []string, bin, profile string, vars map[string]string) []instruction {
 	env, err := harness.FromOS()
 	if err != nil {
 		return nil
@@ -191,7 +221,7 @@ func instructions(clients []string, bin, profile string) []instruction {
 			if ferr != nil && !want[h.Name] && (derr != nil || filepath.Dir(f.Path) == env.Home) {
 				continue
 			}
-			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile)})
+			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile, vars)})
 			break // the first file the harness reads is enough
 		}
 	}
@@ -199,7 +229,7 @@ func instructions(clients []string, bin, profile string) []instruction {
 }
 
 // entryText is the hub's entry written as the harness's format wants it.
-func entryText(format harness.Format, bin, profile string) string {
+func entryText(format harness.Format, bin, profile string, env map[string]string) string {
 	entryName, args := profileEntry(profile)
 	if format == harness.YAML {
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -207,9 +237,25 @@ func entryText(format harness.Format, bin, profile string) string {
 		for i, a := range args {
 			quoted[i] = q(a)
 		}
-		return fmt.Sprintf("%s:\n  command: %s\n  args: [%s]\n", entryName, q(bin), strings.Join(quoted, ", "))
+		text := fmt.Sprintf("%s:\n  command: %s\n  args: [%s]\n", entryName, q(bin), strings.Join(quoted, ", "))
+		if len(env) > 0 {
+			text += "  env:\n"
+			keys := make([]string, 0, len(env))
+			for k := range env {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				text += fmt.Sprintf("    %s: %s\n", k, q(env[k]))
+			}
+		}
+		return text
 	}
-	b, _ := json.MarshalIndent(map[string]any{entryName: map[string]any{"command": bin, "args": args}}, "", "  ")
+	value := map[string]any{"command": bin, "args": args}
+	if len(env) > 0 {
+		value["env"] = env
+	}
+	b, _ := json.MarshalIndent(map[string]any{entryName: value}, "", "  ")
 	text := strings.TrimSpace(string(b))
 	text = strings.TrimSuffix(strings.TrimPrefix(text, "{"), "}")
 	return strings.TrimSpace(dedent(text)) + "\n"
@@ -261,14 +307,21 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 	return nil
 }
 
-// connectEntry is the hub's entry in the harness's own shape.
-func connectEntry(h, bin, profile string) edit.Entry {
+// connectEntry is the hub's entry in the harness's own shape; env (the
+// hub's CAPABILITIES_HOME, see hubEnv) goes into its "env" object (Codex:
+// an env inline table), which every harness connect writes reads.
+func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
 	_, args := profileEntry(profile)
+	var e edit.Entry
 	switch h {
 	case "claude-code", "vscode":
-		return edit.Entry{{Key: "type", Value: "stdio"}, {Key: "command", Value: bin}, {Key: "args", Value: args}}
+		e = edit.Entry{{Key: "type", Value: "stdio"}}
 	}
-	return edit.Entry{{Key: "command", Value: bin}, {Key: "args", Value: args}}
+	e = append(e, edit.Field{Key: "command", Value: bin}, edit.Field{Key: "args", Value: args})
+	if len(env) > 0 {
+		e = append(e, edit.Field{Key: "env", Value: env})
+	}
+	return e
 }
 
 func writableNames() []string {
@@ -350,16 +403,40 @@ func selfPath(ctx context.Context) (string, error) {
 type editJSON struct {
 	Harness string `json:"harness"`
 	Path    string `json:"path"`
-	Status  string `json:"status"` // changed, unchanged, would-change, error
-	Error   string `json:"error,omitempty"`
+	// Status: changed, unchanged, would-change, error; connect: kept (the
+	// file has its own entry of the hub's name, and was left as it is).
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 	// Replaced: the harness's own entries turned off (connect --replace).
 	Replaced []string `json:"replaced,omitempty"`
+	// Own: the entries of the hub's name that connect did not write (the
+	// person's own), left as they are.
+	Own []ownJSON `json:"own,omitempty"`
+}
+
+// ownLookup finds, for a result of one of files, the entries of names in
+// the file's bytes that are not ours.
+func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON {
+	byPath := map[[2]string]harness.File{}
+	for _, f := range files {
+		byPath[[2]string{f.Harness, f.Path}] = f
+	}
+	return func(r edit.Result) []ownJSON {
+		f, ok := byPath[[2]string{r.Harness, r.Path}]
+		if !ok || r.Skill != "" || r.Err != nil {
+			return nil
+		}
+		return ownEntries(f, r.Before, names)
+	}
 }
 
 // applyEdits writes (or with dryRun shows) the changes and reports each
 // file. A file that could not be edited is an error at the end; the others
-// are written.
-func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction) error {
+// are written. own (nil for none) names the entries of the hub's name a
+// file holds that are not ours: connect reports such a file as kept (it
+// left it as it is), disconnect notes them; a connect that kept every file
+// and wrote none is an error.
+func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
 	dir, err := hubDir()
 	if err != nil {
 		return err
@@ -375,7 +452,7 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		}
 	}
 	var out []editJSON
-	failed := 0
+	failed, kept, connected := 0, 0, 0
 	var skills []skillJSON
 	for _, r := range results {
 		if r.Skill != "" {
@@ -389,16 +466,25 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		for _, rep := range r.Replaced {
 			j.Replaced = append(j.Replaced, rep.Name)
 		}
+		if own != nil {
+			j.Own = own(r)
+		}
 		switch {
 		case r.Err != nil:
 			j.Status, j.Error = "error", r.Err.Error()
 			failed++
+		case kind == "connect" && len(j.Own) > 0 && !r.Changed:
+			j.Status = "kept"
+			kept++
 		case !r.Changed:
 			j.Status = "unchanged"
 		case dryRun:
 			j.Status = "would-change"
 		default:
 			j.Status = "changed"
+		}
+		if j.Status != "error" && j.Status != "kept" {
+			connected++
 		}
 		out = append(out, j)
 		if asJSON {
@@ -409,8 +495,13 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 			fmt.Fprintf(e.stderr, "capabilities: %s\n", j.Error)
 		case "would-change":
 			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, lineDiff(r.Before, r.After))
+		case "kept":
+			fmt.Fprintf(e.stdout, "%s: %s kept as it is\n", r.Harness, r.Path)
 		default:
 			fmt.Fprintf(e.stdout, "%s: %s %s\n", r.Harness, r.Path, j.Status)
+		}
+		if j.Status != "error" {
+			fmt.Fprint(e.stdout, ownNote(kind, j.Own))
 		}
 		if len(j.Replaced) > 0 && j.Status != "error" {
 			how := "moved into the snapshot"
@@ -461,7 +552,27 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		}
 		return err
 	}
+	if kind == "connect" && kept > 0 && connected == 0 {
+		err := fmt.Errorf("connect: nothing written: each config found already has its own %s entry, which connect does not replace (see above); remove it and run connect again, or name other agents with --client", quotedNames(out))
+		if asJSON {
+			return errSilent{err}
+		}
+		return err
+	}
 	return nil
+}
+
+// quotedNames are the names of the entries kept, quoted, once each.
+func quotedNames(files []editJSON) string {
+	var names []string
+	for _, f := range files {
+		for _, o := range f.Own {
+			if q := strconv.Quote(o.Name); !slices.Contains(names, q) {
+				names = append(names, q)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // skillJSON is what connect or disconnect did to one skill's copy in one

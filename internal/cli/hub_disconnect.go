@@ -20,7 +20,11 @@ func newDisconnectCmd(e *env) *cobra.Command {
 		Long: `Remove the capabilities entry that connect wrote from each agent harness config (and the
 capabilities-<profile> entry of each profile's connect --profile), changing nothing else (what connect created around it, such as an "mcpServers" key the file
 did not have, goes too), and turn back on the entries connect --replace turned off. The skill
-copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.`,
+copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.
+
+An entry of that name that connect did not write (the person's own, such as an HTTP entry for
+the desktop app's hub; see 'capabilities hub connect --help' for the rule) is never taken out:
+it is left byte for byte and named, with its command or URL (credential values masked).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			files, err := connectTargets(clients, false)
@@ -49,6 +53,9 @@ copies connect installed go too (a file changed since is left, and named). Each 
 						}
 						out := src
 						for _, name := range names {
+							if ownEntry(f, out, name) != nil {
+								continue // the person's own: never taken out
+							}
 							var err error
 							if out, err = edit.RemoveEntry(format, out, key, name); err != nil {
 								return nil, err
@@ -64,7 +71,7 @@ copies connect installed go too (a file changed since is left, and named). Each 
 			}
 			removals, dirs := skillRemovals(files, snaps)
 			changes = append(changes, removals...)
-			err = e.applyEdits("disconnect", changes, dryRun, asJSON, nil)
+			err = e.applyEdits("disconnect", changes, dryRun, asJSON, nil, ownLookup(files, names))
 			if !dryRun {
 				edit.RemoveEmptyDirs(dirs) // only those left empty
 			}
