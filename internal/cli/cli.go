@@ -190,7 +190,7 @@ func newRoot(e *env) *cobra.Command {
 	h := &cobra.Command{
 		Use:   "hub",
 		Short: "Manage and serve the hub: sources, tools and calls",
-		Args:  cobra.NoArgs,
+		Args:  subcommands,
 		RunE: func(c *cobra.Command, args []string) error {
 			return c.Help()
 		},
@@ -325,4 +325,21 @@ func (e *env) withHub(run func(c *cobra.Command, args []string, h *hub.Hub, st *
 		defer h.Close()
 		return run(c, args, h, st)
 	}
+}
+
+// subcommands is the Args of a command that only groups others: a word that
+// names none of them is an unknown command, with the closest names (cobra
+// suggests them only under the root).
+func subcommands(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // what cobra's root uses
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return usageError{errors.New(msg)}
 }

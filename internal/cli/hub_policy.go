@@ -20,7 +20,7 @@ connection. Any matching deny wins; a new or changed tool asks; otherwise the mo
 specific rule decides (tool+connection, tool, source+connection, source); with no rule a
 read-only tool runs and anything else asks. A rule on a tool is pinned to the tool's
 current contract and stops applying when the tool changes upstream.`,
-		Args: exactArgs(0, "a subcommand: list, set or remove"),
+		Args: subcommands,
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
 	c.AddCommand(newPolicyListCmd(e), newPolicySetCmd(e), newPolicyRemoveCmd(e))

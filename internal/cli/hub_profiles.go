@@ -23,7 +23,7 @@ way, and is journaled as a run.
 
 serve --stdio --profile <name> serves one; serve --http serves each at /mcp/<name> (/mcp is
 default); hub connect --profile <name> writes that profile's entry into the agents' configs.`,
-		Args: cobra.NoArgs,
+		Args: subcommands,
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
 	c.AddCommand(newProfilesAddCmd(e), newProfilesListCmd(e), newProfilesShowCmd(e), newProfilesEditCmd(e), newProfilesRemoveCmd(e))

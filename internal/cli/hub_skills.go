@@ -21,7 +21,7 @@ instructions) and any files beside it. The hub keeps its skills in $CAPABILITIES
 search lists them beside tools, describe("skill:<name>") reads one, and hub connect installs a
 copy into each agent that reads skills (Claude Code, Codex). A skill's files are data: the hub
 runs nothing in them and they change no policy.`,
-		Args: cobra.NoArgs,
+		Args: subcommands,
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
 	c.AddCommand(newSkillsAddCmd(e), newSkillsListCmd(e), newSkillsRemoveCmd(e))
