@@ -40,6 +40,7 @@ package index
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -173,6 +174,11 @@ type Index struct {
 }
 
 // New builds the index over tools.
+
+// ErrUnknownNamespace is matched by the error of a search narrowed to a
+// namespace the index does not have.
+var ErrUnknownNamespace = errors.New("unknown namespace")
+
 func New(tools []model.Tool, opts Options) *Index {
 	return build(tools, opts, tuned)
 }
@@ -360,7 +366,7 @@ func (ix *Index) Search(q Query) (Result, error) {
 		return Result{}, fmt.Errorf("limit %d is out of range: pass 1 to %d (default %d)", q.Limit, MaxLimit, DefaultLimit)
 	}
 	if q.Namespace != "" && ix.byNS[q.Namespace] == nil {
-		return Result{}, fmt.Errorf("unknown namespace %q: the namespaces are %s", q.Namespace, strings.Join(ix.nss, ", "))
+		return Result{}, fmt.Errorf("%w %q: the namespaces are %s", ErrUnknownNamespace, q.Namespace, strings.Join(ix.nss, ", "))
 	}
 	res := Result{query: q, nss: ix.nss}
 	var top []scored

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/index"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/skill"
 	"github.com/capabilities-sh/capabilities/engine/source"
@@ -56,7 +57,7 @@ func classify(err error, cmd *cobra.Command) *codedError {
 		}
 	case errors.Is(err, store.ErrNoHub):
 		c.code, c.hint = codeNoHub, "run `capabilities hub init` first"
-	case errors.Is(err, hub.ErrUnknownNamespace), errors.Is(err, hub.ErrUnknownTool),
+	case errors.Is(err, hub.ErrUnknownNamespace), errors.Is(err, index.ErrUnknownNamespace), errors.Is(err, hub.ErrUnknownTool),
 		errors.Is(err, typegen.ErrUnknownTarget), errors.Is(err, run.ErrUnknownRun),
 		errors.Is(err, skill.ErrNotFound), errors.Is(err, hub.ErrUnknownProfile):
 		c.code = codeNotFound
