@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -242,6 +243,9 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Envelope, error) {
 		if err := e.resolveConnections(ctx, r); err != nil {
 			return nil, err
 		}
+		if err := e.dropPauseAsks(ctx, r); err != nil {
+			return nil, err
+		}
 		if undecided(r) > 0 {
 			return e.envelope(ctx, r)
 		}
@@ -382,6 +386,52 @@ func (e *Engine) resolveConnections(ctx context.Context, r *model.Run) error {
 		*r = *cur
 		return cur, nil
 	})
+}
+
+// dropPauseAsks takes back the undecided asks that only the hub's pause
+// made (policy.ReasonPaused) once the pause is over: they were never a
+// question about the call, and nobody answers them for it. The attempt
+// that follows decides each such call again, as if it came now: it runs
+// when policy allows it, and asks (for its own reason) when not. No
+// decision is recorded.
+func (e *Engine) dropPauseAsks(ctx context.Context, r *model.Run) error {
+	stale := map[string]bool{}
+	for _, p := range r.Pending {
+		if p.Kind != model.PendingApproval || p.Decision != nil || p.Reason != policy.ReasonPaused {
+			continue
+		}
+		t, err := e.tools.Tool(ctx, p.Address)
+		if err != nil {
+			continue // the attempt reports it
+		}
+		if v, err := e.tools.Verdict(ctx, t, p.Connection); err == nil && v.Reason != policy.ReasonPaused {
+			stale[p.ID] = true
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		cur.Pending = slices.DeleteFunc(cur.Pending, func(p model.Pending) bool { return stale[p.ID] && p.Decision == nil })
+		*r = *cur
+		return cur, nil
+	})
+}
+
+// PausedOnly reports whether every undecided item of r is an ask that only
+// the hub's pause made: the runs `capabilities hub resume` continues.
+func PausedOnly(r *model.Run) bool {
+	n := 0
+	for _, p := range r.Pending {
+		if p.Decision != nil {
+			continue
+		}
+		if p.Kind != model.PendingApproval || p.Reason != policy.ReasonPaused {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // expire marks the run expired when an undecided item's time is up.

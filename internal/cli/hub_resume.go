@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
@@ -14,19 +16,60 @@ func newResumeCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "resume",
 		Short: "Resume the hub after `capabilities hub pause`: policy decides again",
-		Long:  "Resume the hub: the pause ends and each call is decided by policy again (removes the file paused in the hub's folder).",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `Resume the hub: the pause ends and each call is decided by policy again (removes the file
+paused in the hub's folder). A run that waits only because of the pause goes on here: each call
+that asked only for the pause is decided again, so it runs when policy allows it and asks for
+its own reason when not.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			if err := h.SetPaused(false); err != nil {
 				return err
 			}
+			resumed, err := resumePausedRuns(c, h)
+			if err != nil {
+				return err
+			}
 			if asJSON {
-				return e.printJSON(map[string]any{"paused": false})
+				return e.printJSON(map[string]any{"paused": false, "resumed": resumed})
 			}
 			fmt.Fprintln(e.stdout, "The hub is running: policy decides each call again.")
+			for _, r := range resumed {
+				fmt.Fprintf(e.stdout, "  run %s, which waited only for the pause: %s\n", r.RunID, r.Status)
+			}
 			return nil
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// resumedRun is a run hub resume continued, and how it stands after.
+type resumedRun struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+}
+
+// resumePausedRuns continues the runs whose every undecided call asked only
+// because the hub was paused (run.PausedOnly).
+func resumePausedRuns(c *cobra.Command, h *hub.Hub) ([]resumedRun, error) {
+	eng, err := h.Runs()
+	if err != nil {
+		return nil, err
+	}
+	runs, err := eng.List(c.Context(), string(model.RunAwaitingApproval))
+	if err != nil {
+		return nil, err
+	}
+	out := []resumedRun{}
+	for _, r := range runs {
+		if !run.PausedOnly(&r) {
+			continue
+		}
+		env, err := h.Resume(c.Context(), r.ID)
+		if err != nil {
+			return out, fmt.Errorf("resuming run %s: %w", r.ID, err)
+		}
+		out = append(out, resumedRun{RunID: r.ID, Status: string(env.Status)})
+	}
+	return out, nil
 }
