@@ -83,6 +83,20 @@ func (a *App) togglePause() {
 	a.paused = a.hub.Paused()
 	a.log.Info("the hub", "paused", a.paused)
 	a.show()
+	if !a.paused {
+		go a.continuePaused()
+	}
+}
+
+// continuePaused goes on with the runs that waited only for the pause.
+func (a *App) continuePaused() {
+	resumed, err := a.hub.ContinuePaused(a.ctx)
+	if err != nil {
+		a.log.Warn("resuming the runs that waited for the pause", "err", err)
+	}
+	for _, r := range resumed {
+		a.log.Info("a run that waited for the pause went on", "run", r.RunID, "status", r.Status)
+	}
 }
 
 // Quit ends the app (from the tray's Quit): Run returns nil.

@@ -956,6 +956,14 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 			c.internal(w, "pausing the hub", err)
 			return
 		}
+		if !*ch.Paused {
+			go func() { // beyond this request: the runs' calls take their time
+				ctx := context.WithoutCancel(r.Context())
+				if _, err := c.hub.ContinuePaused(ctx); err != nil {
+					c.log.Warn("resuming the runs that waited for the pause", "err", err)
+				}
+			}()
+		}
 	}
 	c.log.Info("settings changed", "raiseApprovals", ch.RaiseApprovals, "paused", ch.Paused, "runRetentionDays", ch.RunRetentionDays, "runRetentionMB", ch.RunRetentionMB)
 	c.settings(w, r)

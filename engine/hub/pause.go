@@ -1,8 +1,11 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"os"
 	"path/filepath"
 	"time"
@@ -71,4 +74,36 @@ func (h *Hub) pause(v policy.Verdict) policy.Verdict {
 		msg += "; " + v.Message
 	}
 	return policy.Verdict{Action: policy.Ask, Reason: policy.ReasonPaused, Message: msg, Rule: v.Rule}
+}
+
+// ResumedRun is a run ContinuePaused went on with, and its status after.
+type ResumedRun struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+}
+
+// ContinuePaused goes on with the runs whose every undecided call asked only
+// because the hub was paused (run.PausedOnly), once it is not: each such
+// call is decided again (Resume), and runs here when policy allows it. What
+// resumes the hub calls it: the CLI, the desktop app, the console.
+func (h *Hub) ContinuePaused(ctx context.Context) ([]ResumedRun, error) {
+	out := []ResumedRun{}
+	if h.Paused() {
+		return out, nil
+	}
+	runs, err := h.runEngine().List(ctx, string(model.RunAwaitingApproval))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if !run.PausedOnly(&r) {
+			continue
+		}
+		env, err := h.Resume(ctx, r.ID)
+		if err != nil {
+			return out, fmt.Errorf("resuming run %s: %w", r.ID, err)
+		}
+		out = append(out, ResumedRun{RunID: r.ID, Status: string(env.Status)})
+	}
+	return out, nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
@@ -25,7 +23,7 @@ its own reason when not.`,
 			if err := h.SetPaused(false); err != nil {
 				return err
 			}
-			resumed, err := resumePausedRuns(c, h)
+			resumed, err := h.ContinuePaused(c.Context())
 			if err != nil {
 				return err
 			}
@@ -41,35 +39,4 @@ its own reason when not.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
-}
-
-// resumedRun is a run hub resume continued, and how it stands after.
-type resumedRun struct {
-	RunID  string `json:"runId"`
-	Status string `json:"status"`
-}
-
-// resumePausedRuns continues the runs whose every undecided call asked only
-// because the hub was paused (run.PausedOnly).
-func resumePausedRuns(c *cobra.Command, h *hub.Hub) ([]resumedRun, error) {
-	eng, err := h.Runs()
-	if err != nil {
-		return nil, err
-	}
-	runs, err := eng.List(c.Context(), string(model.RunAwaitingApproval))
-	if err != nil {
-		return nil, err
-	}
-	out := []resumedRun{}
-	for _, r := range runs {
-		if !run.PausedOnly(&r) {
-			continue
-		}
-		env, err := h.Resume(c.Context(), r.ID)
-		if err != nil {
-			return out, fmt.Errorf("resuming run %s: %w", r.ID, err)
-		}
-		out = append(out, resumedRun{RunID: r.ID, Status: string(env.Status)})
-	}
-	return out, nil
 }
