@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,9 +207,16 @@ var ErrUnknownRun = errors.New("unknown run")
 // ErrCodeTooLarge is wrapped by Execute's error for code over the size limit.
 var ErrCodeTooLarge = errors.New("the code is too large")
 
+// ErrNoCode is wrapped by Execute's error for code that is empty or only
+// white space.
+var ErrNoCode = errors.New("the code is empty")
+
 // Execute starts a new run of src (the body of an async function).
 func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
 	e.maybePrune(ctx)
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("%w: send the body of an async function, e.g. `return await hub.search(\"what you need\")`", ErrNoCode)
+	}
 	if len(src) > e.limits.CodeBytes {
 		return nil, fmt.Errorf("%w: %d bytes; the limit is %d: send less code, or split the work across runs", ErrCodeTooLarge, len(src), e.limits.CodeBytes)
 	}

@@ -50,7 +50,7 @@ func classify(err error, cmd *cobra.Command) *codedError {
 	c := &codedError{code: codeError, err: err}
 	var ue usageError
 	switch {
-	case errors.As(err, &ue) || isCobraUsage(err):
+	case errors.As(err, &ue) || isCobraUsage(err) || errors.Is(err, run.ErrNoCode):
 		c.code = codeUsage
 		if cmd != nil {
 			c.hint = "run '" + cmd.CommandPath() + " --help' for usage"

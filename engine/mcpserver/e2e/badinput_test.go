@@ -152,6 +152,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"code and resume", map[string]any{"code": "return 1", "resume": "r1"}, "pass code or resume, not both"},
 		{"neither", map[string]any{}, `pass {code: "…"} to run code, or {resume: runId}`},
+		{"only white space", map[string]any{"code": " \n\t"}, "the code is empty"},
 		{"65 KB of code", map[string]any{"code": "return '" + big + "'"}, "the limit is 65536 (64 KB)"},
 		{"unknown run", map[string]any{"resume": "rnope"}, `unknown run "rnope"`},
 		{"unknown argument", map[string]any{"code": "return 1", "sudo": true}, `unknown field "sudo"`},
