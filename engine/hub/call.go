@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -212,8 +213,37 @@ func cleanValidation(err error) string {
 			b.WriteString("[]")
 		}
 	}
+	reason = typeReason(reason)
 	if b.Len() == 0 {
 		return reason
 	}
 	return "field " + b.String() + ": " + reason
+}
+
+// typeMismatch is the validator's words for a value of the wrong JSON type
+// (the value itself printed as Go prints it).
+var typeMismatch = regexp.MustCompile(`^type: .* has type "(\w+)", want (one of )?"([\w, ]+)"$`)
+
+// typeReason says a type mismatch in a person's words: "want a string, got
+// an integer".
+func typeReason(reason string) string {
+	m := typeMismatch.FindStringSubmatch(reason)
+	if m == nil {
+		return reason
+	}
+	if m[2] != "" {
+		return fmt.Sprintf("want one of %s; got %s", m[3], aType(m[1]))
+	}
+	return fmt.Sprintf("want %s, got %s", aType(m[3]), aType(m[1]))
+}
+
+// aType names a JSON type with its article.
+func aType(t string) string {
+	switch t {
+	case "null":
+		return "null"
+	case "integer", "object", "array":
+		return "an " + t
+	}
+	return "a " + t
 }
