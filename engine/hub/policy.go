@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -192,6 +193,10 @@ type ReviewItem struct {
 	Status   string        `json:"status"`   // "new" or "changed"
 	Proposal policy.Action `json:"proposal"` // allow for read-only, ask otherwise
 	Changes  []string      `json:"changes,omitempty"`
+	// SourceRule is the rule on the whole source that decides the tool
+	// instead once it is reviewed as proposed (a source allowed: its new
+	// write runs without asking); nil when the proposal holds.
+	SourceRule *policy.Rule `json:"sourceRule,omitempty"`
 }
 
 // CommandConsent is a stdio source whose exact command a person has not
@@ -245,10 +250,32 @@ func (h *Hub) PendingReview(ctx context.Context, ns string) (*Review, error) {
 			default:
 				continue
 			}
+			it.SourceRule = sourceRuleAfterReview(p, t, it.Proposal)
 			r.Items = append(r.Items, it)
 		}
 	}
 	return r, nil
+}
+
+// sourceRuleAfterReview is the rule on t's whole source that would decide
+// t once it is reviewed with action (what AcceptReview records), when it
+// decides something else; nil otherwise.
+func sourceRuleAfterReview(p *policy.Policy, t model.Tool, action policy.Action) *policy.Rule {
+	q := policy.Policy{Rules: slices.Clone(p.Rules), Reviewed: map[string]string{t.Address: t.Contract}}
+	q.Remove(t.Address, "")
+	def := policy.Ask
+	if t.Effect() == model.EffectRead {
+		def = policy.Allow
+	}
+	if action != def {
+		q.Set(policy.Rule{Target: t.Address, Action: action, Contract: t.Contract})
+	}
+	v := q.Decide(&t, "")
+	if v.Rule == nil || v.Rule.Target != t.Namespace() || v.Action == action {
+		return nil
+	}
+	r := *v.Rule
+	return &r
 }
 
 // Decision on one reviewed tool.

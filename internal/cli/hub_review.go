@@ -158,6 +158,10 @@ func printReview(e *env, r *hub.Review) {
 				flag = "  ! destructive"
 			}
 			lines = append(lines, fmt.Sprintf("  %-44s %-8s %s%s", it.Tool.Address, it.Status, firstSentence(it.Tool.Description), flag))
+			if r := it.SourceRule; r != nil {
+				what := map[policy.Action]string{policy.Allow: "runs without asking", policy.Deny: "is denied", policy.Ask: "asks"}[r.Action]
+				lines = append(lines, fmt.Sprintf("      once reviewed, it %s: the rule for the whole source %s says %s", what, r.Target, r.Action))
+			}
 			for _, ch := range it.Changes {
 				lines = append(lines, "      "+strings.ReplaceAll(ch, "\n", "\n      "))
 			}
