@@ -157,6 +157,7 @@ export async function fullArgs(item) {
  * @property {"new" | "changed"} status
  * @property {Action} proposal
  * @property {string[]} [changes] line diffs against the reviewed contract
+ * @property {{target: string, action: Action}} [sourceRule] the rule on the whole source that decides the tool instead, once reviewed
  */
 
 /**

@@ -65,6 +65,16 @@ function renderChanges(changes) {
 }
 
 /**
+ * What a rule on the whole source does to a tool once it is reviewed.
+ * @param {{target: string, action: Action}} r
+ * @returns {string}
+ */
+function sourceRuleText(r) {
+  const what = { allow: "runs without asking", deny: "is denied", ask: "asks" }[r.action];
+  return `Once reviewed, it ${what}: the rule for the whole source ${r.target} says ${r.action}.`;
+}
+
+/**
  * One tool awaiting review.
  * @param {ReviewItem} it
  * @param {Record<string, Action>} actions the person's choice per address (changed in place)
@@ -94,6 +104,7 @@ function renderItem(it, actions, readOnly, n) {
     ),
     it.title ? h("p", { class: "title" }, it.title) : null,
     h("p", { class: "summary" }, it.summary || "(the tool has no description)"),
+    it.sourceRule ? h("p", { class: "source-rule", "data-testid": "review-source-rule" }, sourceRuleText(it.sourceRule)) : null,
     it.changes && it.changes.length > 0 ? renderChanges(it.changes) : null,
     h("details", { class: "description" }, h("summary", null, "Full description"), h("p", { class: "pre-line" }, it.description || "(none)")),
     h("div", { class: "review-action" }, h("label", { for: selectId }, "Rule: "), select),

@@ -479,6 +479,15 @@ type ReviewItem struct {
 	// Changes are, for a changed tool, line diffs against the reviewed
 	// contract ("description:\n  - old\n  + new").
 	Changes []string `json:"changes,omitempty"`
+	// SourceRule is the rule on the whole source that decides the tool
+	// instead once it is reviewed (hub.ReviewItem.SourceRule).
+	SourceRule *SourceRule `json:"sourceRule,omitempty"`
+}
+
+// SourceRule is a rule on a whole source, as the review page shows it.
+type SourceRule struct {
+	Target string        `json:"target"`
+	Action policy.Action `json:"action"`
 }
 
 // Inbox is GET /api/review.
@@ -504,11 +513,15 @@ func (c *Handler) review(w http.ResponseWriter, r *http.Request) {
 	}
 	in := Inbox{Items: []ReviewItem{}, Commands: rv.Commands, Removed: removed, ReadOnly: c.opts.Run != ""}
 	for _, it := range rv.Items {
-		in.Items = append(in.Items, ReviewItem{
+		item := ReviewItem{
 			Address: it.Tool.Address, Contract: it.Tool.Contract, Title: it.Tool.Title,
 			Summary: typegen.FirstSentence(it.Tool.Description), Description: it.Tool.Description,
 			Effect: it.Effect, Status: it.Status, Proposal: it.Proposal, Changes: it.Changes,
-		})
+		}
+		if r := it.SourceRule; r != nil {
+			item.SourceRule = &SourceRule{Target: r.Target, Action: r.Action}
+		}
+		in.Items = append(in.Items, item)
 	}
 	writeJSON(w, http.StatusOK, in)
 }

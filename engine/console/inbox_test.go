@@ -75,6 +75,20 @@ func TestReviewInbox(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("the inbox (-want +got):\n%s", diff)
 	}
+	// A rule on the whole source that decides a tool otherwise once it is
+	// reviewed is shown beside it (the new write would run unasked).
+	if _, err := f.h.SetRule(ctx, "extra", policy.Allow, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range read().Items {
+		if want := (it.Address == "extra.t"); (it.SourceRule != nil) != want ||
+			want && (it.SourceRule.Target != "extra" || it.SourceRule.Action != policy.Allow) {
+			t.Errorf("%s: source rule %+v", it.Address, it.SourceRule)
+		}
+	}
+	if err := f.h.RemoveRule(ctx, "extra", ""); err != nil {
+		t.Fatal(err)
+	}
 
 	accept := func(a console.Acceptance) (int, string) {
 		w := p.send(request{method: http.MethodPost, target: "/api/review", body: a, cookie: cookie, csrf: csrf, origin: "http://" + guardAddr})
