@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -17,11 +18,12 @@ func newCallCmd(e *env) *cobra.Command {
 		conn   string
 	)
 	c := &cobra.Command{
-		Use:   "call <address> ['<json arguments>'] [--connection NAME]",
+		Use:   "call <address> ['<json arguments>' | -] [--connection NAME]",
 		Short: "Call one tool and print its result",
-		Long:  "Call a tool by its address (namespace.tool) with a JSON object of arguments, validated against the tool's input schema first. Prints the tool's text content; --json prints the whole MCP result.",
+		Long:  "Call a tool by its address (namespace.tool) with a JSON object of arguments (- reads them from standard input), validated against the tool's input schema first. Prints the tool's text content; --json prints the whole MCP result. A deny rule holds for this call too; nothing else asks: you are the person.",
 		Example: `  capabilities hub call everything.echo '{"message":"hi"}'
-  capabilities hub call memory.readGraph`,
+  capabilities hub call memory.readGraph
+  capabilities hub call filesystem.write_file - < args.json`,
 		ValidArgsFunction: complete(byPosition(addresses)),
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
@@ -33,6 +35,13 @@ func newCallCmd(e *env) *cobra.Command {
 			raw := json.RawMessage(`{}`)
 			if len(args) == 2 {
 				raw = json.RawMessage(args[1])
+				if args[1] == "-" {
+					b, err := io.ReadAll(e.stdin)
+					if err != nil {
+						return fmt.Errorf("reading the arguments from standard input: %w", err)
+					}
+					raw = b
+				}
 				var v any
 				if err := json.Unmarshal(raw, &v); err != nil {
 					return usagef("the arguments are not valid JSON (%v); write a JSON object, e.g. '{\"message\":\"hi\"}'", err)
