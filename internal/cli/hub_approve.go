@@ -87,7 +87,16 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					return fmt.Errorf("call %s of run %s was already decided (%s via %s)", callID, runID, p.Decision.Choice, p.Decision.Channel)
 				}
 				if callID != "" {
-					return fmt.Errorf("run %s has no pending approval %q", runID, callID)
+					var ids []string
+					for _, p := range r.Pending {
+						if p.AwaitsDecision() {
+							ids = append(ids, p.ID)
+						}
+					}
+					if len(ids) == 0 {
+						return fmt.Errorf("run %s has no pending approval %q, nor any other undecided one", runID, callID)
+					}
+					return usagef("run %s has no pending approval %q; the undecided ones: %s", runID, callID, strings.Join(ids, ", "))
 				}
 				return fmt.Errorf("run %s has no undecided approvals", runID)
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,6 +219,7 @@ func newRunsShowCmd(e *env) *cobra.Command {
 			}
 			return e.scrubbedOut(sc, false, func() error {
 				fmt.Fprintf(e.stdout, "created %s, %d attempt(s)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Attempts)
+				printDecisions(e, r)
 				err := e.printEnvelope(env.Scrubbed(sc), false)
 				if _, silent := err.(errSilent); silent {
 					return nil // showing a failed run is not a failure
@@ -255,4 +257,23 @@ func newCancelCmd(e *env) *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
 	return c
+}
+
+// printDecisions lists who decided on the run's calls, and how.
+func printDecisions(e *env, r *model.Run) {
+	first := true
+	for _, p := range r.Pending {
+		if p.Decision == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintln(e.stdout, "decisions:")
+			first = false
+		}
+		conn := ""
+		if p.Connection != "" {
+			conn = " (connection " + p.Connection + ")"
+		}
+		fmt.Fprintf(e.stdout, "  %s  %s%s: %s, by %s at %s\n", p.ID, p.Address, conn, p.Decision.Choice, p.Decision.Channel, p.Decision.At.Local().Format("2006-01-02 15:04:05"))
+	}
 }
