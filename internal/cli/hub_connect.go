@@ -35,11 +35,13 @@ Only the entry's bytes change: comments, key order, indentation, trailing commas
 other key stay byte for byte. Each file is first copied to $CAPABILITIES_HOME/hub/snapshots/<time>/;
 'capabilities rollback' restores them. Running connect twice changes nothing the second time.
 
-With --replace, the entries that run a server the hub already has (what hub import brought in)
-are turned off in each harness's own way (Codex and Zed: enabled = false; Windsurf: disabled:
-true; Claude Code, Claude Desktop, Cursor, VS Code and Gemini CLI have no such key: the entry
-moves out of the file into the snapshot), so the agent reaches those servers only through the
-hub. 'capabilities hub disconnect' turns them on again.
+With --replace, the entries that run a server the hub already has (what hub import brought in:
+the same command, arguments, working directory and environment as a source's, or the same URL
+and headers; a credential is compared by its name, not its value) are turned off in each
+harness's own way (Codex and Zed: enabled = false; Windsurf: disabled: true; Claude Code,
+Claude Desktop, Cursor, VS Code and Gemini CLI have no such key: the entry moves out of the
+file into the snapshot), so the agent reaches those servers only through the hub.
+'capabilities hub disconnect' turns them on again.
 
 Each skill of the hub (capabilities hub skills) is copied into the skills folder of each
 harness written that reads skills (Claude Code: ~/.claude/skills/<name>/, Codex:
