@@ -99,12 +99,12 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			changes = append(changes, installs...)
 			name, _ := profileEntry(profile)
 			own := ownLookup(files, []string{name})
-			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
+			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
 	c.Flags().BoolVar(&replace, "replace", false, "also turn off the agents' own entries for servers the hub has")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change (credential values masked), write nothing")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "write the entry of profile `NAME` (named capabilities-NAME; default's is capabilities)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
@@ -432,13 +432,14 @@ func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON
 	}
 }
 
-// applyEdits writes (or with dryRun shows) the changes and reports each
-// file. A file that could not be edited is an error at the end; the others
-// are written. own (nil for none) names the entries of the hub's name a
-// file holds that are not ours: connect reports such a file as kept (it
-// left it as it is), disconnect notes them; a connect that kept every file
-// and wrote none is an error.
-func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
+// applyEdits writes (or with dryRun shows) the changes to files and
+// reports each file; the lines a dry run shows have their credential
+// values masked (maskSecrets). A file that could not be edited is an error
+// at the end; the others are written. own (nil for none) names the entries
+// of the hub's name a file holds that are not ours: connect reports such a
+// file as kept (it left it as it is), disconnect notes them; a connect that
+// kept every file and wrote none is an error.
+func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
 	dir, err := hubDir()
 	if err != nil {
 		return err
@@ -452,6 +453,10 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		if err != nil {
 			return err
 		}
+	}
+	byPath := map[[2]string]harness.File{}
+	for _, f := range files {
+		byPath[[2]string{f.Harness, f.Path}] = f
 	}
 	var out []editJSON
 	failed, kept, connected := 0, 0, 0
@@ -496,7 +501,7 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		case "error":
 			fmt.Fprintf(e.stderr, "capabilities: %s\n", j.Error)
 		case "would-change":
-			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, lineDiff(r.Before, r.After))
+			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, maskSecrets(byPath[[2]string{r.Harness, r.Path}], lineDiff(r.Before, r.After), r.Before, r.After))
 		case "kept":
 			fmt.Fprintf(e.stdout, "%s: %s kept as it is\n", r.Harness, r.Path)
 		default:
