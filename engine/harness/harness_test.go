@@ -140,7 +140,7 @@ func sampleEnv(t *testing.T) Env {
 func TestImportGolden(t *testing.T) {
 	env := sampleEnv(t)
 	sc := ScanFiles(env, All())
-	existing := []model.Source{{Namespace: "everything", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything", "stdio"}}}
+	existing := []model.Source{{Namespace: "everything", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-everything", "stdio"}, Cwd: "/tmp"}}
 	r := NewReport(Propose(sc, existing), sc)
 	got, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -1,10 +1,10 @@
 package harness
 
 import (
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -21,7 +21,7 @@ type Origin struct {
 }
 
 // Proposal is one server to import: the same server found in several
-// harnesses (same command, args and env, or same URL) is one proposal.
+// harnesses (see key) is one proposal.
 type Proposal struct {
 	Namespace string
 	Server    Server   // as found first; Disabled only when off everywhere
@@ -81,11 +81,8 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 	}
 	for i := range out {
 		p := &out[i]
-		for _, src := range sources {
-			if sameSource(p.Server, src) {
-				p.Existing, p.Namespace = src.Namespace, src.Namespace
-				break
-			}
+		if ns := existing(p.Server, sources); ns != "" {
+			p.Existing, p.Namespace = ns, ns
 		}
 	}
 	for i := range out {
@@ -98,9 +95,9 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 }
 
 // Direct lists the entries of f (its bytes src) that run a server the hub
-// has as a source: what connect --replace turns off, so that the agent
-// reaches those servers only through the hub. The hub's own entry and
-// entries already off are left out.
+// has as a source (sameServer's rule): what connect --replace turns off,
+// so that the agent reaches those servers only through the hub. The hub's
+// own entry and entries already off are left out.
 func Direct(f File, src []byte, sources []model.Source) ([]string, error) {
 	if len(src) == 0 {
 		return nil, nil
@@ -118,11 +115,8 @@ func Direct(f File, src []byte, sources []model.Source) ([]string, error) {
 		if IsHub(s) || s.Disabled {
 			continue
 		}
-		for _, src := range sources {
-			if sameSource(s, src) {
-				out = append(out, s.Name)
-				break
-			}
+		if existing(s, sources) != "" {
+			out = append(out, s.Name)
 		}
 	}
 	return out, nil
@@ -142,26 +136,168 @@ func IsHub(s Server) bool {
 	return false
 }
 
-// key identifies a server across harnesses.
+// key groups the entries of several harnesses into one proposal: the
+// same command, arguments, working directory and environment, credentials
+// included (two tokens are two sources, each imported with its own); or
+// the same URL and headers but for the credentials (the first one found
+// is imported).
 func key(s Server) string {
+	sh := entryShape(s)
+	var b strings.Builder
 	if s.Kind == KindHTTP {
-		return "http\x00" + s.URL
+		b.WriteString("http\x00" + s.URL)
+	} else {
+		b.WriteString("stdio\x00" + s.Command + "\x00" + strings.Join(s.Args, "\x00") + "\x00\x00" + cleanDir(s.Cwd))
+		maps.Copy(sh.plain, sh.creds)
 	}
-	env := make([]string, 0, len(s.Env))
-	for k, v := range s.Env {
-		env = append(env, k+"="+v)
+	for _, k := range sortedKeys(sh.plain) {
+		b.WriteString("\x00\x00" + k + "=" + sh.plain[k])
 	}
-	sort.Strings(env)
-	return "stdio\x00" + s.Command + "\x00" + strings.Join(s.Args, "\x00") + "\x00\x00" + strings.Join(env, "\x00")
+	return b.String()
 }
 
-// sameSource reports whether the hub's source runs the server (its
-// environment may differ: a credential moved to the keychain).
-func sameSource(s Server, src model.Source) bool {
-	if s.Kind == KindHTTP {
-		return src.Kind == model.KindHTTP && strings.TrimRight(src.URL, "/") == strings.TrimRight(s.URL, "/")
+// shape is what of a server's environment (stdio) or headers (HTTP) says
+// which server it is: the values that are not credentials, and the names
+// of those that are. A credential's value is a connection (the same
+// server, reached as someone else), not another server.
+type shape struct {
+	plain map[string]string // compared by value
+	creds map[string]string // compared by name; the value as written
+}
+
+// credentialEnv reports whether the variable's value is the server's
+// credential: one written in plain text (import moves it into the
+// keychain), or only a reference to one in a variable named like a
+// credential (${GITHUB_TOKEN}: import makes the variable the source's
+// SecretEnv).
+func credentialEnv(name, value string) bool {
+	return model.PlainCredential(name, value) || (model.CredentialName(name) && model.OnlyReference(strings.TrimSpace(value)))
+}
+
+// headerShape sorts headers the way import carries them over: a plain-text
+// credential is the source's connection; a value the harness fills in
+// (${TOKEN}) and an Authorization header that is not a credential in plain
+// text are left out (the hub cannot send them), so they are not compared;
+// the others are sent as written. Header names are compared in lower case.
+func headerShape(h map[string]string, sh *shape) {
+	for k, v := range h {
+		switch lk := strings.ToLower(k); {
+		case model.PlainCredential(k, v):
+			sh.creds[lk] = v
+		case model.IsReference(v) || lk == "authorization":
+		default:
+			sh.plain[lk] = v
+		}
 	}
-	return src.Kind == model.KindStdio && src.Command == s.Command && slices.Equal(src.Args, s.Args)
+}
+
+// entryShape is the shape of a harness entry.
+func entryShape(s Server) shape {
+	sh := shape{plain: map[string]string{}, creds: map[string]string{}}
+	if s.Kind == KindHTTP {
+		headerShape(s.Headers, &sh)
+		return sh
+	}
+	for k, v := range s.Env {
+		if credentialEnv(k, v) {
+			sh.creds[k] = v
+		} else {
+			sh.plain[k] = v
+		}
+	}
+	return sh
+}
+
+// sourceShape is the shape of a hub's source: its credential variable or
+// header (SecretEnv, SecretHeader) is one, whose value the keychain holds.
+func sourceShape(src model.Source) shape {
+	sh := shape{plain: map[string]string{}, creds: map[string]string{}}
+	if src.Kind == model.KindHTTP {
+		headerShape(src.Headers, &sh)
+		if src.SecretHeader != "" {
+			sh.creds[strings.ToLower(src.SecretHeader)] = ""
+		}
+		return sh
+	}
+	for k, v := range src.Env {
+		if k == src.SecretEnv || credentialEnv(k, v) {
+			sh.creds[k] = v
+		} else {
+			sh.plain[k] = v
+		}
+	}
+	if src.SecretEnv != "" {
+		sh.creds[src.SecretEnv] = src.Env[src.SecretEnv]
+	}
+	return sh
+}
+
+// sameServer reports whether the hub's source runs the harness's entry:
+// the same command, arguments, working directory and environment but for
+// the credentials (stdio), or the same URL (a trailing slash aside) and
+// headers but for the credentials (HTTP). A credential is compared by
+// name, not by value: each one the entry holds (GITHUB_TOKEN=ghp_…, or
+// =${GITHUB_TOKEN}; Authorization: Bearer …) is one the source takes in
+// the same variable or header (an HTTP source takes its credential in
+// Authorization unless it names another header). The source may take one
+// the entry does not set (the agent's environment, or a sign-in, provides
+// it). exact is also set when the two name the same credentials and the
+// same URL, byte for byte: of several sources that run the entry, the
+// exact one is the entry's.
+func sameServer(s Server, src model.Source) (same, exact bool) {
+	es, ss := entryShape(s), sourceShape(src)
+	switch {
+	case s.Kind == KindHTTP && src.Kind == model.KindHTTP:
+		if strings.TrimRight(src.URL, "/") != strings.TrimRight(s.URL, "/") {
+			return false, false
+		}
+	case s.Kind == KindStdio && src.Kind == model.KindStdio:
+		if src.Command != s.Command || !slices.Equal(src.Args, s.Args) || cleanDir(src.Cwd) != cleanDir(s.Cwd) {
+			return false, false
+		}
+	default:
+		return false, false
+	}
+	if !maps.Equal(es.plain, ss.plain) {
+		return false, false
+	}
+	exact = src.URL == s.URL
+	bearer := src.Kind == model.KindHTTP && src.SecretHeader == ""
+	for k := range es.creds {
+		if _, ok := ss.creds[k]; !ok && (!bearer || k != "authorization") {
+			return false, false
+		}
+	}
+	for k := range ss.creds {
+		if _, ok := es.creds[k]; !ok {
+			exact = false
+		}
+	}
+	return true, exact
+}
+
+// existing is the namespace of the hub's source that runs the entry (the
+// exact one when several do; see sameServer), "" when none does.
+func existing(s Server, sources []model.Source) string {
+	ns := ""
+	for _, src := range sources {
+		same, exact := sameServer(s, src)
+		if exact {
+			return src.Namespace
+		}
+		if same && ns == "" {
+			ns = src.Namespace
+		}
+	}
+	return ns
+}
+
+// cleanDir is a working directory as compared: "" (none) stays "".
+func cleanDir(d string) string {
+	if d == "" {
+		return ""
+	}
+	return filepath.Clean(d)
 }
 
 // freeNamespace proposes a namespace for the server that is not taken.

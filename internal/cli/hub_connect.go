@@ -35,11 +35,13 @@ Only the entry's bytes change: comments, key order, indentation, trailing commas
 other key stay byte for byte. Each file is first copied to $CAPABILITIES_HOME/hub/snapshots/<time>/;
 'capabilities rollback' restores them. Running connect twice changes nothing the second time.
 
-With --replace, the entries that run a server the hub already has (what hub import brought in)
-are turned off in each harness's own way (Codex and Zed: enabled = false; Windsurf: disabled:
-true; Claude Code, Claude Desktop, Cursor, VS Code and Gemini CLI have no such key: the entry
-moves out of the file into the snapshot), so the agent reaches those servers only through the
-hub. 'capabilities hub disconnect' turns them on again.
+With --replace, the entries that run a server the hub already has (what hub import brought in:
+the same command, arguments, working directory and environment as a source's, or the same URL
+and headers; a credential is compared by its name, not its value) are turned off in each
+harness's own way (Codex and Zed: enabled = false; Windsurf: disabled: true; Claude Code,
+Claude Desktop, Cursor, VS Code and Gemini CLI have no such key: the entry moves out of the
+file into the snapshot), so the agent reaches those servers only through the hub.
+'capabilities hub disconnect' turns them on again.
 
 Each skill of the hub (capabilities hub skills) is copied into the skills folder of each
 harness written that reads skills (Claude Code: ~/.claude/skills/<name>/, Codex:
@@ -97,12 +99,12 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			changes = append(changes, installs...)
 			name, _ := profileEntry(profile)
 			own := ownLookup(files, []string{name})
-			return e.applyEdits("connect", changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
+			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
 	c.Flags().BoolVar(&replace, "replace", false, "also turn off the agents' own entries for servers the hub has")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change (credential values masked), write nothing")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "write the entry of profile `NAME` (named capabilities-NAME; default's is capabilities)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
@@ -430,13 +432,14 @@ func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON
 	}
 }
 
-// applyEdits writes (or with dryRun shows) the changes and reports each
-// file. A file that could not be edited is an error at the end; the others
-// are written. own (nil for none) names the entries of the hub's name a
-// file holds that are not ours: connect reports such a file as kept (it
-// left it as it is), disconnect notes them; a connect that kept every file
-// and wrote none is an error.
-func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
+// applyEdits writes (or with dryRun shows) the changes to files and
+// reports each file; the lines a dry run shows have their credential
+// values masked (maskSecrets). A file that could not be edited is an error
+// at the end; the others are written. own (nil for none) names the entries
+// of the hub's name a file holds that are not ours: connect reports such a
+// file as kept (it left it as it is), disconnect notes them; a connect that
+// kept every file and wrote none is an error.
+func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
 	dir, err := hubDir()
 	if err != nil {
 		return err
@@ -450,6 +453,10 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		if err != nil {
 			return err
 		}
+	}
+	byPath := map[[2]string]harness.File{}
+	for _, f := range files {
+		byPath[[2]string{f.Harness, f.Path}] = f
 	}
 	var out []editJSON
 	failed, kept, connected := 0, 0, 0
@@ -494,7 +501,7 @@ func (e *env) applyEdits(kind string, changes []edit.Change, dryRun, asJSON bool
 		case "error":
 			fmt.Fprintf(e.stderr, "capabilities: %s\n", j.Error)
 		case "would-change":
-			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, lineDiff(r.Before, r.After))
+			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, maskSecrets(byPath[[2]string{r.Harness, r.Path}], lineDiff(r.Before, r.After), r.Before, r.After))
 		case "kept":
 			fmt.Fprintf(e.stdout, "%s: %s kept as it is\n", r.Harness, r.Path)
 		default:

@@ -71,7 +71,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 			}
 			removals, dirs := skillRemovals(files, snaps)
 			changes = append(changes, removals...)
-			err = e.applyEdits("disconnect", changes, dryRun, asJSON, nil, ownLookup(files, names))
+			err = e.applyEdits("disconnect", files, changes, dryRun, asJSON, nil, ownLookup(files, names))
 			if !dryRun {
 				edit.RemoveEmptyDirs(dirs) // only those left empty
 			}
@@ -79,7 +79,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
-	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change, write nothing")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change (credential values masked), write nothing")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
 }

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -265,4 +269,93 @@ func ownNote(kind string, own []ownJSON) string {
 		fmt.Fprintf(&sb, "  left: its own %q entry, which connect did not write: %s\n", o.Name, o)
 	}
 	return sb.String()
+}
+
+// secretMasks lists the credential values f's bytes src hold, each with
+// what stands for it: the value of an environment variable or header of a
+// server's entry that the classifier (model.PlainCredential) takes for a
+// credential, an argument or URL of an entry that maskArgs or maskURL
+// hide, and any value of the file shaped like a well-known token. A file
+// that does not parse gives none.
+func secretMasks(f harness.File, src []byte) map[string]string {
+	out := map[string]string{}
+	if len(bytes.TrimSpace(src)) == 0 {
+		return out
+	}
+	doc, err := harness.Decode(f.Format, src)
+	if err != nil {
+		return out
+	}
+	add := func(v, masked string) {
+		if v = strings.TrimSpace(v); v != "" && v != masked {
+			out[v] = masked
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			if model.PlainCredential("", x) {
+				add(x, maskValue(x))
+			}
+		}
+	}
+	walk(doc)
+	servers, _, _ := harness.Servers(f, doc)
+	for _, s := range servers {
+		for k, v := range s.Env {
+			if model.PlainCredential(k, v) {
+				add(v, mask)
+			}
+		}
+		for k, v := range s.Headers {
+			if !model.PlainCredential(k, v) {
+				continue
+			}
+			m := maskValue(v)
+			add(v, m)
+			// The credential after its scheme (Bearer), wherever else it is.
+			if scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " "); ok && strings.HasPrefix(m, scheme+" ") {
+				add(rest, mask)
+			}
+		}
+		for i, a := range maskArgs(s.Args) {
+			add(s.Args[i], a)
+		}
+		add(s.URL, maskURL(s.URL))
+	}
+	return out
+}
+
+// maskSecrets shows text (lines of f's bytes before and after an edit)
+// with each credential value those bytes hold (secretMasks) masked, as
+// written and as JSON or TOML escapes it.
+func maskSecrets(f harness.File, text string, srcs ...[]byte) string {
+	masks := map[string]string{}
+	for _, src := range srcs {
+		maps.Copy(masks, secretMasks(f, src))
+	}
+	for v, m := range maps.Clone(masks) {
+		if q, err := json.Marshal(v); err == nil {
+			if esc := string(q[1 : len(q)-1]); esc != v {
+				masks[esc] = m
+			}
+		}
+	}
+	olds := slices.Collect(maps.Keys(masks))
+	// The longest first: a value that holds another is masked whole.
+	slices.SortFunc(olds, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(olds))
+	for _, v := range olds {
+		pairs = append(pairs, v, masks[v])
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
 }

@@ -384,3 +384,63 @@ func TestConnectWritesTheHome(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskSecrets: the lines a dry run shows hold no credential value of
+// the file, before or after the edit: an environment variable's or a
+// header's (its scheme kept), an argument's, a URL's password, one shaped
+// like a token anywhere in the file; the other values are shown as they
+// are.
+func TestMaskSecrets(t *testing.T) {
+	const (
+		ghp    = "ghp_FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0001"
+		bearer = "FAKE-bearer-0001"
+		apiKey = "FAKE-api-key-0001"
+		pass   = "FAKE-password-0001"
+		sk     = "sk-FAKEFAKEFAKEFAKEFAKE0001"
+	)
+	claude := harness.File{Harness: "claude-code", Format: harness.JSON, ServersKey: []string{"mcpServers"}}
+	before := `{
+  "mcpServers": {
+    "github": {"command": "npx", "args": ["-y", "server-github", "--api-key", "` + apiKey + `"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "` + ghp + `", "GITHUB_HOST": "github.com"}},
+    "linear": {"type": "http", "url": "https://user:` + pass + `@mcp.linear.example/mcp", "headers": {"Authorization": "Bearer ` + bearer + `", "X-Region": "eu"}},
+    "ref": {"command": "x", "env": {"API_KEY": "${API_KEY}", "MAX_TOKENS": "4096"}}
+  },
+  "notes": "` + sk + `"
+}
+`
+	after := strings.Replace(before, `"mcpServers": {`, `"mcpServers": {
+    "capabilities": {"command": "/bin/capabilities", "args": ["hub", "serve", "--stdio"]},`, 1)
+	after = strings.Replace(after, `"notes"`, `"other"`, 1)
+	got := maskSecrets(claude, lineDiff([]byte(before), []byte(after)), []byte(before), []byte(after))
+	want := `@@ line 3 @@
+-     "github": {"command": "npx", "args": ["-y", "server-github", "--api-key", "****"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "****", "GITHUB_HOST": "github.com"}},
+-     "linear": {"type": "http", "url": "https://user:****@mcp.linear.example/mcp", "headers": {"Authorization": "Bearer ****", "X-Region": "eu"}},
+-     "ref": {"command": "x", "env": {"API_KEY": "${API_KEY}", "MAX_TOKENS": "4096"}}
+-   },
+-   "notes": "****"
++     "capabilities": {"command": "/bin/capabilities", "args": ["hub", "serve", "--stdio"]},
++     "github": {"command": "npx", "args": ["-y", "server-github", "--api-key", "****"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "****", "GITHUB_HOST": "github.com"}},
++     "linear": {"type": "http", "url": "https://user:****@mcp.linear.example/mcp", "headers": {"Authorization": "Bearer ****", "X-Region": "eu"}},
++     "ref": {"command": "x", "env": {"API_KEY": "${API_KEY}", "MAX_TOKENS": "4096"}}
++   },
++   "other": "****"
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("masked diff (-want +got):\n%s", diff)
+	}
+
+	// Codex: TOML, a credential only in the bytes before (the entry moves
+	// out), one written with an escape.
+	codex := harness.File{Harness: "codex", Format: harness.TOML, ServersKey: []string{"mcp_servers"}}
+	before = "[mcp_servers.github]\ncommand = \"npx\"\n\n[mcp_servers.github.env]\nGITHUB_TOKEN = \"" + ghp + "\"\nDB_PASSWORD = \"FAKE\\\"quoted\\\"0001\"\n"
+	after = "[mcp_servers.capabilities]\ncommand = \"/bin/capabilities\"\n"
+	got = maskSecrets(codex, lineDiff([]byte(before), []byte(after)), []byte(before), []byte(after))
+	for _, v := range []string{ghp, "FAKE", "quoted"} {
+		if strings.Contains(got, v) {
+			t.Errorf("the masked diff holds %q:\n%s", v, got)
+		}
+	}
+	if !strings.Contains(got, `- GITHUB_TOKEN = "****"`) || !strings.Contains(got, `- DB_PASSWORD = "****"`) {
+		t.Errorf("the masked diff does not show the variables masked:\n%s", got)
+	}
+}

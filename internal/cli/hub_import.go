@@ -46,9 +46,12 @@ Codex, Cursor, Claude Desktop, VS Code, Gemini CLI, Windsurf, Zed, Antigravity,
 Hermes, pi; and the project files of the current directory) and add each one
 as a source, with the same review as hub add. The same server found in several
 harnesses is one source. Disabled entries and servers that already are sources
-are listed, not added. A credential written in plain text in a config is stored
-in the keychain as the source's default connection, never printed; the harness
-files are not changed. The skills in the harnesses' skills folders (Claude Code, Codex)
+are listed, not added. An entry is a source's server when they have the same
+command, arguments, working directory and environment (a remote one: the same
+URL and headers), credentials aside: a credential is compared by its variable's
+or header's name, not its value. A credential written in plain text in a config
+is stored in the keychain as the source's default connection, never printed; the
+harness files are not changed. The skills in the harnesses' skills folders (Claude Code, Codex)
 are copied into the hub's (capabilities hub skills), asked about one by one unless --yes.`,
 		Example: `  capabilities hub import --dry-run
   capabilities hub import --from claude-code,codex --yes
@@ -298,8 +301,15 @@ func printImport(e *env, r harness.Report) {
 		case s.Disabled:
 			fmt.Fprintln(e.stdout, "    disabled in the harness: not added (add it later with `capabilities hub add`)")
 		}
-		if len(s.Secrets) > 0 {
-			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", strings.Join(s.Secrets, ", "))
+		secrets := strings.Join(s.Secrets, ", ")
+		switch {
+		case len(s.Secrets) == 0:
+		case s.Existing || s.Disabled:
+			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: not moved (the server is not added)\n", secrets)
+		case len(s.Secrets) > 1:
+			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: the hub keeps one per source, so the server is not added (add it with `capabilities hub add` and `capabilities hub auth`)\n", secrets)
+		default:
+			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", secrets)
 		}
 	}
 	if len(r.Unreadable) > 0 {
