@@ -56,9 +56,14 @@ for once (or read with --secret-stdin).`,
 				return usagef("--json needs --yes: the JSON form does not prompt")
 			}
 			req := hub.AddRequest{Namespace: ns, Cwd: cwd, SecretEnv: sEnv, SecretHeader: sHeader}
+			if c.Flags().Changed("timeout") {
+				if err := checkTimeout("timeout", timeout, timeoutWhat, "30s"); err != nil {
+					return err
+				}
+			}
 			if c.Flags().Changed("call-timeout") {
-				if callTO < time.Millisecond {
-					return usagef("--call-timeout %v: give a positive duration such as 90s", callTO)
+				if err := checkTimeout("call-timeout", callTO, callTimeoutWhat, "90s"); err != nil {
+					return err
 				}
 				req.CallTimeout = callTO
 			}
@@ -209,9 +214,33 @@ for once (or read with --secret-stdin).`,
 	c.Flags().BoolVar(&sStdin, "secret-stdin", false, "read the source's credential from one line of standard input and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
-	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
-	c.Flags().DurationVar(&callTO, "call-timeout", 0, "how long each call to the server's tools may wait for its answer, a `DURATION` such as 90s (default: CAPABILITIES_CALL_TIMEOUT, else 60s)")
+	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, timeoutWhat+", a `DURATION` such as 30s")
+	c.Flags().DurationVar(&callTO, "call-timeout", 0, callTimeoutWhat+", a `DURATION` such as 90s (default: CAPABILITIES_CALL_TIMEOUT, else 60s)")
 	return c
+}
+
+// What add's --timeout and --call-timeout are, for their help and errors.
+const (
+	timeoutWhat     = "how long to wait for the server to start and answer"
+	callTimeoutWhat = "how long each call to the server's tools may wait for its answer"
+)
+
+// checkTimeout refuses a timeout flag's value that is no time to wait:
+// negative, zero (neither flag has a use for it: the default is what
+// leaving the flag out gives), or under the millisecond a source's call
+// timeout is stored in.
+func checkTimeout(flag string, d time.Duration, what, example string) error {
+	if d >= time.Millisecond {
+		return nil
+	}
+	why := "is negative"
+	switch {
+	case d == 0:
+		why = "is zero"
+	case d > 0:
+		why = "is shorter than 1ms"
+	}
+	return usagef("--%s %v %s: give %s, a duration such as %s", flag, d, why, what, example)
 }
 
 func printProposal(e *env, p *hub.Proposal) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/google/go-cmp/cmp"
@@ -93,5 +94,39 @@ func TestTakeCredential(t *testing.T) {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	tests := []struct {
+		flag string
+		d    time.Duration
+		want string // the usage error, "" for none
+	}{
+		{"timeout", 30 * time.Second, ""},
+		{"timeout", time.Millisecond, ""},
+		{"timeout", -5 * time.Second, "--timeout -5s is negative: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"timeout", 0, "--timeout 0s is zero: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"timeout", 500 * time.Microsecond, "--timeout 500µs is shorter than 1ms: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"call-timeout", 90 * time.Second, ""},
+		{"call-timeout", 0, "--call-timeout 0s is zero: give how long each call to the server's tools may wait for its answer, a duration such as 90s"},
+		{"call-timeout", -time.Minute, "--call-timeout -1m0s is negative: give how long each call to the server's tools may wait for its answer, a duration such as 90s"},
+	}
+	for _, tt := range tests {
+		what, example := timeoutWhat, "30s"
+		if tt.flag == "call-timeout" {
+			what, example = callTimeoutWhat, "90s"
+		}
+		err := checkTimeout(tt.flag, tt.d, what, example)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if _, ok := err.(usageError); !ok {
+				t.Errorf("--%s %v: %T, want a usage error (exit 2)", tt.flag, tt.d, err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("--%s %v (-want +got):\n%s", tt.flag, tt.d, diff)
+		}
 	}
 }
