@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,5 +131,55 @@ func TestCheckTimeout(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("--%s %v (-want +got):\n%s", tt.flag, tt.d, diff)
 		}
+	}
+}
+
+func TestLocalPaths(t *testing.T) {
+	wd := t.TempDir()
+	for _, f := range []string{"srv/scripted.mjs", "conf.json", "bin/srv"} {
+		if err := os.MkdirAll(filepath.Join(wd, filepath.Dir(f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wd, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := filepath.Dir(wd)
+	tests := []struct {
+		name     string
+		argv     []string
+		cwd      string
+		want     []string
+		dir, rel string
+	}{
+		{name: "a relative command path becomes absolute", argv: []string{"./srv.sh"}, want: []string{filepath.Join(wd, "srv.sh")}},
+		{name: "one in a folder, with a word that is no file", argv: []string{"bin/srv", "stdio"}, want: []string{filepath.Join(wd, "bin/srv"), "stdio"}},
+		{name: "one above", argv: []string{"../srv.sh"}, want: []string{filepath.Join(parent, "srv.sh")}},
+		{name: "a command on PATH stays", argv: []string{"node", "/abs/server.js"}, want: []string{"node", "/abs/server.js"}},
+		{name: "an absolute command stays", argv: []string{"/usr/bin/srv"}, want: []string{"/usr/bin/srv"}},
+		{name: "a relative file argument: the server runs here", argv: []string{"node", "srv/scripted.mjs"}, want: []string{"node", "srv/scripted.mjs"}, dir: wd, rel: "srv/scripted.mjs"},
+		{name: "the directory itself", argv: []string{"mcp-server-filesystem", "."}, want: []string{"mcp-server-filesystem", "."}, dir: wd, rel: "."},
+		{name: "a directory", argv: []string{"srv-fs", "--root", "srv"}, want: []string{"srv-fs", "--root", "srv"}, dir: wd, rel: "srv"},
+		{name: "the value of --flag=", argv: []string{"srv", "--config=./conf.json"}, want: []string{"srv", "--config=./conf.json"}, dir: wd, rel: "./conf.json"},
+		{name: "a flag is no path", argv: []string{"srv", "-conf.json", "--stdio", "--x="}, want: []string{"srv", "-conf.json", "--stdio", "--x="}},
+		{name: "npx and a package", argv: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "stdio"}, want: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "stdio"}},
+		{name: "uvx and a package", argv: []string{"uvx", "mcp-server-fetch"}, want: []string{"uvx", "mcp-server-fetch"}},
+		{name: "a relative path that does not exist", argv: []string{"node", "missing.js", "--out=./new.db"}, want: []string{"node", "missing.js", "--out=./new.db"}},
+		{name: "--cwd given: it stays, the command is still made absolute", argv: []string{"./srv.sh", "conf.json"}, cwd: "elsewhere", want: []string{filepath.Join(wd, "srv.sh"), "conf.json"}, dir: "elsewhere"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv := slices.Clone(tt.argv)
+			got, dir, rel := localPaths(argv, tt.cwd, wd)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+			if dir != tt.dir || rel != tt.rel {
+				t.Errorf("dir, rel = %q, %q, want %q, %q", dir, rel, tt.dir, tt.rel)
+			}
+			if !slices.Equal(argv, tt.argv) {
+				t.Errorf("localPaths changed its argument: %q", argv)
+			}
+		})
 	}
 }
