@@ -214,6 +214,12 @@ func TestStartFailures(t *testing.T) {
 			[]string{"exited (exit status 1) during start", "Error: Cannot find module '/nonexistent/server.js'"}, nil},
 		{"no such command", model.Source{Namespace: "x", Kind: model.KindStdio, Command: "no-such-mcp-server-here"}, source.Options{},
 			[]string{`command "no-such-mcp-server-here" not found`}, nil},
+		{"a working directory that is gone", model.Source{Namespace: "x", Kind: model.KindStdio, Command: testenv.Node(t), Cwd: "/nonexistent/proj"}, source.Options{},
+			[]string{"its working directory /nonexistent/proj does not exist: recreate it, or remove the source with `capabilities hub remove x` and add it again"}, []string{"fork/exec"}},
+		{"a working directory that is a file", model.Source{Namespace: "x", Kind: model.KindStdio, Command: testenv.Node(t), Cwd: testenv.Node(t)}, source.Options{},
+			[]string{"its working directory " + testenv.Node(t) + " is not a directory: recreate it"}, []string{"fork/exec"}},
+		{"a working directory that is not there, being added", model.Source{Kind: model.KindStdio, Command: testenv.Node(t), Cwd: "/nonexistent/proj"}, source.Options{},
+			[]string{"its working directory /nonexistent/proj does not exist: create it, or add the server with another working directory"}, []string{"hub remove"}},
 		{"unreachable url", model.Source{Namespace: "x", Kind: model.KindHTTP, URL: "http://127.0.0.1:1/mcp"}, source.Options{},
 			[]string{"connecting to x (http://127.0.0.1:1/mcp)", "connection refused; nothing is listening at http://127.0.0.1:1/mcp: is the server running?"}, nil},
 		// A source being added has no namespace yet: named by what was typed.

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +100,11 @@ for once (or read with --secret-stdin).`,
 				wd, err := os.Getwd()
 				if err != nil {
 					return fmt.Errorf("adding a source: finding the current directory: %w", err)
+				}
+				if cwd != "" {
+					if err := checkCwd(cwd, wd); err != nil {
+						return err
+					}
 				}
 				req.Command, req.Cwd, relArg = localPaths(args, cwd, wd)
 			} else {
@@ -272,6 +279,26 @@ func localPaths(argv []string, cwd, wd string) (out []string, dir, rel string) {
 		}
 	}
 	return out, "", ""
+}
+
+// checkCwd refuses a --cwd that is no directory (relative to wd, where add
+// runs), before the server is started: starting a command in a missing
+// directory fails with an error that blames the command.
+func checkCwd(cwd, wd string) error {
+	dir := cwd
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(wd, dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("the working directory %s does not exist (--cwd)", dir)
+	case err != nil:
+		return fmt.Errorf("adding a source: checking the working directory (--cwd): %w", err)
+	case !fi.IsDir():
+		return usagef("the working directory %s is not a directory (--cwd)", dir)
+	}
+	return nil
 }
 
 // What add's --timeout and --call-timeout are, for their help and errors.

@@ -183,3 +183,37 @@ func TestLocalPaths(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckCwd(t *testing.T) {
+	wd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(wd, "proj"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		cwd  string
+		want string // the usage error, "" for none
+	}{
+		{"proj", ""},
+		{wd, ""},
+		{".", ""},
+		{"/nonexistent", "the working directory /nonexistent does not exist (--cwd)"},
+		{"missing", "the working directory " + filepath.Join(wd, "missing") + " does not exist (--cwd)"},
+		{"file", "the working directory " + filepath.Join(wd, "file") + " is not a directory (--cwd)"},
+	}
+	for _, tt := range tests {
+		err := checkCwd(tt.cwd, wd)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if _, ok := err.(usageError); !ok {
+				t.Errorf("--cwd %s: %T, want a usage error (exit 2)", tt.cwd, err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("--cwd %s (-want +got):\n%s", tt.cwd, diff)
+		}
+	}
+}
