@@ -161,9 +161,8 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			return nil, fmt.Errorf("adding a source: namespace %q is already used; pick another with --namespace or remove it with `capabilities hub remove %s`", req.Namespace, req.Namespace)
 		}
 	}
-	// Connect under a provisional namespace; the real one may come from the
-	// server's name.
-	src.Namespace = "new"
+	// Connect with no namespace yet (the real one may come from the
+	// server's name): errors name the source by what was typed.
 	var cred *source.Credential
 	if req.Secret != "" {
 		if src.Kind == model.KindStdio && src.SecretEnv == "" {
@@ -259,8 +258,7 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 			return nil, fmt.Errorf("adding a source: namespace %q is already used; pick another with --namespace or remove it with `capabilities hub remove %s`", req.Namespace, req.Namespace)
 		}
 	}
-	src.Namespace = "new"
-	s, err := source.ConnectWith(ctx, src, nil, h.sourceOptions())
+	s, err := source.ConnectWith(ctx, src, nil, h.sourceOptions()) // no namespace yet, as in Propose
 	if err != nil {
 		return nil, fmt.Errorf("adding a source: %w", err)
 	}
@@ -299,10 +297,11 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 	return &Proposal{Source: src, Manifest: *m, Notes: notes}, nil
 }
 
+// readdress puts tools listed with no namespace (".tool") under ns.
 func readdress(ns string, tools []model.Tool) []model.Tool {
 	out := make([]model.Tool, len(tools))
 	for i, t := range tools {
-		_, tool, _ := model.SplitAddress(t.Address)
+		_, tool, _ := strings.Cut(t.Address, ".")
 		t.Address = ns + "." + tool
 		out[i] = t
 	}

@@ -38,17 +38,17 @@ func connectOpenAPI(ctx context.Context, src, orig model.Source, cred *Credentia
 func loadAPI(ctx context.Context, src *model.Source) (*openapi.API, error) {
 	client, err := documentClient(src.Document)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+		return nil, fmt.Errorf("connecting to %s: %w", nameOf(src), err)
 	}
 	api, err := openapi.Load(ctx, client, src.Document, src.URL)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (a slow server gets more time with `capabilities hub add --timeout` or CAPABILITIES_CONNECT_TIMEOUT)", err)
 		}
-		return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+		return nil, fmt.Errorf("connecting to %s: %w", nameOf(src), err)
 	}
 	if !src.AddedAt.IsZero() && api.Named != src.DocumentServer { // a stored source, not a proposal
-		return nil, fmt.Errorf("connecting to %s: the document now names the server %s (%s when the source was reviewed); calls go only to %s: to use the new server, remove the source and add it again, and review it", src.Namespace, orNone(api.Named), orNone(src.DocumentServer), src.URL)
+		return nil, fmt.Errorf("connecting to %s: the document now names the server %s (%s when the source was reviewed); calls go only to %s: to use the new server, remove the source and add it again, and review it", nameOf(src), orNone(api.Named), orNone(src.DocumentServer), src.URL)
 	}
 	return api, nil
 }
@@ -132,9 +132,9 @@ func (s *Session) callAPI(ctx context.Context, name string, args json.RawMessage
 	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
-			return nil, &TimeoutError{Namespace: s.src.Namespace, Method: "tools/call", Tool: name, Timeout: s.callTimeout}
+			return nil, &TimeoutError{Namespace: nameOf(&s.src), Method: "tools/call", Tool: name, Timeout: s.callTimeout}
 		}
-		return nil, fmt.Errorf("calling %s on %s: %w", name, s.src.Namespace, err)
+		return nil, fmt.Errorf("calling %s on %s: %w", name, nameOf(&s.src), err)
 	}
 	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -58,6 +59,11 @@ type process struct {
 }
 
 func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
+	if src.Cwd != "" {
+		if err := checkWorkDir(src); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+		}
+	}
 	path, err := exec.LookPath(src.Command)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: command %q not found (is it installed and on PATH?): %w", src.CommandLine(), src.Command, err)
@@ -84,6 +90,27 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// checkWorkDir checks a stdio source's working directory before it is
+// started in it: starting a command in a missing directory fails with an
+// error that blames the command ("fork/exec /usr/bin/node: no such file or
+// directory").
+func checkWorkDir(src *model.Source) error {
+	fi, err := os.Stat(src.Cwd)
+	what := "does not exist"
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		what = "is not a directory"
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("checking its working directory: %w", err)
+	}
+	if src.Namespace == "" { // being added
+		return fmt.Errorf("its working directory %s %s: create it, or add the server with another working directory", src.Cwd, what)
+	}
+	return fmt.Errorf("its working directory %s %s: recreate it, or remove the source with `capabilities hub remove %s` and add it again from where its files are", src.Cwd, what, src.Namespace)
 }
 
 // protocolReader passes on the upstream's protocol lines (a JSON object or

@@ -20,12 +20,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -148,11 +150,12 @@ type Session struct {
 	cred     *Credential  // what ListTools scrubs from the upstream's self-description
 	log      *slog.Logger
 	cs       *mcp.ClientSession
-	proc     *process      // nil for HTTP
-	api      *openapi.API  // an openapi source's document; cs is nil then
-	apiMu    sync.Mutex    // guards api, replaced when the document is read again
-	apiFresh atomic.Bool   // api was just read: the first ListTools uses it
-	oauth    *oauth.Source // an openapi source signed in with OAuth
+	proc     *process        // nil for HTTP
+	refusal  *statusRecorder // an HTTP source's error status while connecting
+	api      *openapi.API    // an openapi source's document; cs is nil then
+	apiMu    sync.Mutex      // guards api, replaced when the document is read again
+	apiFresh atomic.Bool     // api was just read: the first ListTools uses it
+	oauth    *oauth.Source   // an openapi source signed in with OAuth
 
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
@@ -173,7 +176,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	orig, secretValue := src, cred.key()
 	if cred != nil && cred.Value != "" && src.Kind == model.KindStdio {
 		if src.SecretEnv == "" {
-			return nil, fmt.Errorf("connecting to %s: the source has no variable for its credential; set one with `capabilities hub auth %s --env VAR`", src.Namespace, src.Namespace)
+			return nil, fmt.Errorf("connecting to %s: the source has no variable for its credential; set one with `capabilities hub auth %s --env VAR`", nameOf(&src), src.Namespace)
 		}
 		env := make(map[string]string, len(src.Env)+1)
 		for k, v := range src.Env {
@@ -191,7 +194,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		if cred != nil && cred.OAuth != nil {
 			o, err := oauth.OriginOf(src.URL)
 			if err != nil {
-				return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+				return nil, fmt.Errorf("connecting to %s: %w", nameOf(&src), err)
 			}
 			base = &oauth.Transport{Base: base, Source: cred.OAuth, Origin: o, Challenge: cred.Challenge}
 		} else if cred != nil {
@@ -199,7 +202,7 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 		}
 		hc, err := newGuardedClientOver(src.URL, src.SecretHeader, value, src.Headers, base)
 		if err != nil {
-			return nil, fmt.Errorf("connecting to %s: %w", src.Namespace, err)
+			return nil, fmt.Errorf("connecting to %s: %w", nameOf(&src), err)
 		}
 		opts.HTTPClient = hc
 	}
@@ -247,9 +250,19 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 		s.proc = p
 		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: 64 << 20}
 	case model.KindHTTP:
-		transport = &mcp.StreamableClientTransport{Endpoint: src.URL, HTTPClient: opts.HTTPClient, MaxRetries: -1}
+		hc := http.DefaultClient
+		if opts.HTTPClient != nil {
+			hc = opts.HTTPClient
+		}
+		s.refusal = &statusRecorder{base: hc.Transport}
+		if s.refusal.base == nil {
+			s.refusal.base = http.DefaultTransport
+		}
+		recording := *hc
+		recording.Transport = s.refusal
+		transport = &mcp.StreamableClientTransport{Endpoint: src.URL, HTTPClient: &recording, MaxRetries: -1}
 	default:
-		return nil, fmt.Errorf("connecting to %s: unknown source kind %q (want stdio or http)", src.Namespace, src.Kind)
+		return nil, fmt.Errorf("connecting to %s: unknown source kind %q (want stdio or http)", nameOf(&src), src.Kind)
 	}
 	copts := &mcp.ClientOptions{
 		Logger:       opts.Logger,
@@ -328,9 +341,61 @@ func (s *Session) startError(ctx context.Context, err error) error {
 	} else if msg := err.Error(); s.src.Auth == model.AuthOAuth && (strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized")) {
 		err = fmt.Errorf("%w; the server wants a sign-in: `capabilities hub auth %s`", err, s.src.Namespace)
 	} else if strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized") || strings.Contains(msg, "403") {
-		err = fmt.Errorf("%w; the server wants a credential: give it with --auth when adding (and --secret-header NAME when it is not Authorization: Bearer), or `capabilities hub auth %s`", err, s.src.Namespace)
+		hint := "give it with --auth when adding (and --secret-header NAME when it is not Authorization: Bearer)"
+		if s.src.Namespace != "" {
+			hint += ", or `capabilities hub auth " + s.src.Namespace + "`"
+		}
+		err = fmt.Errorf("%w; the server wants a credential: %s", err, hint)
+	} else if errors.Is(err, syscall.ECONNREFUSED) {
+		err = fmt.Errorf("%w; nothing is listening at %s: is the server running?", err, s.src.URL)
+	} else if code := s.refusal.code(); code != 0 && !errors.As(err, new(*jsonrpc.Error)) {
+		// An HTTP error with no JSON-RPC answer in its body: most likely
+		// not an MCP endpoint (a JSON-RPC error is the server's own word).
+		err = fmt.Errorf("%w; the server answered HTTP %d: is this the URL of an MCP endpoint (streamable HTTP)?", err, code)
+	}
+	if s.src.Namespace == "" { // a source being added: named by what was typed
+		return fmt.Errorf("connecting to %s: %w", where, err)
 	}
 	return fmt.Errorf("connecting to %s (%s): %w", s.src.Namespace, where, err)
+}
+
+// nameOf names src in errors: its namespace, or, for a source being added
+// (it has none yet), what the person typed: its command line, URL or
+// document.
+func nameOf(src *model.Source) string {
+	switch {
+	case src.Namespace != "":
+		return src.Namespace
+	case src.Kind == model.KindStdio:
+		return src.CommandLine()
+	case src.Kind == model.KindOpenAPI:
+		return src.Document
+	}
+	return src.URL
+}
+
+// statusRecorder remembers the status of the first POST an HTTP upstream
+// answered with an error status (400 and up), to explain a failed
+// connection: the SDK's error carries only its text ("Not Implemented").
+type statusRecorder struct {
+	base   http.RoundTripper
+	status atomic.Int32
+}
+
+func (r *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodPost && resp.StatusCode >= 400 {
+		r.status.CompareAndSwap(0, int32(resp.StatusCode))
+	}
+	return resp, err
+}
+
+// code is the recorded status, 0 for none (or no recorder).
+func (r *statusRecorder) code() int {
+	if r == nil {
+		return 0
+	}
+	return int(r.status.Load())
 }
 
 // Protocol is the negotiated protocol version.
@@ -368,7 +433,7 @@ func (s *Session) withDeadline(ctx context.Context) (context.Context, context.Ca
 // so the pool starts the upstream again on the next call.
 func (s *Session) failed(ctx, rctx context.Context, err error, method, tool string, strays int) error {
 	if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
-		return &TimeoutError{Namespace: s.src.Namespace, Method: method, Tool: tool, Timeout: s.callTimeout, Strays: s.strays() - strays}
+		return &TimeoutError{Namespace: nameOf(&s.src), Method: method, Tool: tool, Timeout: s.callTimeout, Strays: s.strays() - strays}
 	}
 	if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
 		s.broken.Store(true)
@@ -414,7 +479,7 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page >= 1000 {
-			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the server's pagination does not end", s.src.Namespace)
+			return nil, fmt.Errorf("listing tools of %s: more than 1000 pages; the server's pagination does not end", nameOf(&s.src))
 		}
 		res, err := s.listPage(ctx, cursor)
 		if err != nil {
@@ -423,7 +488,7 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 		for _, t := range res.Tools {
 			u, err := upstreamTool(t)
 			if err != nil {
-				return nil, fmt.Errorf("listing tools of %s: %w", s.src.Namespace, err)
+				return nil, fmt.Errorf("listing tools of %s: %w", nameOf(&s.src), err)
 			}
 			upstream = append(upstream, u)
 		}
@@ -431,7 +496,7 @@ func (s *Session) ListTools(ctx context.Context) (*model.Manifest, error) {
 			break
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("listing tools of %s: the server repeated cursor %q", s.src.Namespace, res.NextCursor)
+			return nil, fmt.Errorf("listing tools of %s: the server repeated cursor %q", nameOf(&s.src), res.NextCursor)
 		}
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
@@ -507,7 +572,7 @@ func (s *Session) listPage(ctx context.Context, cursor string) (*mcp.ListToolsRe
 		if errors.As(err, &te) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("listing tools of %s: %w", s.src.Namespace, err)
+		return nil, fmt.Errorf("listing tools of %s: %w", nameOf(&s.src), err)
 	}
 	return res, nil
 }
@@ -560,7 +625,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		if errors.As(err, &te) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("calling %s on %s: %w", name, s.src.Namespace, err)
+		return nil, fmt.Errorf("calling %s on %s: %w", name, nameOf(&s.src), err)
 	}
 	return res, nil
 }

@@ -188,23 +188,49 @@ func TestGarbageOnStdout(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
+	notMCP := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Not Implemented", http.StatusNotImplemented)
+	}))
+	t.Cleanup(notMCP.Close)
+	rpcError := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"unsupported protocol version"}}`))
+	}))
+	t.Cleanup(rpcError.Close)
 	tests := []struct {
 		name string
 		src  model.Source
 		opts source.Options
 		want []string
+		not  []string
 	}{
 		{"exits at start", stdio("x", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "exit"}), source.Options{},
-			[]string{"exit status 3", "missing configuration"}},
+			[]string{"exit status 3", "missing configuration"}, nil},
 		{"never answers", stdio("x", testenv.Scripted(t), map[string]string{"SCRIPTED_MODE": "silent"}),
 			source.Options{ConnectTimeout: 1500 * time.Millisecond, DiscoverTimeout: 500 * time.Millisecond},
-			[]string{"did not answer the MCP handshake in time"}},
+			[]string{"did not answer the MCP handshake in time"}, nil},
 		{"a script that is not there", stdio("x", []string{testenv.Node(t), "/nonexistent/server.js"}, nil), source.Options{},
-			[]string{"exited (exit status 1) during start", "Error: Cannot find module '/nonexistent/server.js'"}},
+			[]string{"exited (exit status 1) during start", "Error: Cannot find module '/nonexistent/server.js'"}, nil},
 		{"no such command", model.Source{Namespace: "x", Kind: model.KindStdio, Command: "no-such-mcp-server-here"}, source.Options{},
-			[]string{`command "no-such-mcp-server-here" not found`}},
+			[]string{`command "no-such-mcp-server-here" not found`}, nil},
+		{"a working directory that is gone", model.Source{Namespace: "x", Kind: model.KindStdio, Command: testenv.Node(t), Cwd: "/nonexistent/proj"}, source.Options{},
+			[]string{"its working directory /nonexistent/proj does not exist: recreate it, or remove the source with `capabilities hub remove x` and add it again"}, []string{"fork/exec"}},
+		{"a working directory that is a file", model.Source{Namespace: "x", Kind: model.KindStdio, Command: testenv.Node(t), Cwd: testenv.Node(t)}, source.Options{},
+			[]string{"its working directory " + testenv.Node(t) + " is not a directory: recreate it"}, []string{"fork/exec"}},
+		{"a working directory that is not there, being added", model.Source{Kind: model.KindStdio, Command: testenv.Node(t), Cwd: "/nonexistent/proj"}, source.Options{},
+			[]string{"its working directory /nonexistent/proj does not exist: create it, or add the server with another working directory"}, []string{"hub remove"}},
 		{"unreachable url", model.Source{Namespace: "x", Kind: model.KindHTTP, URL: "http://127.0.0.1:1/mcp"}, source.Options{},
-			[]string{"connecting to x (http://127.0.0.1:1/mcp)", "refused"}},
+			[]string{"connecting to x (http://127.0.0.1:1/mcp)", "connection refused; nothing is listening at http://127.0.0.1:1/mcp: is the server running?"}, nil},
+		// A source being added has no namespace yet: named by what was typed.
+		{"unreachable url, being added", model.Source{Kind: model.KindHTTP, URL: "http://127.0.0.1:1/mcp"}, source.Options{},
+			[]string{"connecting to http://127.0.0.1:1/mcp: ", "nothing is listening at http://127.0.0.1:1/mcp"}, []string{"()", "to  "}},
+		{"a script that is not there, being added", model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"/nonexistent/server.js"}}, source.Options{},
+			[]string{"connecting to node /nonexistent/server.js: the server exited"}, []string{"()", "to  "}},
+		{"not an MCP endpoint", model.Source{Kind: model.KindHTTP, URL: notMCP.URL + "/mcp"}, source.Options{},
+			[]string{"Not Implemented; the server answered HTTP 501: is this the URL of an MCP endpoint (streamable HTTP)?"}, nil},
+		{"an MCP endpoint's JSON-RPC error", model.Source{Kind: model.KindHTTP, URL: rpcError.URL + "/mcp"}, source.Options{},
+			[]string{"unsupported protocol version"}, []string{"is this the URL of an MCP endpoint"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,6 +243,11 @@ func TestStartFailures(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q contains %q", err, w)
 				}
 			}
 			// Far less than the connect timeout: the failure was seen, not waited out.

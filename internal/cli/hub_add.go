@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,6 +36,7 @@ func newAddCmd(e *env) *cobra.Command {
 		isDoc   bool
 		server  string
 		sStdin  bool
+		relArg  string // the argument that made the current directory the server's
 	)
 	c := &cobra.Command{
 		Use:   "add <url> | add <openapi document> | add [flags] -- <command> [args…]",
@@ -39,6 +44,14 @@ func newAddCmd(e *env) *cobra.Command {
 		Long: `Add an MCP server: a streamable-HTTP URL, or a local command that speaks MCP
 on stdin/stdout (everything after --). The hub connects, lists the tools, proposes
 a namespace from the server's name and shows what it found before storing it.
+
+The hub starts a local command later from wherever it runs (agents start it in
+their own projects), so paths relative to the directory you run add in are fixed
+now: a command written as a relative path (./server.sh, bin/server) is stored
+absolute; and when an argument, or the value of --flag=VALUE, is a relative path
+to a file or folder that exists here (server/index.js, .), the server will run in
+this directory (shown as "in:"), its arguments kept as written, so it finds them
+and whatever it reads relative to them. --cwd DIR runs it in DIR instead.
 
 Or add an HTTP API by its OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML,
 a file or a URL ending in .json/.yaml/.yml or naming openapi or swagger; --openapi
@@ -56,9 +69,14 @@ for once (or read with --secret-stdin).`,
 				return usagef("--json needs --yes: the JSON form does not prompt")
 			}
 			req := hub.AddRequest{Namespace: ns, Cwd: cwd, SecretEnv: sEnv, SecretHeader: sHeader}
+			if c.Flags().Changed("timeout") {
+				if err := checkTimeout("timeout", timeout, timeoutWhat, "30s"); err != nil {
+					return err
+				}
+			}
 			if c.Flags().Changed("call-timeout") {
-				if callTO < time.Millisecond {
-					return usagef("--call-timeout %v: give a positive duration such as 90s", callTO)
+				if err := checkTimeout("call-timeout", callTO, callTimeoutWhat, "90s"); err != nil {
+					return err
 				}
 				req.CallTimeout = callTO
 			}
@@ -76,10 +94,19 @@ for once (or read with --secret-stdin).`,
 				if dash > 0 {
 					return usagef("put the URL before the flags, or the command after --, not both")
 				}
-				req.Command = args
 				if len(args) == 0 {
 					return usagef("no command after --")
 				}
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("adding a source: finding the current directory: %w", err)
+				}
+				if cwd != "" {
+					if err := checkCwd(cwd, wd); err != nil {
+						return err
+					}
+				}
+				req.Command, req.Cwd, relArg = localPaths(args, cwd, wd)
 			} else {
 				if len(args) != 1 {
 					return usagef("add expects a URL, or -- followed by a command (got %d arguments)", len(args))
@@ -131,6 +158,9 @@ for once (or read with --secret-stdin).`,
 			p, err := h.Propose(c.Context(), req)
 			if err != nil {
 				return err
+			}
+			if relArg != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s is relative to this directory: the server will run in %s wherever the hub starts it (--cwd DIR to run it elsewhere)", visible.Line(relArg), visible.Line(p.Source.Cwd)))
 			}
 			if !asJSON {
 				printProposal(e, p)
@@ -202,16 +232,97 @@ for once (or read with --secret-stdin).`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&envs, "env", nil, "set the variable `NAME=VALUE` in a stdio server's environment (repeatable)")
 	c.Flags().StringArrayVar(&headers, "header", nil, "send `HEADER`, written \"Name: value\", with every request to a remote server (repeatable; a credential goes in with --auth)")
-	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server")
+	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server (default: the current directory when an argument is a relative path that exists in it, else none)")
 	c.Flags().BoolVar(&auth, "auth", false, "read a credential (masked prompt, or standard input) to reach the server now and store it as the default connection")
 	c.Flags().BoolVar(&isDoc, "openapi", false, "the URL is an OpenAPI or Swagger document, whatever its name")
 	c.Flags().StringVar(&server, "server", "", "the base `URL` an OpenAPI source's calls go to (default: the document's first server)")
 	c.Flags().BoolVar(&sStdin, "secret-stdin", false, "read the source's credential from one line of standard input and store it as the default connection")
 	c.Flags().StringVar(&sEnv, "secret-env", "", "the environment variable `NAME` a local server reads its credential from (store the credential with capabilities hub auth)")
 	c.Flags().StringVar(&sHeader, "secret-header", "", "the header `NAME` a remote server reads its credential from (default Authorization: Bearer)")
-	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, "how long to wait for the server to start and answer, a `DURATION` such as 30s")
-	c.Flags().DurationVar(&callTO, "call-timeout", 0, "how long each call to the server's tools may wait for its answer, a `DURATION` such as 90s (default: CAPABILITIES_CALL_TIMEOUT, else 60s)")
+	c.Flags().DurationVar(&timeout, "timeout", source.DefaultConnectTimeout, timeoutWhat+", a `DURATION` such as 30s")
+	c.Flags().DurationVar(&callTO, "call-timeout", 0, callTimeoutWhat+", a `DURATION` such as 90s (default: CAPABILITIES_CALL_TIMEOUT, else 60s)")
 	return c
+}
+
+// localPaths applies add's rule for the paths of a local command, which
+// the hub starts later from wherever it runs: argv is the command as typed,
+// cwd the --cwd given ("" for none) and wd the directory add runs in. A
+// command written as a relative path (it holds a separator) is made
+// absolute, resolved against wd. With no --cwd, when an argument, or the
+// value of --flag=VALUE, is a relative path to a file or directory that
+// exists in wd, the server is to run in wd: dir is wd and rel is that path
+// (the first one); the arguments stay as written. Otherwise dir is cwd and
+// rel is "".
+func localPaths(argv []string, cwd, wd string) (out []string, dir, rel string) {
+	out = slices.Clone(argv)
+	if c := out[0]; strings.ContainsRune(c, '/') || strings.ContainsRune(c, filepath.Separator) {
+		if !filepath.IsAbs(c) {
+			out[0] = filepath.Join(wd, c)
+		}
+	}
+	if cwd != "" {
+		return out, cwd, ""
+	}
+	for _, a := range out[1:] {
+		if strings.HasPrefix(a, "-") {
+			_, v, ok := strings.Cut(a, "=")
+			if !ok {
+				continue
+			}
+			a = v
+		}
+		if a == "" || filepath.IsAbs(a) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(wd, a)); err == nil {
+			return out, wd, a
+		}
+	}
+	return out, "", ""
+}
+
+// checkCwd refuses a --cwd that is no directory (relative to wd, where add
+// runs), before the server is started: starting a command in a missing
+// directory fails with an error that blames the command.
+func checkCwd(cwd, wd string) error {
+	dir := cwd
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(wd, dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("the working directory %s does not exist (--cwd)", dir)
+	case err != nil:
+		return fmt.Errorf("adding a source: checking the working directory (--cwd): %w", err)
+	case !fi.IsDir():
+		return usagef("the working directory %s is not a directory (--cwd)", dir)
+	}
+	return nil
+}
+
+// What add's --timeout and --call-timeout are, for their help and errors.
+const (
+	timeoutWhat     = "how long to wait for the server to start and answer"
+	callTimeoutWhat = "how long each call to the server's tools may wait for its answer"
+)
+
+// checkTimeout refuses a timeout flag's value that is no time to wait:
+// negative, zero (neither flag has a use for it: the default is what
+// leaving the flag out gives), or under the millisecond a source's call
+// timeout is stored in.
+func checkTimeout(flag string, d time.Duration, what, example string) error {
+	if d >= time.Millisecond {
+		return nil
+	}
+	why := "is negative"
+	switch {
+	case d == 0:
+		why = "is zero"
+	case d > 0:
+		why = "is shorter than 1ms"
+	}
+	return usagef("--%s %v %s: give %s, a duration such as %s", flag, d, why, what, example)
 }
 
 func printProposal(e *env, p *hub.Proposal) {

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/google/go-cmp/cmp"
@@ -93,5 +97,123 @@ func TestTakeCredential(t *testing.T) {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	tests := []struct {
+		flag string
+		d    time.Duration
+		want string // the usage error, "" for none
+	}{
+		{"timeout", 30 * time.Second, ""},
+		{"timeout", time.Millisecond, ""},
+		{"timeout", -5 * time.Second, "--timeout -5s is negative: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"timeout", 0, "--timeout 0s is zero: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"timeout", 500 * time.Microsecond, "--timeout 500µs is shorter than 1ms: give how long to wait for the server to start and answer, a duration such as 30s"},
+		{"call-timeout", 90 * time.Second, ""},
+		{"call-timeout", 0, "--call-timeout 0s is zero: give how long each call to the server's tools may wait for its answer, a duration such as 90s"},
+		{"call-timeout", -time.Minute, "--call-timeout -1m0s is negative: give how long each call to the server's tools may wait for its answer, a duration such as 90s"},
+	}
+	for _, tt := range tests {
+		what, example := timeoutWhat, "30s"
+		if tt.flag == "call-timeout" {
+			what, example = callTimeoutWhat, "90s"
+		}
+		err := checkTimeout(tt.flag, tt.d, what, example)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if _, ok := err.(usageError); !ok {
+				t.Errorf("--%s %v: %T, want a usage error (exit 2)", tt.flag, tt.d, err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("--%s %v (-want +got):\n%s", tt.flag, tt.d, diff)
+		}
+	}
+}
+
+func TestLocalPaths(t *testing.T) {
+	wd := t.TempDir()
+	for _, f := range []string{"srv/scripted.mjs", "conf.json", "bin/srv"} {
+		if err := os.MkdirAll(filepath.Join(wd, filepath.Dir(f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wd, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := filepath.Dir(wd)
+	tests := []struct {
+		name     string
+		argv     []string
+		cwd      string
+		want     []string
+		dir, rel string
+	}{
+		{name: "a relative command path becomes absolute", argv: []string{"./srv.sh"}, want: []string{filepath.Join(wd, "srv.sh")}},
+		{name: "one in a folder, with a word that is no file", argv: []string{"bin/srv", "stdio"}, want: []string{filepath.Join(wd, "bin/srv"), "stdio"}},
+		{name: "one above", argv: []string{"../srv.sh"}, want: []string{filepath.Join(parent, "srv.sh")}},
+		{name: "a command on PATH stays", argv: []string{"node", "/abs/server.js"}, want: []string{"node", "/abs/server.js"}},
+		{name: "an absolute command stays", argv: []string{"/usr/bin/srv"}, want: []string{"/usr/bin/srv"}},
+		{name: "a relative file argument: the server runs here", argv: []string{"node", "srv/scripted.mjs"}, want: []string{"node", "srv/scripted.mjs"}, dir: wd, rel: "srv/scripted.mjs"},
+		{name: "the directory itself", argv: []string{"mcp-server-filesystem", "."}, want: []string{"mcp-server-filesystem", "."}, dir: wd, rel: "."},
+		{name: "a directory", argv: []string{"srv-fs", "--root", "srv"}, want: []string{"srv-fs", "--root", "srv"}, dir: wd, rel: "srv"},
+		{name: "the value of --flag=", argv: []string{"srv", "--config=./conf.json"}, want: []string{"srv", "--config=./conf.json"}, dir: wd, rel: "./conf.json"},
+		{name: "a flag is no path", argv: []string{"srv", "-conf.json", "--stdio", "--x="}, want: []string{"srv", "-conf.json", "--stdio", "--x="}},
+		{name: "npx and a package", argv: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "stdio"}, want: []string{"npx", "-y", "@modelcontextprotocol/server-everything", "stdio"}},
+		{name: "uvx and a package", argv: []string{"uvx", "mcp-server-fetch"}, want: []string{"uvx", "mcp-server-fetch"}},
+		{name: "a relative path that does not exist", argv: []string{"node", "missing.js", "--out=./new.db"}, want: []string{"node", "missing.js", "--out=./new.db"}},
+		{name: "--cwd given: it stays, the command is still made absolute", argv: []string{"./srv.sh", "conf.json"}, cwd: "elsewhere", want: []string{filepath.Join(wd, "srv.sh"), "conf.json"}, dir: "elsewhere"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv := slices.Clone(tt.argv)
+			got, dir, rel := localPaths(argv, tt.cwd, wd)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+			if dir != tt.dir || rel != tt.rel {
+				t.Errorf("dir, rel = %q, %q, want %q, %q", dir, rel, tt.dir, tt.rel)
+			}
+			if !slices.Equal(argv, tt.argv) {
+				t.Errorf("localPaths changed its argument: %q", argv)
+			}
+		})
+	}
+}
+
+func TestCheckCwd(t *testing.T) {
+	wd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(wd, "proj"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wd, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		cwd  string
+		want string // the usage error, "" for none
+	}{
+		{"proj", ""},
+		{wd, ""},
+		{".", ""},
+		{"/nonexistent", "the working directory /nonexistent does not exist (--cwd)"},
+		{"missing", "the working directory " + filepath.Join(wd, "missing") + " does not exist (--cwd)"},
+		{"file", "the working directory " + filepath.Join(wd, "file") + " is not a directory (--cwd)"},
+	}
+	for _, tt := range tests {
+		err := checkCwd(tt.cwd, wd)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if _, ok := err.(usageError); !ok {
+				t.Errorf("--cwd %s: %T, want a usage error (exit 2)", tt.cwd, err)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("--cwd %s (-want +got):\n%s", tt.cwd, diff)
+		}
 	}
 }
