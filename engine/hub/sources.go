@@ -161,6 +161,13 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			return nil, fmt.Errorf("adding a source: namespace %q is already used; pick another with --namespace or remove it with `capabilities hub remove %s`", req.Namespace, req.Namespace)
 		}
 	}
+	if req.Namespace == "" {
+		if ns, err := h.sameServer(ctx, &src); err != nil {
+			return nil, fmt.Errorf("adding a source: %w", err)
+		} else if ns != "" {
+			return nil, &AlreadyAddedError{Namespace: ns, Kind: src.Kind}
+		}
+	}
 	// Connect with no namespace yet (the real one may come from the
 	// server's name): errors name the source by what was typed.
 	var cred *source.Credential
@@ -196,6 +203,49 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	m.Namespace = ns
 	m.Tools = readdress(ns, m.Tools)
 	return &Proposal{Source: src, Manifest: *m}, nil
+}
+
+// AlreadyAddedError is Propose's answer for a server the hub already has
+// as a source, when no namespace was asked for: adding it again would make
+// a second copy (everything2) of the same tools.
+type AlreadyAddedError struct {
+	Namespace string
+	Kind      string // model.KindStdio or model.KindHTTP
+}
+
+func (e *AlreadyAddedError) Error() string {
+	same := "command, arguments, working directory and environment"
+	if e.Kind == model.KindHTTP {
+		same = "URL and headers"
+	}
+	return fmt.Sprintf("the hub already has this server as %s (the same %s); to add a second copy, name it with --namespace", e.Namespace, same)
+}
+
+// sameServer returns the namespace of a source that runs the server src
+// describes: the same command, arguments, working directory, environment
+// and credential variable, or the same URL and headers; "" when none.
+func (h *Hub) sameServer(ctx context.Context, src *model.Source) (string, error) {
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range recs {
+		o := &r.Source
+		if o.Kind != src.Kind || o.SecretEnv != src.SecretEnv || o.SecretHeader != src.SecretHeader {
+			continue
+		}
+		switch src.Kind {
+		case model.KindStdio:
+			if o.Command == src.Command && slices.Equal(o.Args, src.Args) && filepath.Clean(o.Cwd) == filepath.Clean(src.Cwd) && maps.Equal(o.Env, src.Env) {
+				return o.Namespace, nil
+			}
+		case model.KindHTTP:
+			if strings.TrimRight(o.URL, "/") == strings.TrimRight(src.URL, "/") && maps.Equal(o.Headers, src.Headers) {
+				return o.Namespace, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // proposeSignIn proposes an HTTP source that refused the hub with a 401

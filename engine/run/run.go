@@ -214,11 +214,11 @@ var ErrNoCode = errors.New("the code is empty")
 // Execute starts a new run of src (the body of an async function).
 func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
 	e.maybePrune(ctx)
-	if strings.TrimSpace(src) == "" {
-		return nil, fmt.Errorf("%w: send the body of an async function, e.g. `return await hub.search(\"what you need\")`", ErrNoCode)
-	}
 	if len(src) > e.limits.CodeBytes {
 		return nil, fmt.Errorf("%w: %d bytes; the limit is %d: send less code, or split the work across runs", ErrCodeTooLarge, len(src), e.limits.CodeBytes)
+	}
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("%w: send the body of an async function, e.g. `return await hub.search(\"what you need\")`", ErrNoCode)
 	}
 	now := e.now()
 	r := &model.Run{

@@ -156,6 +156,15 @@ for once (or read with --secret-stdin).`,
 			}
 			defer h.Close()
 			p, err := h.Propose(c.Context(), req)
+			if already := (*hub.AlreadyAddedError)(nil); errors.As(err, &already) {
+				// Nothing to do, as when added just now: running the same
+				// add twice leaves one source.
+				if asJSON {
+					return e.printJSON(map[string]any{"added": false, "namespace": already.Namespace, "reason": already.Error()})
+				}
+				fmt.Fprintf(e.stdout, "Nothing added: %v.\n", already)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
