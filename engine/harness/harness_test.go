@@ -395,6 +395,44 @@ func TestRequestMovesTheCredential(t *testing.T) {
 	}
 }
 
+// TestImportURLPassword: a DATABASE_URL with a password found in an agent
+// config is a plain-text credential like a token: import moves the whole
+// value into the keychain, and the server reads the same variable back
+// from the source's connection (the scrubber learns the value and, from
+// model.Secrets, its password). A password too short to scrub on its own,
+// and an argument that holds one, are noted.
+func TestImportURLPassword(t *testing.T) {
+	s := Server{Kind: KindStdio, Command: "npx", Args: []string{"-y", "pg-mcp", "--url", "postgres://app:pw@args/prod"},
+		Env: map[string]string{"DATABASE_URL": "postgres://app:Hunter2SuperSecretPw@db.internal/prod", "PGSSLMODE": "require"}}
+	if diff := cmp.Diff([]string{"DATABASE_URL"}, Secrets(s)); diff != "" {
+		t.Fatalf("Secrets (-want +got):\n%s", diff)
+	}
+	p := Proposal{Namespace: "pg", Secrets: Secrets(s), Server: s}
+	req, notes, err := p.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type moved struct{ SecretEnv, Secret string }
+	if diff := cmp.Diff(moved{"DATABASE_URL", "postgres://app:Hunter2SuperSecretPw@db.internal/prod"}, moved{req.SecretEnv, req.Secret}); diff != "" {
+		t.Errorf("moved (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"PGSSLMODE": "require"}, req.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+	want := []string{
+		"argument --url holds a credential in plain text: it stays in the command line, scrubbed from what the model sees",
+		"the password in argument --url is too short or too common to scrub on its own: the model sees [secret] for the whole value, but not for the password written alone; give it a long, random password",
+	}
+	if diff := cmp.Diff(want, notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	// Two: the hub keeps one per source, as for tokens.
+	s.Env["GITHUB_PAT"] = "abcdEFGHijklMNOPqrst1234"
+	if diff := cmp.Diff([]string{"DATABASE_URL", "GITHUB_PAT"}, Secrets(s)); diff != "" {
+		t.Errorf("Secrets (-want +got):\n%s", diff)
+	}
+}
+
 func TestDecodeLeavesTheBytesAlone(t *testing.T) {
 	src := []byte("{\n  // a comment\n  \"mcpServers\": {\"a\": {\"command\": \"x\",},},\n}\n")
 	was := string(src)

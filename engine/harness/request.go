@@ -18,7 +18,10 @@ import (
 // with more than one is refused: a source has one credential per
 // connection; add it with `hub add` and `hub auth`. An env variable named
 // like a credential whose value is only a reference (${GITHUB_TOKEN})
-// becomes the source's SecretEnv, to be stored with `hub auth`.
+// becomes the source's SecretEnv, to be stored with `hub auth`. A
+// credential inside a larger value (a DATABASE_URL's password) moves as
+// the whole value, which the server reads back under the same name; an
+// argument that holds one stays, and both are noted (plainNotes).
 func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	s := p.Server
 	req.Namespace = p.Namespace
@@ -29,6 +32,7 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	if len(p.Secrets) == 1 {
 		credName = p.Secrets[0]
 	}
+	notes = plainNotes(s)
 	if s.Kind == KindHTTP {
 		req.URL = s.URL
 		for _, h := range sortedKeys(s.Headers) {

@@ -184,7 +184,9 @@ func (h *Hub) learn(ctx context.Context, conns *model.Connections, conn string) 
 			h.rememberTokens(c.SecretRef, tk)
 			continue
 		}
-		h.remember(c.SecretRef, v)
+		for _, x := range model.Secrets(v) {
+			h.remember(c.SecretRef, x)
+		}
 	}
 }
 
@@ -446,7 +448,9 @@ func (h *Hub) credential(ctx context.Context, src *model.Source, conn string) (*
 		h.rememberTokens(c.SecretRef, tk)
 		return &source.Credential{Connection: c.Name, OAuth: h.oauthSource(src.Namespace, c, tk)}, nil
 	}
-	h.remember(c.SecretRef, v)
+	for _, x := range model.Secrets(v) {
+		h.remember(c.SecretRef, x)
+	}
 	return &source.Credential{Connection: c.Name, Value: v}, nil
 }
 

@@ -443,6 +443,79 @@ func TestEveryStoredCredentialIsScrubbed(t *testing.T) {
 	}
 }
 
+// TestInvariantI1PlainCredentialShapes: credentials given in plain text
+// (`hub add --env`, an argument) that only their shape tells: the password
+// of a DATABASE_URL, a *_PAT, the password of a --url argument. The server
+// hands its whole environment and command line back: none of them reaches
+// the execute result, while the URLs' hosts do. The same DATABASE_URL
+// moved into the secret store (the source's one credential) is scrubbed
+// whole, and its password written alone.
+func TestInvariantI1PlainCredentialShapes(t *testing.T) {
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	ctx := context.Background()
+	const (
+		dbPassword  = "Hunter2SuperSecretPw"
+		pat         = "abcdEFGHijklMNOPqrst1234"
+		argPassword = "Arg5ecretPassw0rd"
+		moved       = "M0vedSecretPassw0rd"
+	)
+	addReviewed(t, h, hub.AddRequest{
+		Command:   append(testenv.Scripted(t), "--url", "postgres://app:"+argPassword+"@args.internal/prod"),
+		Namespace: "dbx",
+		Env: map[string]string{
+			"SCRIPTED_ENV": "1",
+			"DATABASE_URL": "postgres://app:" + dbPassword + "@db.internal/prod",
+			"GITHUB_PAT":   pat,
+		},
+	}, hub.AddRequest{
+		Command:   testenv.Scripted(t),
+		Namespace: "kept",
+		// ALONE stands for a server that writes the password without the
+		// rest of the URL: no rule tells it is a credential but the URL's.
+		Env:       map[string]string{"SCRIPTED_ENV": "1", "SCRIPTED_REQUIRE": "DATABASE_URL", "ALONE": moved},
+		SecretEnv: "DATABASE_URL",
+		Secret:    "postgres://app:" + moved + "@vault.internal/prod",
+	})
+	if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: "kept", Value: "postgres://app:" + moved + "@vault.internal/prod"}); err != nil {
+		t.Fatal(err)
+	}
+	env, err := h.Execute(ctx, `
+const d = await dbx.env({}), k = await kept.env({});
+return [d.env.DATABASE_URL, d.env.GITHUB_PAT, d.argv.join(" "), k.env.DATABASE_URL, k.env.ALONE];`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "completed" {
+		t.Fatalf("run %s: %+v", env.Status, env.Error)
+	}
+	b, _ := json.Marshal(env)
+	for _, v := range []string{dbPassword, pat, argPassword, moved} {
+		for name, f := range forms(v) {
+			if strings.Contains(string(b), f) {
+				t.Errorf("%s (%s form) reached the envelope: %s", v, name, b)
+			}
+		}
+	}
+	var got []string
+	if err := json.Unmarshal(env.Result, &got); err != nil {
+		t.Fatalf("result %s: %v", env.Result, err)
+	}
+	want := []string{"postgres://app:[secret]@db.internal/prod", "[secret]", "--url postgres://app:[secret]@args.internal/prod", "[secret]", "[secret]"}
+	if len(got) != len(want) {
+		t.Fatalf("result %q, want %q", got, want)
+	}
+	for i := range want {
+		if !strings.HasSuffix(got[i], want[i]) {
+			t.Errorf("result[%d] = %q, want it to end in %q", i, got[i], want[i])
+		}
+	}
+}
+
 // TestInvariantI3DecisionsAreBoundToTheirConnection: a person's decision on
 // a call through one connection (the default one, named or not) allows
 // nothing through another of the source's credentials: not "run" for the

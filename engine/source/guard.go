@@ -44,13 +44,14 @@ func (c *Credential) key() string {
 	return c.Value
 }
 
-// values are the credential's secret values: its value, or the tokens of
-// its OAuth sign-in as they are now.
+// values are the credential's secret values: its value (and a password
+// it holds, model.Secrets), or the tokens of its OAuth sign-in as they are
+// now.
 func (c *Credential) values() []string {
 	if c == nil {
 		return nil
 	}
-	v := []string{c.Value}
+	v := model.Secrets(c.Value)
 	if c.OAuth != nil {
 		if t := c.OAuth.Tokens(); t != nil {
 			v = append(v, t.AccessToken, t.RefreshToken)

@@ -14,6 +14,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
@@ -138,13 +139,24 @@ for once (or read with --secret-stdin).`,
 				}
 				req.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 			}
-			switch moved, plain := takeCredential(&req); {
+			argCreds, weak := keptCredentials(&req)
+			moved, plain := takeCredential(&req)
+			switch {
 			case moved != "":
 				fmt.Fprintf(e.stderr, "capabilities: %s holds a credential: it goes into the secret store as the source's default connection, not into the hub's config\n", moved)
 			case len(plain) == 1:
 				fmt.Fprintf(e.stderr, "capabilities: %s holds a credential in plain text; the source's credential in the secret store is another (--auth, --secret-stdin, --secret-env or --secret-header), so it stays in the hub's config (mode 600), scrubbed from what the model sees\n", plain[0])
 			case len(plain) > 1:
 				fmt.Fprintf(e.stderr, "capabilities: %s hold credentials in plain text; the hub keeps one per source in its secret store (--secret-env NAME or --secret-header NAME with --secret-stdin), so these stay in its config (mode 600), scrubbed from what the model sees\n", strings.Join(plain, ", "))
+			}
+			switch {
+			case len(argCreds) == 1:
+				fmt.Fprintf(e.stderr, "capabilities: the command's %s holds a credential in plain text; an argument stays in the command line, in the hub's config (mode 600), scrubbed from what the model sees (a server that reads it from its environment can take it from the secret store: --env NAME=value)\n", argCreds[0])
+			case len(argCreds) > 1:
+				fmt.Fprintf(e.stderr, "capabilities: the command's %s hold credentials in plain text; an argument stays in the command line, in the hub's config (mode 600), scrubbed from what the model sees (a server that reads them from its environment can take one from the secret store: --env NAME=value)\n", strings.Join(argCreds, ", "))
+			}
+			if len(weak) > 0 {
+				fmt.Fprintf(e.stderr, "capabilities: the password in %s is too short or too common to scrub on its own (under %d bytes, a number, a word, or written elsewhere in the value): the model sees [secret] for the whole value, but not for the password written alone; give it a long, random password\n", strings.Join(weak, ", "), scrub.MinLen)
 			}
 			var opts hub.Options
 			if c.Flags().Changed("timeout") { // else CAPABILITIES_CONNECT_TIMEOUT or the default
@@ -218,6 +230,15 @@ for once (or read with --secret-stdin).`,
 				out := map[string]any{"namespace": ns, "source": p.Source, "tools": len(p.Manifest.Tools), "readOnly": r, "writes": w, "destructive": d, "reviewed": len(review.Items)}
 				if p.SignIn || p.Source.Auth == model.AuthOAuth {
 					out["signIn"] = "capabilities hub auth " + ns
+				}
+				if moved != "" {
+					out["credentialMoved"] = moved
+				}
+				if kept := slices.Concat(plain, argCreds); len(kept) > 0 {
+					out["plainCredentials"] = kept
+				}
+				if len(weak) > 0 {
+					out["weakPasswords"] = weak
 				}
 				return e.printJSON(out)
 			}
@@ -395,6 +416,41 @@ func confirm(e *env, question string) (bool, error) {
 func (e *env) stdinIsTerminal() bool {
 	f, ok := e.stdin.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// keptCredentials names what takeCredential cannot move: the arguments of
+// req's command that hold a credential in plain text (model.CredentialArgs),
+// by their flag (--url) or else their place (argument 2); and the flags
+// and arguments that hold a password too short or too common to be
+// scrubbed on its own (model.PlainSecrets' weak), which the person should
+// change whether it moves or not.
+func keptCredentials(req *hub.AddRequest) (args, weak []string) {
+	if req.Document != "" {
+		return nil, nil
+	}
+	flag, m := "--env ", req.Env
+	if len(req.Command) == 0 {
+		flag, m = "--header ", req.Headers
+	}
+	for k, v := range m {
+		if _, w := model.PlainSecrets(k, v); w {
+			weak = append(weak, flag+k)
+		}
+	}
+	sort.Strings(weak)
+	if len(req.Command) > 1 {
+		for _, a := range model.CredentialArgs(req.Command[1:]) {
+			name := a.Flag
+			if name == "" {
+				name = fmt.Sprintf("argument %d", a.Index+1)
+			}
+			args = append(args, name)
+			if a.Weak {
+				weak = append(weak, name)
+			}
+		}
+	}
+	return args, weak
 }
 
 // takeCredential moves a credential written in plain text with --env or

@@ -50,6 +50,18 @@ func TestTakeCredential(t *testing.T) {
 			plain: []string{"--env A_KEY", "--env B_TOKEN"},
 		},
 		{
+			name:  "a URL with a password moves whole: the server reads the same variable",
+			req:   hub.AddRequest{Command: local, Env: map[string]string{"DATABASE_URL": "postgres://app:Hunter2SuperSecretPw@db/prod", "PGSSLMODE": "require"}},
+			want:  hub.AddRequest{Command: local, Env: map[string]string{"PGSSLMODE": "require"}, SecretEnv: "DATABASE_URL", Secret: "postgres://app:Hunter2SuperSecretPw@db/prod"},
+			moved: "--env DATABASE_URL",
+		},
+		{
+			name:  "a URL with a password and a *_PAT stay",
+			req:   hub.AddRequest{Command: local, Env: map[string]string{"DATABASE_URL": "postgres://app:Hunter2SuperSecretPw@db/prod", "GITHUB_PAT": "abcdEFGHijklMNOPqrst1234"}},
+			want:  hub.AddRequest{Command: local, Env: map[string]string{"DATABASE_URL": "postgres://app:Hunter2SuperSecretPw@db/prod", "GITHUB_PAT": "abcdEFGHijklMNOPqrst1234"}},
+			plain: []string{"--env DATABASE_URL", "--env GITHUB_PAT"},
+		},
+		{
 			name: "references and settings are not credentials",
 			req:  hub.AddRequest{Command: local, Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}", "USE_KEY": "true", "KEY_FILE": "~/k.pem"}},
 			want: hub.AddRequest{Command: local, Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}", "USE_KEY": "true", "KEY_FILE": "~/k.pem"}},
@@ -179,6 +191,44 @@ func TestLocalPaths(t *testing.T) {
 			}
 			if !slices.Equal(argv, tt.argv) {
 				t.Errorf("localPaths changed its argument: %q", argv)
+			}
+		})
+	}
+}
+
+func TestKeptCredentials(t *testing.T) {
+	tests := []struct {
+		name       string
+		req        hub.AddRequest
+		args, weak []string
+	}{
+		{
+			name: "arguments, by flag or place, and weak passwords",
+			req: hub.AddRequest{
+				Command: []string{"node", "server.js", "--url", "postgres://app:Hunter2SuperSecretPw@db/prod", "--dsn=postgres://u:pw@h/db", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", "--max-tokens", "4096"},
+				Env:     map[string]string{"REDIS_URL": "redis://:pw@cache", "DATABASE_URL": "postgres://app:Hunter2SuperSecretPw@db/prod", "API_KEY": "k"},
+			},
+			args: []string{"--url", "--dsn", "argument 5"},
+			weak: []string{"--env REDIS_URL", "--dsn"},
+		},
+		{
+			name: "a remote server's headers",
+			req:  hub.AddRequest{URL: "https://x/mcp", Headers: map[string]string{"X-Db": "postgres://app:password@db/prod"}},
+			weak: []string{"--header X-Db"},
+		},
+		{
+			name: "nothing",
+			req:  hub.AddRequest{Command: []string{"node", "server.js", "--pattern", "*.md"}, Env: map[string]string{"PATH": "/usr/bin", "KEYBOARD_LAYOUT": "us"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args, weak := keptCredentials(&tt.req)
+			if diff := cmp.Diff(tt.args, args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.weak, weak); diff != "" {
+				t.Errorf("weak (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -45,6 +45,9 @@
 //                   SCRIPTED_LEAK each row's text holds the credential, at a
 //                   position that shifts from row to row (so some copies
 //                   straddle any slice boundary)
+//   SCRIPTED_ENV    set to 1: adds the read-only tool env, whose result is the
+//                   server's whole environment and command line, {env, argv},
+//                   as text and as structured content
 //   SCRIPTED_REQUIRE the name of an environment variable the server needs to
 //                   start (it exits at once without it)
 //   SCRIPTED_STATE  a JSON file {"desc": "...", "tools": N} re-read on every
@@ -115,6 +118,9 @@ function tools() {
   const out = list.slice(0, n);
   if (process.env.SCRIPTED_BIG) {
     out.push({ name: "big", description: "Return a large JSON document of rows.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } });
+  }
+  if (process.env.SCRIPTED_ENV) {
+    out.push({ name: "env", description: "Return the server's environment and command line.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } });
   }
   if (process.env.SCRIPTED_LEAK) {
     out.push(
@@ -317,6 +323,10 @@ rl.on("line", async (line) => {
       if (name === "sleep") {
         await new Promise((r) => setTimeout(r, args.ms || 0));
         return reply({ content: [{ type: "text", text: `slept ${args.ms}` }] });
+      }
+      if (name === "env" && process.env.SCRIPTED_ENV) {
+        const all = { env: { ...process.env }, argv: process.argv };
+        return reply({ content: [{ type: "text", text: JSON.stringify(all) }], structuredContent: all });
       }
       if (name === "leak" || name === "leak-error") {
         const v = process.env[process.env.SCRIPTED_LEAK] || "";
