@@ -100,8 +100,10 @@ var shape = regexp.MustCompile(`^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0
 // notCredential matches values that a credential's name may hold without
 // being one: a number (MAX_TOKENS=4096), a switch (USE_API_KEY=true), a
 // path (SSH_KEY_PATH=~/.ssh/id). A path is relative to home or to here, or
-// under a well-known root: a base64 token may begin with "/" too.
-var notCredential = regexp.MustCompile(`(?i)^([+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no|on|off|(~|\.{1,2})/.*|/(home|users|etc|var|tmp|opt|usr|root|run|mnt|srv|private|volumes)/.*)$`)
+// under a well-known root: a base64 token may begin with "/" too; or it is
+// a file name with the extension of a key, certificate or settings file
+// (GOOGLE_APPLICATION_CREDENTIALS=service-account.json).
+var notCredential = regexp.MustCompile(`(?i)^([+-]?[0-9]+(\.[0-9]+)?|true|false|yes|no|on|off|(~|\.{1,2})/.*|/(home|users|etc|var|tmp|opt|usr|root|run|mnt|srv|private|volumes)/.*|[\w.-]+\.(json|pem|key|p12|pfx|crt|cer|der|jks|keystore|ya?ml|toml|ini|conf|cfg|txt))$`)
 
 // minSecretLen is the scrubber's floor (scrub.MinLen, which model cannot
 // import): a shorter value is never scrubbed.

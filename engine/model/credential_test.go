@@ -176,6 +176,9 @@ func TestPlainCredentials(t *testing.T) {
 			"GITHUB_TOKEN": "${GITHUB_TOKEN}",
 			"PATH":         "/usr/bin",
 			"MAX_TOKENS":   "4096",
+			// A file name, not the credential it holds.
+			"GOOGLE_APPLICATION_CREDENTIALS": "service-account.json",
+			"TLS_PRIVATE_KEY":                "server.key",
 		},
 		Headers: map[string]string{"X-Db-Password": "h3ader-pw", "X-Region": "eu"},
 	}
