@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
 	"github.com/spf13/cobra"
@@ -15,17 +16,23 @@ func newRollbackCmd(e *env) *cobra.Command {
 		Use:   "rollback",
 		Short: "Restore the agent configs of the last connect or disconnect, byte for byte",
 		Long: `Restore every file of the last snapshot (made by hub connect or hub disconnect) byte
-for byte. A file that changed since that command wrote it is refused and named; --force
-restores it anyway.`,
+for byte, and say which command it undid. A file that changed since that command wrote it is
+refused and named; --force restores it anyway. Run again, it undoes the command before that
+one, and so on back: it says which before you run it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			dir, err := hubDir()
 			if err != nil {
 				return err
 			}
-			snap, res, err := edit.Rollback(filepath.Join(dir, "snapshots"), force)
+			root := filepath.Join(dir, "snapshots")
+			snap, res, err := edit.Rollback(root, force)
 			if err != nil {
 				return err
+			}
+			when := snapTime(snap)
+			if !asJSON {
+				fmt.Fprintf(e.stdout, "Undoing the hub %s of %s:\n", snap.Kind, when)
 			}
 			type fileJSON struct {
 				Path   string `json:"path"`
@@ -43,13 +50,24 @@ restores it anyway.`,
 						fmt.Fprintf(e.stderr, "capabilities: %s\n", r.Err)
 					}
 				} else if !asJSON {
-					fmt.Fprintf(e.stdout, "%s restored\n", r.Path)
+					fmt.Fprintf(e.stdout, "  %s restored\n", r.Path)
 				}
 				out = append(out, j)
 			}
 			if asJSON {
-				if err := e.printJSON(map[string]any{"snapshot": snap.Dir(), "files": out}); err != nil {
+				if err := e.printJSON(map[string]any{"snapshot": snap.Dir(), "kind": snap.Kind, "time": when, "files": out}); err != nil {
 					return err
+				}
+			} else if failed == 0 {
+				// Say what running it again would undo: each rollback goes
+				// one command further back.
+				if all, err := edit.Snapshots(root); err == nil {
+					for _, o := range all {
+						if !o.RolledBack {
+							fmt.Fprintf(e.stdout, "Running rollback again undoes the hub %s of %s.\n", o.Kind, snapTime(o))
+							break
+						}
+					}
 				}
 			}
 			if failed > 0 {
@@ -65,4 +83,13 @@ restores it anyway.`,
 	c.Flags().BoolVar(&force, "force", false, "restore files that changed since, too")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// snapTime is when a snapshot was made, in local time.
+func snapTime(s *edit.Snapshot) string {
+	t, err := time.Parse("20060102T150405.000000000Z", s.Time)
+	if err != nil {
+		return s.Time
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
 }
