@@ -81,6 +81,7 @@ func New(st store.Store, opts Options) *Hub {
 	}
 	so.OnToolsChanged = h.toolsChanged
 	h.pool = source.NewPool(so)
+	h.pool.OnConnect(h.noteHealth)
 	return h
 }
 

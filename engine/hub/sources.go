@@ -567,6 +567,42 @@ func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
 	return c
 }
 
+// noteHealth records in a source's manifest how its last start went, when
+// that differs from what the manifest says: hub list shows a server that
+// failed to start for a call as such, and as ok again once one starts.
+func (h *Hub) noteHealth(ns string, err error) {
+	ctx := context.Background()
+	m, merr := h.Manifest(ctx, ns)
+	if merr != nil || m == nil {
+		return // not added yet (Propose), or unreadable: nothing to note in
+	}
+	msg := ""
+	if err != nil {
+		msg = h.Scrub(err.Error())
+	}
+	if (err == nil && m.Health != "error") || (err != nil && m.Health == "error" && m.LastError == msg) {
+		return
+	}
+	uerr := store.UpdateJSON(ctx, h.store, store.Manifests, ns, func(cur *Manifest) (*Manifest, error) {
+		if cur == nil {
+			return nil, errNoChange
+		}
+		cur.CheckedAt = time.Now().UTC()
+		if err != nil {
+			cur.Health, cur.LastError = "error", msg
+		} else {
+			cur.Health, cur.LastError = "ok", ""
+		}
+		return cur, nil
+	})
+	if uerr != nil && !errors.Is(uerr, errNoChange) {
+		h.log.Warn("noting a source's health", "namespace", ns, "err", uerr)
+	}
+}
+
+// errNoChange leaves a record as it is (UpdateJSON writes nothing).
+var errNoChange = errors.New("no change")
+
 // fetch lists a source's tools through the pool's session, starting it if
 // needed.
 func (h *Hub) fetch(ctx context.Context, src *model.Source, protocol string) (*model.Manifest, error) {

@@ -13,11 +13,19 @@ import (
 // on the first call that needs it. Close reaps them all.
 type Pool struct {
 	opts Options
+	// connected, when set, hears each start of a session: the namespace,
+	// and the error that kept it from starting (nil when it started).
+	connected func(namespace string, err error)
 
 	mu       sync.Mutex
 	sessions map[string]*poolEntry
 	closed   bool
 }
+
+// OnConnect sets what hears each start of a session (not each call): the
+// namespace, and the error that kept it from starting or nil. Set it
+// before the pool serves.
+func (p *Pool) OnConnect(f func(namespace string, err error)) { p.connected = f }
 
 type poolEntry struct {
 	once sync.Mutex // serializes starting this namespace's session
@@ -66,6 +74,9 @@ func (p *Pool) Session(ctx context.Context, src model.Source, protocol string, c
 	opts := p.opts
 	opts.Protocol = protocol
 	s, err := ConnectWith(ctx, src, cred, opts)
+	if p.connected != nil && ctx.Err() == nil {
+		p.connected(src.Namespace, err)
+	}
 	if err != nil {
 		return nil, err
 	}
