@@ -242,11 +242,11 @@ func (h *Hub) defaultConnection(ctx context.Context, ns string) (string, error) 
 	if conns != nil && len(conns.Items) > 0 {
 		return DefaultConnection, nil
 	}
-	src, err := store.Get[model.Source](ctx, h.store, store.Sources, ns)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("reading the source %s: %w", ns, err)
+	c, err := h.loadCatalog(ctx) // in memory: no second read on a call's path
+	if err != nil {
+		return "", err
 	}
-	if src != nil && (src.SecretEnv != "" || src.SecretHeader != "" || src.AuthScheme != "") {
+	if src := c.sources[ns]; src != nil && (src.SecretEnv != "" || src.SecretHeader != "" || src.AuthScheme != "") {
 		return DefaultConnection, nil
 	}
 	return "", nil
