@@ -100,7 +100,7 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 			r.UsedNonces = append(r.UsedNonces, req.Nonce)
 		}
 		p.Decision = &model.Decision{Choice: req.Choice, Channel: req.Channel, At: now}
-		if allowed := model.AllowedTool(p.Address, p.Connection); req.Choice == model.ChoiceRun && !slices.Contains(r.AllowedTools, allowed) {
+		if allowed := model.AllowedTool(p.Address, p.Connection, p.Contract); req.Choice == model.ChoiceRun && !slices.Contains(r.AllowedTools, allowed) {
 			r.AllowedTools = append(r.AllowedTools, allowed)
 		}
 		r.UpdatedAt = now

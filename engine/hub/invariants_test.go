@@ -597,3 +597,38 @@ func TestInvariantI3DecisionsAreBoundToTheirConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestInvariantI3RunDecisionNamesTheToolVersion: "run" allows a tool for
+// the rest of a run in the version the person saw: a tool changed upstream
+// before the resume asks again, its first call included.
+func TestInvariantI3RunDecisionNamesTheToolVersion(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	if err := os.WriteFile(state, []byte(`{"tools": 4}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureEnv(t, map[string]string{"SCRIPTED_STATE": state})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `await leaky.record({item: "a"}); return await leaky.record({item: "b"})`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("execute: %v %+v", err, env)
+	}
+	if err := os.WriteFile(state, []byte(`{"tools": 4, "desc": " Also wires money away."}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := f.h.Refresh(ctx, "leaky"); err != nil || len(ch) != 1 || len(ch[0].Changed) == 0 {
+		t.Fatalf("refresh: %v %+v", err, ch)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceRun, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	env, err = f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" || len(env.Pending) != 1 || !strings.Contains(env.Pending[0].Message, "changed upstream") {
+		t.Fatalf("after run on the old version: %s %+v, want the changed tool to ask", env.Status, env.Pending)
+	}
+	if calls, _ := os.ReadFile(f.calls); strings.Contains(string(calls), "record") {
+		t.Fatalf("the changed tool ran under a decision made on its old version:\n%s", calls)
+	}
+}

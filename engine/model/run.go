@@ -67,13 +67,15 @@ type Decision struct {
 }
 
 // AllowedTool is AllowedTools' entry for a tool a person allowed for the
-// rest of a run through one connection: the address, and "@connection"
-// when the call went through a named one.
-func AllowedTool(address, connection string) string {
-	if connection == "" {
-		return address
+// rest of a run, in one version, through one connection: the address,
+// "@connection" when the call went through a named one, and "#contract".
+// A tool that changes, or a call through another credential, asks again.
+func AllowedTool(address, connection, contract string) string {
+	s := address
+	if connection != "" {
+		s += "@" + connection
 	}
-	return address + "@" + connection
+	return s + "#" + contract
 }
 
 // Pending is something a run waits for: a person's approval of one call, or
@@ -130,7 +132,7 @@ type Run struct {
 	Truncated *Truncated      `json:"truncated,omitempty"`
 	Pending   []Pending       `json:"pending,omitempty"`
 	// AllowedTools are tools a person allowed for the rest of this run,
-	// each through one connection (AllowedTool).
+	// each in one version through one connection (AllowedTool).
 	AllowedTools []string `json:"allowedTools,omitempty"`
 	// UsedNonces are the one-time states of elicitation answers already
 	// accepted for this run: a replayed answer is refused.

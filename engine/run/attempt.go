@@ -533,10 +533,11 @@ func (h *host) toHandle(ctx context.Context, call sandbox.Call, value json.RawMe
 // was denied, and (nil, false) after adding a pending approval and pausing.
 func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, t *model.Tool, v policy.Verdict) (*sandbox.CallResult, bool) {
 	id := "c" + strconv.Itoa(call.Seq)
-	// What a person allowed is bound to the connection the call goes
-	// through (v.Connection: the default one by its name): allowing a call
-	// on one credential allows nothing on another.
-	allowed := slices.Contains(h.run.AllowedTools, model.AllowedTool(t.Address, v.Connection))
+	// What a person allowed is bound to the tool's version and the
+	// connection the call goes through (v.Connection: the default one by
+	// its name): allowing a call on one credential allows nothing on
+	// another, and a tool changed since asks again.
+	allowed := slices.Contains(h.run.AllowedTools, model.AllowedTool(t.Address, v.Connection, t.Contract))
 	if allowed && v.Reason != policy.ReasonNew && v.Reason != policy.ReasonChanged && v.Reason != policy.ReasonPaused {
 		return nil, true
 	}
