@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/peer"
 )
 
 // DefaultAddr is where Listen listens when given no address: loopback, a
@@ -34,7 +36,8 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // Serve serves h on ln until ctx is done, then shuts down, giving open
-// requests up to 2 s.
+// requests up to 2 s. Where the owner of a connection can be known
+// (Linux), it serves only this user's.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	hs := &http.Server{
 		Handler:           h,
@@ -57,7 +60,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 			_ = hs.Close()
 		}
 	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// Only the person's own processes: another user of this machine may
+	// connect to a loopback port too, with a one-time link read from the
+	// browser's command line (peer).
+	if err := hs.Serve(peer.SameUser(ln, nil)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving the console: %w", err)
 	}
 	return nil
