@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,11 +78,19 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 // (UnsupportedProtocolVersion) from a stateful one, while older clients
 // need a stateful session (server-to-client elicitation): each request is
 // routed by the protocol version it declares.
+// SessionIdle is how long an HTTP session may go unused before it is
+// closed.
+const SessionIdle = time.Hour
+
 func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
+		// A session no request used for this long is closed (a client
+		// that comes back starts another, as the protocol says): without
+		// it, every initialize a client never ends kept its memory.
+		SessionTimeout: SessionIdle,
 	})
 	stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,

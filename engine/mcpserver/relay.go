@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/internal/peer"
 	"github.com/capabilities-sh/capabilities/store"
 )
 
@@ -82,7 +83,7 @@ func FindHub(ctx context.Context, dir string) (ep Endpoint, token string, ok boo
 		return ep, "", false, fmt.Sprintf("the announced hub address %q is not a loopback HTTP URL", ep.URL)
 	}
 	d := net.Dialer{Timeout: 2 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", u.Host)
+	c, err := dialOwn(ctx, &d, u.Host)
 	if err != nil {
 		return ep, "", false, fmt.Sprintf("the announced hub at %s does not answer: %v", ep.URL, err)
 	}
@@ -92,6 +93,22 @@ func FindHub(ctx context.Context, dir string) (ep Endpoint, token string, ok boo
 		return ep, "", false, fmt.Sprintf("reading the hub's token: %v", err)
 	}
 	return ep, strings.TrimSpace(string(b)), true, ""
+}
+
+// dialOwn connects to a hub's loopback address, and refuses a listener
+// that belongs to another user of this machine (where that is known:
+// internal/peer), who could have taken a dead hub's port to be sent the
+// bearer token.
+func dialOwn(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if uid, err := peer.UID(c); err == nil && uid != os.Getuid() {
+		c.Close()
+		return nil, fmt.Errorf("the process listening at %s belongs to another user (uid %d), not this user's hub", addr, uid)
+	}
+	return c, nil
 }
 
 // Shim relays one stdio client to a long-running hub's HTTP endpoint,
@@ -147,8 +164,10 @@ func (s *Shim) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer cancel()
 	s.out = &lineWriter{w: out}
 	s.client = &http.Client{Transport: &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return dialOwn(ctx, &net.Dialer{Timeout: 5 * time.Second}, addr)
+		},
 		MaxIdleConnsPerHost: 16,
 	}}
 	s.local = make(chan struct{})

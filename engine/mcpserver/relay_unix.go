@@ -3,12 +3,12 @@
 package mcpserver
 
 import (
-	"errors"
 	"syscall"
 )
 
-// pidAlive reports whether a process with this id exists.
+// pidAlive reports whether a process with this id exists and belongs to
+// this user: another user's process (EPERM) with a stale endpoint's pid is
+// not this user's hub.
 func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return syscall.Kill(pid, 0) == nil
 }
