@@ -131,6 +131,37 @@ func (h *Hub) SetRule(ctx context.Context, target string, action policy.Action, 
 	return &r, err
 }
 
+// UnknownConnection says why a rule for connection conn on target would
+// never apply, or "" when conn is one of the source's connections (or "").
+func (h *Hub) UnknownConnection(ctx context.Context, target, conn string) (string, error) {
+	if conn == "" {
+		return "", nil
+	}
+	ns, _, _ := strings.Cut(target, ".")
+	conns, err := h.Connections(ctx, ns)
+	if err != nil {
+		return "", err
+	}
+	def, err := h.defaultConnection(ctx, ns)
+	if err != nil {
+		return "", err
+	}
+	known := []string{}
+	for _, c := range conns.Items {
+		known = append(known, c.Name)
+	}
+	if def != "" && !slices.Contains(known, def) {
+		known = append(known, def)
+	}
+	switch {
+	case slices.Contains(known, conn):
+		return "", nil
+	case len(known) == 0:
+		return fmt.Sprintf("%s has no connections (it takes no credential): a rule for connection %q applies to nothing until it has one", ns, conn), nil
+	}
+	return fmt.Sprintf("%s has no connection %q (it has %s): the rule applies to nothing until it does (`capabilities hub auth %s --connection %s`)", ns, conn, strings.Join(known, ", "), ns, conn), nil
+}
+
 // RemoveRule deletes the rule for (target, connection).
 func (h *Hub) RemoveRule(ctx context.Context, target, conn string) error {
 	return h.updatePolicy(ctx, func(p *policy.Policy) error {
@@ -138,6 +169,19 @@ func (h *Hub) RemoveRule(ctx context.Context, target, conn string) error {
 			what := target
 			if conn != "" {
 				what += " (connection " + conn + ")"
+			}
+			var others []string
+			for _, r := range p.Rules {
+				if r.Target == target && r.Connection != conn {
+					c := r.Connection
+					if c == "" {
+						c = "any"
+					}
+					others = append(others, c)
+				}
+			}
+			if len(others) > 0 {
+				return fmt.Errorf("no rule for %s; %s has rules for connection %s: name one with --connection (`capabilities hub policy list` shows them)", what, target, strings.Join(others, ", "))
 			}
 			return fmt.Errorf("no rule for %s; see `capabilities hub policy list`", what)
 		}

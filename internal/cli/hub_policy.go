@@ -98,6 +98,10 @@ func newPolicySetCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A typo in --connection would make a deny block nothing.
+			if note, err := h.UnknownConnection(c.Context(), args[0], conn); err == nil && note != "" {
+				fmt.Fprintf(e.stderr, "capabilities: note: %s\n", note)
+			}
 			if asJSON {
 				return e.printJSON(r)
 			}
