@@ -232,6 +232,21 @@ func (s *Server) directPage(ctx context.Context, address string, env *hub.Envelo
 }
 
 // directResult renders a one-call run's envelope as that tool's result.
+// handleError is the error for a result the hub kept as a handle (too large
+// to hand over in one result), which only code mode can read; nil when raw
+// is not one of the hub's handles.
+func handleError(name string, raw json.RawMessage) *mcp.CallToolResult {
+	var handle struct {
+		Handle  string          `json:"handle"`
+		Size    int64           `json:"size"`
+		Preview json.RawMessage `json:"preview"`
+	}
+	if json.Unmarshal(raw, &handle) != nil || !strings.HasPrefix(handle.Handle, "handle-") || handle.Size <= 0 {
+		return nil
+	}
+	return toolError("%s: the result is %d bytes, more than the hub hands over in one result; it starts: %s. Through a code-mode profile, execute can read it in parts: hub.read(%q, {offset, length}).", name, handle.Size, handle.Preview, handle.Handle)
+}
+
 func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallToolResult {
 	name := DirectName(address)
 	switch env.Status {
@@ -239,15 +254,8 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 		if env.Truncated != nil && env.Truncated.Result {
 			return toolError("%s: the result is larger than the hub's limit for one result; call the tool through code mode's execute and return the parts you need", name)
 		}
-		var handle struct {
-			Handle  string          `json:"handle"`
-			Size    int64           `json:"size"`
-			Preview json.RawMessage `json:"preview"`
-		}
-		if json.Unmarshal(env.Result, &handle) == nil && handle.Handle != "" {
-			// The run's result was too large for the envelope: the hub kept
-			// it as a handle, which only code mode can read.
-			return toolError("%s: the result is %d bytes, more than the hub hands over in one result; it starts: %s. Through a code-mode profile, execute can read it in parts: hub.read(%q, {offset, length}).", name, handle.Size, handle.Preview, handle.Handle)
+		if te := handleError(name, env.Result); te != nil {
+			return te // the run's result was too large for the envelope
 		}
 		var out struct {
 			Value     json.RawMessage `json:"value"`
@@ -269,6 +277,9 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 				msg += " (" + te.Hint + ")"
 			}
 			return toolError("%s", msg)
+		}
+		if te := handleError(name, out.Value); te != nil {
+			return te // the tool's result was too large for the run
 		}
 		res := &mcp.CallToolResult{}
 		raw := out.Value

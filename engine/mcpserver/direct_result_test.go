@@ -1,0 +1,37 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A direct call whose result the hub kept as a handle (the tool's result
+// too large for a run, or the run's for its envelope) is an error saying
+// so, never a success whose text is the handle: direct mode has no
+// hub.read, so the rest would be lost unseen. A tool's own result that
+// merely has a "handle" field is a result.
+func TestDirectResultOfAHandle(t *testing.T) {
+	handle := `{"handle":"handle-r0123456789abcdef0123-1","size":200530,"type":"json","preview":"[{\"row\":1}"}`
+	for _, tc := range []struct {
+		name, result string
+		isError      bool
+		want         string
+	}{
+		{"the tool's result as a handle", `{"value":` + handle + `}`, true, "the result is 200530 bytes"},
+		{"the run's result as a handle", handle, true, "the result is 200530 bytes"},
+		{"a result with a handle field", `{"value":{"handle":"abc","size":3}}`, false, `"handle":"abc"`},
+	} {
+		res := directResult("scr.big", &hub.Envelope{Status: "completed", Result: json.RawMessage(tc.result)}, false)
+		text := ""
+		if len(res.Content) > 0 {
+			text = res.Content[0].(*mcp.TextContent).Text
+		}
+		if res.IsError != tc.isError || !strings.Contains(text, tc.want) {
+			t.Errorf("%s: isError %v, %q; want isError %v with %q", tc.name, res.IsError, text, tc.isError, tc.want)
+		}
+	}
+}
