@@ -88,7 +88,7 @@ func (h *Hub) Doctor(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("checking sources: %w", err)
 	}
 	for _, b := range bad {
-		r.Sources = append(r.Sources, SourceHealth{Namespace: b.Namespace, Health: "error", Error: fmt.Sprintf("left out of the hub: %v (`capabilities hub remove %s` removes it)", b.Err, b.Namespace)})
+		r.Sources = append(r.Sources, SourceHealth{Namespace: b.Namespace, Health: "error", Error: fmt.Sprintf("left out of the hub: %v (%s)", b.Err, b.Fix())})
 	}
 	return r, nil
 }

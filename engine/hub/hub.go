@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -167,6 +168,17 @@ func (h *Hub) Sources(ctx context.Context) ([]SourceRecord, error) {
 type UnreadableSource struct {
 	Namespace string
 	Err       error // a *store.CorruptError
+	// Manifest: the corrupt record is the cached tool list, which
+	// `hub refresh` writes anew; else the source's own record.
+	Manifest bool
+}
+
+// Fix says how to bring the source back.
+func (u UnreadableSource) Fix() string {
+	if u.Manifest {
+		return fmt.Sprintf("`capabilities hub refresh %s` lists its tools anew", u.Namespace)
+	}
+	return fmt.Sprintf("`capabilities hub remove %s` removes it", u.Namespace)
 }
 
 // Unreadable lists the sources Sources leaves out: their record or manifest
@@ -200,7 +212,7 @@ func (h *Hub) readSources(ctx context.Context) ([]SourceRecord, []UnreadableSour
 		var ce *store.CorruptError
 		switch {
 		case errors.As(err, &ce):
-			bad = append(bad, UnreadableSource{Namespace: ids[i], Err: err})
+			bad = append(bad, UnreadableSource{Namespace: ids[i], Err: err, Manifest: strings.Contains("/"+filepath.ToSlash(ce.Path), "/manifests/")})
 		case err != nil:
 			return nil, nil, fmt.Errorf("listing sources: %w", err)
 		default:

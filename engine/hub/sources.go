@@ -537,6 +537,10 @@ func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
 		return c
 	}
 	old, err := h.Manifest(ctx, ns)
+	var corrupt *store.CorruptError
+	if errors.As(err, &corrupt) {
+		old, err = nil, nil // only a cache: listing the tools again writes it anew
+	}
 	if err != nil {
 		c.Error = err.Error()
 		return c

@@ -72,7 +72,7 @@ func newListCmd(e *env) *cobra.Command {
 				return e.printJSON(map[string]any{"sources": out})
 			}
 			for _, b := range bad {
-				fmt.Fprintf(e.stderr, "capabilities: %s is left out of the hub: %v (`capabilities hub remove %s` removes it)\n", b.Namespace, b.Err, b.Namespace)
+				fmt.Fprintf(e.stderr, "capabilities: %s is left out of the hub: %v (%s)\n", b.Namespace, b.Err, b.Fix())
 			}
 			if len(out) == 0 {
 				fmt.Fprintln(e.stdout, "No sources yet. Add one with: capabilities hub add -- <command> [args…]")
