@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
 	"github.com/spf13/cobra"
 )
@@ -52,7 +53,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 							return nil, nil // no file: nothing to take out
 						}
 						out := src
-						for _, name := range names {
+						for _, name := range append(slices.Clone(names), oursBeyond(f, src, names)...) {
 							if ownEntry(f, out, name) != nil {
 								continue // the person's own: never taken out
 							}
@@ -104,6 +105,32 @@ func (e *env) entryNames(ctx context.Context) []string {
 		}
 	}
 	return names
+}
+
+// oursBeyond are the entries of src named capabilities-<profile> that
+// connect wrote (isHubEntry) for a profile the hub no longer has: names
+// does not list them, and left in place they would fail in the agent.
+func oursBeyond(f harness.File, src []byte, names []string) []string {
+	doc, err := harness.Decode(f.Format, src)
+	if err != nil {
+		return nil
+	}
+	servers, _, err := harness.Servers(f, doc)
+	if err != nil {
+		return nil
+	}
+	env, err := hubEnv()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range servers {
+		// This hub's: another hub's entries name another home.
+		if strings.HasPrefix(s.Name, entryName+"-") && !slices.Contains(names, s.Name) && isHubEntry(s) && s.Env[homeVar] == env[homeVar] {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 // turnBackOn undoes what connect --replace did to the harness's own
