@@ -42,6 +42,32 @@ func Home() (string, error) {
 	return filepath.Join(u, ".capabilities"), nil
 }
 
+// OtherHome is the hub's home (Home) when it is not the default place,
+// ~/.capabilities, and "" when it is: what a command the person types in
+// another terminal, or an agent's entry, must name (CAPABILITIES_HOME) to
+// reach this hub. A symlink to the default place is the default place.
+func OtherHome() (string, error) {
+	home, err := Home()
+	if err != nil {
+		return "", err
+	}
+	if u, err := os.UserHomeDir(); err == nil && sameDir(home, filepath.Join(u, ".capabilities")) {
+		return "", nil
+	}
+	return home, nil
+}
+
+// sameDir reports whether a and b name the same directory: the same clean
+// path, or (a symlink between them) the same file.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, erra := os.Stat(a)
+	fb, errb := os.Stat(b)
+	return erra == nil && errb == nil && os.SameFile(fa, fb)
+}
+
 // File is the store on disk.
 type File struct {
 	dir  string

@@ -218,13 +218,13 @@ func (s *Server) directPage(ctx context.Context, address string, env *hub.Envelo
 		s.opts.Logger.Warn("could not open the approval page; the person can run hub approve", "run", env.RunID, "err", err)
 		page = Page{Why: "it could not be opened"}
 	}
-	where := "No page opened on the person's screen (" + page.Why + "): tell the person to run `capabilities hub approve " + env.RunID + "` in a terminal"
+	where := "No page opened on the person's screen (" + page.Why + "): tell the person to run `" + approveCommand(env.RunID) + "` in a terminal"
 	if page.Shown {
 		where = page.Where
 		if where == "" {
 			where = "a page opened on the person's screen"
 		}
-		where = upperFirst(where) + " to decide it: tell the person (or they run `capabilities hub approve " + env.RunID + "`)"
+		where = upperFirst(where) + " to decide it: tell the person (or they run `" + approveCommand(env.RunID) + "`)"
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
 		"awaiting_approval: %s needs a person's decision; it has not run. %s. Once they decided, call %s again with the same arguments for its result (run %s).",
@@ -302,7 +302,7 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 		for _, p := range env.Pending {
 			what = append(what, p.Address)
 		}
-		return toolError("awaiting_approval: %s needs a person's decision; it has not run. Tell the person to run `capabilities hub approve %s` in a terminal; once they decided, call %s again with the same arguments for its result.", strings.Join(what, ", "), env.RunID, name)
+		return toolError("awaiting_approval: %s needs a person's decision; it has not run. Tell the person to run `%s` in a terminal; once they decided, call %s again with the same arguments for its result.", strings.Join(what, ", "), approveCommand(env.RunID), name)
 	case "awaiting_connection":
 		var what []string
 		for _, p := range env.Pending {

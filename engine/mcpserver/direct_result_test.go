@@ -35,3 +35,19 @@ func TestDirectResultOfAHandle(t *testing.T) {
 		}
 	}
 }
+
+// The approve command the model passes on names a hub that is not at the
+// default place, so the person's terminal reaches it; at the default place
+// it is the plain command.
+func TestApproveCommandNamesTheHub(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CAPABILITIES_HOME", home+"/demo hub")
+	if got, want := approveCommand("r1"), "CAPABILITIES_HOME='"+home+"/demo hub' capabilities hub approve r1"; got != want {
+		t.Errorf("approveCommand = %q, want %q", got, want)
+	}
+	t.Setenv("CAPABILITIES_HOME", home+"/.capabilities")
+	if got := approveCommand("r1"); got != "capabilities hub approve r1" {
+		t.Errorf("approveCommand at the default place = %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/capabilities-sh/capabilities/store"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/code"
@@ -113,13 +114,13 @@ func pageSummary(env *hub.Envelope, page Page) string {
 		if where == "" {
 			where = "a page opened on the person's screen"
 		}
-		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. %s to decide it: tell the person (if they cannot use it, they run `capabilities hub approve %s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), upperFirst(where), env.RunID, env.RunID)
+		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. %s to decide it: tell the person (if they cannot use it, they run `%s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), upperFirst(where), approveCommand(env.RunID), env.RunID)
 	}
 	why := page.Why
 	if why == "" {
 		why = "it could not be opened"
 	}
-	return fmt.Sprintf("awaiting_approval: %s needs a person's decision. No page opened on the person's screen: %s. Tell the person to run `capabilities hub approve %s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), why, env.RunID, env.RunID)
+	return fmt.Sprintf("awaiting_approval: %s needs a person's decision. No page opened on the person's screen: %s. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), why, approveCommand(env.RunID), env.RunID)
 }
 
 // resume continues a run. A person's answers to the client's form, with the
@@ -243,7 +244,7 @@ func summary(env *hub.Envelope) string {
 		for _, p := range env.Pending {
 			what = append(what, p.Address)
 		}
-		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. Tell the person to run `capabilities hub approve %s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), env.RunID, env.RunID)
+		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), approveCommand(env.RunID), env.RunID)
 	case "awaiting_connection":
 		var what []string
 		for _, p := range env.Pending {
@@ -267,4 +268,16 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// approveCommand is what the person types to decide on run id, in any
+// terminal: it names the hub's home when that is not the default place
+// (store.OtherHome), where a plain `capabilities hub approve` would find
+// another hub, or none.
+func approveCommand(id string) string {
+	cmd := "capabilities hub approve " + id
+	if home, err := store.OtherHome(); err == nil && home != "" {
+		cmd = "CAPABILITIES_HOME=" + model.QuoteCommand([]string{home}) + " " + cmd
+	}
+	return cmd
 }

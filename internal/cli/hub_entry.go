@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -27,25 +25,11 @@ const homeVar = "CAPABILITIES_HOME"
 // and not another one (or none); nil for the default place, whose entry
 // needs no variable.
 func hubEnv() (map[string]string, error) {
-	home, err := store.Home()
-	if err != nil {
+	home, err := store.OtherHome()
+	if err != nil || home == "" {
 		return nil, err
 	}
-	if u, err := os.UserHomeDir(); err == nil && sameDir(home, filepath.Join(u, ".capabilities")) {
-		return nil, nil
-	}
 	return map[string]string{homeVar: home}, nil
-}
-
-// sameDir reports whether a and b name the same directory: the same clean
-// path, or (a symlink between them) the same file.
-func sameDir(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	fa, erra := os.Stat(a)
-	fb, errb := os.Stat(b)
-	return erra == nil && errb == nil && os.SameFile(fa, fb)
 }
 
 // isHubEntry is the rule for an entry that is ours, one connect writes or
