@@ -525,11 +525,18 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 		go s.startLocal(ctx)
 	}
 	if owe {
-		s.write(hubStoppedReply(m.ID, reason))
+		// A connection refused, or not made, sent nothing: that request
+		// did not happen, which the person and the model may rely on.
+		var op *net.OpError
+		sent := !(errors.As(cause, &op) && op.Op == "dial")
+		s.write(hubStoppedReply(m.ID, reason, sent))
 	}
 }
 
-func hubStoppedReply(id json.RawMessage, reason string) *rpcError {
+func hubStoppedReply(id json.RawMessage, reason string, sent bool) *rpcError {
+	if !sent {
+		return errorReply(id, -32603, "%s; this request was not sent to it, so nothing of it happened: send it again, and it runs on this process's own engine.", reason)
+	}
 	return errorReply(id, -32603, "%s; this request's outcome is unknown (`capabilities hub runs` lists the runs). The next request runs on this process's own engine.", reason)
 }
 
@@ -577,7 +584,7 @@ func (s *Shim) toLocal(ctx context.Context, line []byte, m shimMsg) {
 	reason := s.reason
 	s.mu.Unlock()
 	if owe {
-		s.write(hubStoppedReply(m.ID, reason))
+		s.write(hubStoppedReply(m.ID, reason, false)) // it was never sent
 		return
 	}
 	if m.Method == "" && line[0] == '{' {

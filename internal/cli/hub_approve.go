@@ -162,13 +162,13 @@ const wholeArgsBytes = 64 << 10
 
 func printPending(e *env, p *model.Pending) {
 	w := e.stdout
-	conn := p.Connection
-	if conn == "" {
-		conn = "default"
+	conn := "" // a source that takes no credential has no connection
+	if p.Connection != "" {
+		conn = "  (connection " + visible.Line(p.Connection) + ")"
 	}
 	// One line each: a newline in the tool's summary or the reason must
 	// not forge the next call's header (Main's writer escapes the rest).
-	fmt.Fprintf(w, "%s  %s  (connection %s)\n    %s\n", p.ID, p.Address, visible.Line(conn), visible.Line(p.Summary))
+	fmt.Fprintf(w, "%s  %s%s\n    %s\n", p.ID, p.Address, conn, visible.Line(p.Summary))
 	if len(p.Args) > 0 {
 		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
 	}
