@@ -28,7 +28,12 @@ func TestFilterShowsPassedLinesToArrived(t *testing.T) {
 		passed <- strings.Split(strings.TrimSpace(string(b)), "\n")
 	}()
 	var answered bytes.Buffer
-	filterRequests(strings.NewReader(in), pw, &answered, func(l []byte) { arrived = append(arrived, string(l)) })
+	asked := 0
+	end := filterRequests(strings.NewReader(in), pw, &answered, func(l []byte) { arrived = append(arrived, string(l)) }, func() { asked++ })
+	pw.CloseWithError(end)
+	if asked != 2 {
+		t.Errorf("%d requests counted as asked, want 2 (ids 1 and 3; the malformed lines are not)", asked)
+	}
 	want := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 1"}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,

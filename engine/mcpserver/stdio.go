@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
@@ -29,11 +30,105 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve is Run over any pair of streams.
+//
+// When in ends, the requests already read are answered before the session
+// ends (a client that writes its requests and closes its end, as
+// `printf … | capabilities hub serve --stdio` does, gets every answer).
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lineWriter{w: out}
+	fl := newInflight()
 	pr, pw := io.Pipe()
-	go filterRequests(in, pw, w, s.anticipate)
-	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{w}, MaxLineLength: maxLine + 2})
+	go func() {
+		end := filterRequests(in, pw, w, s.anticipate, fl.asked)
+		if end == nil {
+			return // the SDK stopped reading
+		}
+		fl.drain(ctx, drainLimit)
+		pw.CloseWithError(end)
+	}()
+	return s.mcp.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: nopCloser{answers{w, fl}}, MaxLineLength: maxLine + 2})
+}
+
+// drainLimit bounds how long the requests read before the client's end
+// closed may take to be answered.
+const drainLimit = 5 * time.Minute
+
+// inflight counts the requests passed to the SDK and the answers it wrote.
+type inflight struct {
+	mu            sync.Mutex
+	asks, answers int
+	changed       chan struct{} // closed and replaced at each answer
+}
+
+func newInflight() *inflight { return &inflight{changed: make(chan struct{})} }
+
+func (f *inflight) asked() {
+	f.mu.Lock()
+	f.asks++
+	f.mu.Unlock()
+}
+
+func (f *inflight) answered() {
+	f.mu.Lock()
+	f.answers++
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// drain waits until every request asked is answered, ctx ends or limit
+// passes.
+func (f *inflight) drain(ctx context.Context, limit time.Duration) {
+	timeout := time.After(limit)
+	for {
+		f.mu.Lock()
+		done, changed := f.answers >= f.asks, f.changed
+		f.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// answers is the SDK's writer: it counts the responses it writes (go-sdk
+// writes one message per Write, "jsonrpc" then "id" then "result" or
+// "error" for a response, "method" for a request of its own).
+type answers struct {
+	w  io.Writer
+	fl *inflight
+}
+
+func (a answers) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	if isResponse(p) {
+		a.fl.answered()
+	}
+	return n, err
+}
+
+// isResponse reports whether msg, as go-sdk writes it, answers a request.
+func isResponse(msg []byte) bool {
+	head := msg[:min(len(msg), 200)]
+	i := bytes.Index(head, []byte(`"id":`))
+	if i < 0 {
+		return false
+	}
+	rest := head[i:]
+	r, e, m := bytes.Index(rest, []byte(`,"result":`)), bytes.Index(rest, []byte(`,"error":`)), bytes.Index(rest, []byte(`,"method":`))
+	first := -1
+	for _, k := range []int{r, e} {
+		if k >= 0 && (first < 0 || k < first) {
+			first = k
+		}
+	}
+	return first >= 0 && (m < 0 || first < m)
 }
 
 // lineWriter serializes whole-message writes from the SDK and the filter.
@@ -61,8 +156,10 @@ func (s *Server) anticipate(msg []byte) {
 }
 
 // filterRequests copies well-formed JSON-RPC lines from in to pw and answers
-// the others itself. Each line passed on is shown to arrived first.
-func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer, arrived func([]byte)) {
+// the others itself. Each line passed on is shown to arrived first, and each
+// request with an id to asked. It returns the error that ended in (io.EOF at
+// its end), or nil when the SDK stopped reading.
+func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer, arrived func([]byte), asked func()) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -72,14 +169,16 @@ func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer, arrived func
 				_, _ = out.Write(append(b, '\n'))
 			} else {
 				arrived(t)
+				if m := readMembers(t); m.method != nil && m.id != nil && string(m.id) != "null" {
+					asked()
+				}
 				if _, werr := pw.Write(append(t, '\n')); werr != nil {
-					return
+					return nil
 				}
 			}
 		}
 		if err != nil {
-			pw.CloseWithError(err)
-			return
+			return err
 		}
 	}
 }

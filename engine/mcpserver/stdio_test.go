@@ -489,3 +489,40 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// A client that writes its requests and closes its end at once (printf …
+// | capabilities hub serve --stdio) gets an answer to each, a slow one
+// included, before the session ends.
+func TestStdioAnswersWhatWasReadBeforeTheEnd(t *testing.T) {
+	h := hub.New(store.NewMem(), hub.Options{})
+	defer h.Close()
+	s := New(h, Options{})
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"code":"await new Promise(r => setTimeout(r, 300)); return 41 + 1"}}}`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	_ = s.Serve(ctx, strings.NewReader(in), &out)
+	answered := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID     json.RawMessage
+			Result json.RawMessage
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && len(m.ID) > 0 {
+			answered[string(m.ID)] = string(m.Result)
+		}
+	}
+	for _, id := range []string{"1", "2", "3"} {
+		if answered[id] == "" {
+			t.Errorf("request %s was not answered before the session ended; out:\n%s", id, out.String())
+		}
+	}
+	if !strings.Contains(answered["3"], "42") {
+		t.Errorf("the execute's answer: %s", answered["3"])
+	}
+}
