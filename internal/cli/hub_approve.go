@@ -145,7 +145,15 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 			if err != nil {
 				return err
 			}
-			return e.printEnvelope(env, asJSON)
+			// The decision is what approve does: a run that fails after
+			// it (a deny the code does not catch) is shown, not a failure
+			// of approve.
+			if err := e.printEnvelope(env, asJSON); err != nil {
+				if _, silent := err.(errSilent); !silent {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&choice, "choice", "", "decide without prompting: `CHOICE` is once, run, always or deny (retry or skip for a call that was in flight)")
