@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -192,7 +193,7 @@ var notDefined = regexp.MustCompile(`^(?:ReferenceError: )?'?([A-Za-z_$][\w$]*)'
 // namespace of the hub that the profile does not show, what the profile
 // shows: the namespace is not there, which is not a policy decision.
 func (h *Hub) explainOutside(ctx context.Context, env *Envelope) {
-	if env == nil || env.Error == nil || profileName(ctx) == "" {
+	if env == nil || env.Error == nil || env.Error.Hint != "" {
 		return
 	}
 	m := notDefined.FindStringSubmatch(env.Error.Message)
@@ -201,6 +202,14 @@ func (h *Hub) explainOutside(ctx context.Context, env *Envelope) {
 	}
 	c, err := h.loadCatalog(ctx)
 	if err != nil {
+		return
+	}
+	if profileName(ctx) == "" {
+		// Every namespace is the code's: this one is none of them.
+		if c.sources[m[1]] == nil && len(c.sources) > 0 {
+			names := slices.Sorted(maps.Keys(c.sources))
+			env.Error.Hint = fmt.Sprintf("%s is not a namespace of the hub; its namespaces are %s (hub.search(\"what you need\") finds tools by what they do)", m[1], strings.Join(names, ", "))
+		}
 		return
 	}
 	v, err := h.viewOf(ctx, c)
