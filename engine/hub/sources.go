@@ -530,7 +530,7 @@ func (h *Hub) Refresh(ctx context.Context, ns string) ([]Change, error) {
 }
 
 func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
-	c := Change{Namespace: ns}
+	c := Change{Namespace: ns, Added: []string{}, Removed: []string{}, Changed: []string{}}
 	src, err := h.Source(ctx, ns)
 	if err != nil {
 		c.Error = err.Error()
@@ -631,6 +631,7 @@ func (h *Hub) fetch(ctx context.Context, src *model.Source, protocol string) (*m
 
 // diff compares two manifests by upstream name: a renamed tool is a new one.
 func diff(old *Manifest, cur *model.Manifest) (added, removed, changed []string) {
+	added, removed, changed = []string{}, []string{}, []string{} // [] in JSON, not null
 	before := map[string]*model.Tool{}
 	if old != nil {
 		for i := range old.Tools {
