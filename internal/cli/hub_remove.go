@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
@@ -25,6 +27,19 @@ func newRemoveCmd(e *env) *cobra.Command {
 				return e.printJSON(map[string]any{"removed": args[0]})
 			}
 			fmt.Fprintf(e.stdout, "Removed %s.\n", args[0])
+			// A profile that lists the namespace shows nothing of it now,
+			// and would show a source added again under that name.
+			if ps, err := h.Profiles(c.Context()); err == nil {
+				for _, p := range ps {
+					listed := slices.Contains(p.Namespaces, args[0])
+					for _, t := range p.Tools {
+						listed = listed || strings.HasPrefix(t, args[0]+".")
+					}
+					if listed {
+						fmt.Fprintf(e.stderr, "capabilities: note: profile %s still lists %s: it shows nothing of it now, and would show a source added again under that name (`capabilities hub profiles edit %s --remove-namespace %s` or --remove-tool)\n", p.Name, args[0], p.Name, args[0])
+					}
+				}
+			}
 			return nil
 		}),
 	}
