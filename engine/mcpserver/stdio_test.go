@@ -526,3 +526,25 @@ func TestStdioAnswersWhatWasReadBeforeTheEnd(t *testing.T) {
 		t.Errorf("the execute's answer: %s", answered["3"])
 	}
 }
+
+// BenchmarkCheck is the stdio filter's look at each line before go-sdk
+// reads it: a short execute request and one with 32 KB of code.
+//
+//	go test ./engine/mcpserver -run '^$' -bench Check -benchmem
+func BenchmarkCheck(b *testing.B) {
+	for _, c := range []struct{ name, code string }{
+		{"short", `const r = await up.echo({message: \"m17\"});\nreturn r`},
+		{"32KB", strings.Repeat(`const r = await up.echo({message: \"m17\"});\n`, 700)},
+	} {
+		line := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"execute","arguments":{"code":"` + c.code + `"},"_meta":{"progressToken":17}}}`)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if check(line) != nil {
+					b.Fatal("a valid request was refused")
+				}
+			}
+		})
+	}
+}
