@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +19,7 @@ import (
 // bearer token is never sent there. (Running a listener as another user
 // needs root: CI runs as root.)
 func TestRelayRefusesAnotherUsersListener(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the owner of a connection is read on Linux only")
-	}
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test runs a listener as another user, which needs root: run the tests as root")
-		}
-		t.Skip("running a listener as another user needs root")
-	}
-	runuser, err := exec.LookPath("runuser")
-	if err != nil {
-		t.Fatalf("runuser (util-linux) is needed to run a listener as another user: %v", err)
-	}
+	runuser := testenv.RunUser(t)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

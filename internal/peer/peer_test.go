@@ -52,19 +52,7 @@ func TestUIDOfOwnConnection(t *testing.T) {
 // once: a client run as nobody reads nothing, this user's client reads the
 // greeting. (Running a process as another user needs root: CI runs as root.)
 func TestSameUserRefusesAnotherUser(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the owner of a connection is read on Linux only")
-	}
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test runs a client as another user, which needs root: run the tests as root")
-		}
-		t.Skip("running a client as another user needs root")
-	}
-	runuser, err := exec.LookPath("runuser")
-	if err != nil {
-		t.Fatalf("runuser (util-linux) is needed to run a client as another user: %v", err)
-	}
+	runuser := testenv.RunUser(t)
 	var mu sync.Mutex
 	var refused []int
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

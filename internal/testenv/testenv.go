@@ -171,3 +171,25 @@ func HarnessEnv(connectTimeout time.Duration) []string {
 		"GEMINI_CLI_TRUST_WORKSPACE=true",
 	}
 }
+
+// RunUser returns runuser, which runs a process as another user (nobody),
+// for tests of what another user of the machine can do. It needs Linux and
+// root: elsewhere such a test is skipped, and with CI=true (CI runs as
+// root) it fails saying what is missing.
+func RunUser(t testing.TB) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the owner of a connection is read on Linux only")
+	}
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("this test runs a process as another user, which needs root: run the tests as root")
+		}
+		t.Skip("running a process as another user needs root")
+	}
+	p, err := exec.LookPath("runuser")
+	if err != nil {
+		t.Fatalf("runuser (util-linux) is needed to run a process as another user: %v", err)
+	}
+	return p
+}
