@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,5 +50,15 @@ func TestApproveCommandNamesTheHub(t *testing.T) {
 	t.Setenv("CAPABILITIES_HOME", home+"/.capabilities")
 	if got := approveCommand("r1"); got != "capabilities hub approve r1" {
 		t.Errorf("approveCommand at the default place = %q", got)
+	}
+}
+
+// The one-line summary counts calls in English: "1 call", "3 calls".
+func TestSummaryCountsCalls(t *testing.T) {
+	for n, want := range map[int]string{0: "completed (0 calls): 1", 1: "completed (1 call): 1", 3: "completed (3 calls): 1"} {
+		env := &hub.Envelope{Status: "completed", Result: json.RawMessage("1"), Calls: make([]run.CallInfo, n)}
+		if got := summary(env); got != want {
+			t.Errorf("%d calls: %q, want %q", n, got, want)
+		}
 	}
 }

@@ -233,7 +233,11 @@ func summary(env *hub.Envelope) string {
 		if res == "" {
 			res = "null"
 		}
-		line := fmt.Sprintf("completed (%d calls): %s", len(env.Calls), res)
+		calls := "calls"
+		if len(env.Calls) == 1 {
+			calls = "call"
+		}
+		line := fmt.Sprintf("completed (%d %s): %s", len(env.Calls), calls, res)
 		if len(env.Logs) > 0 {
 			b, _ := json.Marshal(env.Logs)
 			line += " logs: " + string(b)
