@@ -164,12 +164,12 @@ func filterRequests(in io.Reader, pw *io.PipeWriter, out io.Writer, arrived func
 	for {
 		line, err := br.ReadBytes('\n')
 		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if reply := check(t); reply != nil {
+			if m, reply := inspect(t); reply != nil {
 				b, _ := json.Marshal(reply)
 				_, _ = out.Write(append(b, '\n'))
 			} else {
 				arrived(t)
-				if m := readMembers(t); m.method != nil && m.id != nil && string(m.id) != "null" {
+				if m.method != nil && m.id != nil && string(m.id) != "null" {
 					asked()
 				}
 				if _, werr := pw.Write(append(t, '\n')); werr != nil {
@@ -207,19 +207,25 @@ func errorReply(id json.RawMessage, code int, format string, args ...any) *rpcEr
 // the SDK unchanged. The reply names the request's id when the id is one
 // the SDK would have answered with, null otherwise.
 func check(line []byte) *rpcError {
+	_, reply := inspect(line)
+	return reply
+}
+
+// inspect is check, with the line's members when it passes.
+func inspect(line []byte) (m members, reply *rpcError) {
 	if !sjson.Valid(line) {
-		return errorReply(nil, -32700, "parse error: the line is not valid JSON (each message is one JSON-RPC 2.0 object per line)")
+		return m, errorReply(nil, -32700, "parse error: the line is not valid JSON (each message is one JSON-RPC 2.0 object per line)")
 	}
 	if line[0] == '[' {
-		return errorReply(nil, -32600, "invalid request: batches (a JSON array of messages) are not supported; send each JSON-RPC message as an object on a line of its own")
+		return m, errorReply(nil, -32600, "invalid request: batches (a JSON array of messages) are not supported; send each JSON-RPC message as an object on a line of its own")
 	}
 	if line[0] != '{' {
-		return errorReply(nil, -32600, "invalid request: a message must be a JSON object")
+		return m, errorReply(nil, -32600, "invalid request: a message must be a JSON object")
 	}
-	m := readMembers(line)
+	m = readMembers(line)
 	if m.id != nil {
 		if p := idProblem(m.id); p != "" {
-			return errorReply(nil, -32600, "invalid request: %s", p)
+			return m, errorReply(nil, -32600, "invalid request: %s", p)
 		}
 	}
 	var id json.RawMessage // the id the reply names
@@ -228,42 +234,42 @@ func check(line []byte) *rpcError {
 	}
 	switch {
 	case m.dup != "":
-		return errorReply(id, -32600, "invalid request: %q appears more than once in the message", m.dup)
+		return m, errorReply(id, -32600, "invalid request: %q appears more than once in the message", m.dup)
 	case !isString(m.jsonrpc, "2.0"):
-		return errorReply(id, -32600, `invalid request: "jsonrpc" must be "2.0"%s`, m.caseHint("jsonrpc"))
+		return m, errorReply(id, -32600, `invalid request: "jsonrpc" must be "2.0"%s`, m.caseHint("jsonrpc"))
 	case m.method != nil && m.method[0] != '"':
-		return errorReply(id, -32600, `invalid request: "method" must be a string (got %s)`, kind(m.method))
+		return m, errorReply(id, -32600, `invalid request: "method" must be a string (got %s)`, kind(m.method))
 	case m.method == nil && m.result == nil && m.error == nil:
-		return errorReply(id, -32600, `invalid request: no "method" (nor a "result" or "error" answering the server)%s`, m.caseHint("method"))
+		return m, errorReply(id, -32600, `invalid request: no "method" (nor a "result" or "error" answering the server)%s`, m.caseHint("method"))
 	case m.method != nil && isString(m.method, ""):
-		return errorReply(id, -32600, `invalid request: "method" is empty`)
+		return m, errorReply(id, -32600, `invalid request: "method" is empty`)
 	}
 	if p := errorProblem(m.error); p != "" {
 		// go-sdk decodes "error" even beside a "method".
-		return errorReply(id, -32600, `invalid request: "error" must be an object with an integer "code" and a string "message" (%s)`, p)
+		return m, errorReply(id, -32600, `invalid request: "error" must be an object with an integer "code" and a string "message" (%s)`, p)
 	}
 	if m.method == nil {
 		// A response to a request of the server's.
 		if m.result != nil && m.error != nil && string(m.error) != "null" {
-			return errorReply(id, -32600, `invalid request: a response carries either "result" or "error", not both`)
+			return m, errorReply(id, -32600, `invalid request: a response carries either "result" or "error", not both`)
 		}
 		if m.id == nil || string(m.id) == "null" {
-			return errorReply(nil, -32600, `invalid request: a response (a message with "result" or "error" and no "method") needs the "id" of the request it answers%s`, m.caseHint("id"))
+			return m, errorReply(nil, -32600, `invalid request: a response (a message with "result" or "error" and no "method") needs the "id" of the request it answers%s`, m.caseHint("id"))
 		}
 	}
 	if len(line) > maxLine {
-		return errorReply(id, -32600, "invalid request: the message is %d bytes, over the limit of %d bytes", len(line), maxLine)
+		return m, errorReply(id, -32600, "invalid request: the message is %d bytes, over the limit of %d bytes", len(line), maxLine)
 	}
 	if m.depth > maxNesting {
-		return errorReply(id, -32600, "invalid request: the message nests arrays and objects more than %d deep", maxNesting)
+		return m, errorReply(id, -32600, "invalid request: the message nests arrays and objects more than %d deep", maxNesting)
 	}
 	if m.method != nil && isString(m.method, "server/discover") && m.id != nil && string(m.id) != "null" && !carriesModernVersion(line) {
 		// go-sdk answers a bare "method not found", which reads as if this
 		// server had no 2026-07-28 at all; say what the request lacks. The
 		// code stays -32601, what a client probing for the era expects.
-		return errorReply(id, -32601, `server/discover is a request of protocol %s or later and needs that revision's envelope: params._meta with "io.modelcontextprotocol/protocolVersion": %q and "io.modelcontextprotocol/clientCapabilities": {…}. A client of an earlier revision starts with initialize instead.`, modernProtocol, modernProtocol)
+		return m, errorReply(id, -32601, `server/discover is a request of protocol %s or later and needs that revision's envelope: params._meta with "io.modelcontextprotocol/protocolVersion": %q and "io.modelcontextprotocol/clientCapabilities": {…}. A client of an earlier revision starts with initialize instead.`, modernProtocol, modernProtocol)
 	}
-	return nil
+	return m, nil
 }
 
 const (
