@@ -7,12 +7,31 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 )
 
 // directForm matches the code DirectCode writes; directRun checks the match
 // by writing the code again from its parts.
 var directForm = regexp.MustCompile(`^try \{ return \{value: await ([A-Za-z_$][A-Za-z0-9_$]*)\[("(?:[^"\\]|\\.)*")\]\((\{.*\})\)\}; \} catch \(e\) \{`)
+
+// directCall reads the address and arguments of a direct call's code
+// (DirectCode, exactly); ok is false for any other code.
+func directCall(code string) (address string, args json.RawMessage, ok bool) {
+	m := directForm.FindStringSubmatch(code)
+	if m == nil {
+		return "", nil, false
+	}
+	var tool string
+	if json.Unmarshal([]byte(m[2]), &tool) != nil {
+		return "", nil, false
+	}
+	address, args = m[1]+"."+tool, json.RawMessage(m[3])
+	if c, err := DirectCode(address, args); err != nil || c != code {
+		return "", nil, false
+	}
+	return address, args, true
+}
 
 // directRun runs a direct call's code (DirectCode, exactly) without a
 // JavaScript runtime: the one call goes to the run's host as the sandbox
@@ -22,24 +41,16 @@ var directForm = regexp.MustCompile(`^try \{ return \{value: await ([A-Za-z_$][A
 // envelope would cut: the sandbox runs those (a settled call is answered
 // from the attempt's journal, so the upstream is not called twice).
 func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool) {
-	m := directForm.FindStringSubmatch(req.JS)
-	if m == nil {
+	address, args, ok := directCall(req.JS)
+	if !ok {
 		return sandbox.Outcome{}, false
 	}
-	var tool string
-	if json.Unmarshal([]byte(m[2]), &tool) != nil {
-		return sandbox.Outcome{}, false
-	}
-	address := m[1] + "." + tool
-	args := json.RawMessage(m[3])
-	if code, err := DirectCode(address, args); err != nil || code != req.JS {
-		return sandbox.Outcome{}, false
-	}
+	ns, tool, _ := model.SplitAddress(address)
 	has := false
 	if req.NamespaceSet != nil {
-		has = req.NamespaceSet.Has(m[1], tool)
+		has = req.NamespaceSet.Has(ns, tool)
 	} else {
-		for _, t := range req.Namespaces[m[1]] {
+		for _, t := range req.Namespaces[ns] {
 			has = has || t == tool
 		}
 	}

@@ -229,12 +229,24 @@ func (h *Hub) VisibleTools(ctx context.Context, p *Profile) ([]model.Tool, error
 // execute, so policy, approvals, secrets, scrubbing and the journal apply
 // exactly as in code mode. The run's code is the call itself, so `hub
 // approve` (or any process) resumes it like any run.
+//
+// A call that waits for a person is owed to the agent: the same call made
+// again (the same tool and arguments), from this process or any other,
+// continues that run and hands over its outcome once, instead of starting
+// another run that a person would approve a second time (see owed.go).
 func (h *Hub) DirectCall(ctx context.Context, address string, args json.RawMessage) (*Envelope, error) {
 	code, err := DirectCode(address, args)
 	if err != nil {
 		return nil, err
 	}
-	return h.Execute(ctx, code)
+	if env, err := h.continueOwed(ctx, address, args); env != nil || err != nil {
+		return env, err
+	}
+	env, err := h.Execute(ctx, code)
+	if err == nil {
+		h.NoteDirect(ctx, address, args, env)
+	}
+	return env, err
 }
 
 // DirectCode is the code of a direct call's run. Its result is

@@ -89,7 +89,11 @@ func (h *Hub) PruneRuns(ctx context.Context, ret run.Retention) (run.Pruned, err
 		}
 		ret = s.Retention()
 	}
-	return h.runEngine().PruneRuns(ctx, ret)
+	p, err := h.runEngine().PruneRuns(ctx, ret)
+	if err == nil {
+		h.pruneOwed(ctx)
+	}
+	return p, err
 }
 
 // autoRetention is what the automatic prune keeps: the settings', or the

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,11 +28,7 @@ func DirectName(address string) string { return strings.Replace(address, ".", "_
 type direct struct {
 	mu    sync.Mutex
 	shown map[string]string // MCP tool name → contract, as registered
-	// waiting maps a call (address and argument digest) to the run it
-	// started that waits for a person, so the same call made again
-	// continues that run instead of starting another.
-	waiting map[string]string
-	stop    func()
+	stop  func()
 	// removed is set when the profile's record was removed: it shows no
 	// tool any more.
 	removed bool
@@ -139,15 +133,6 @@ func (s *Server) watchDirect() {
 	})
 }
 
-func argsKey(address string, args json.RawMessage) string {
-	var v any
-	if json.Unmarshal(args, &v) == nil {
-		args, _ = json.Marshal(v) // map keys sorted: the same object, the same key
-	}
-	sum := sha256.Sum256(args)
-	return address + "\x00" + hex.EncodeToString(sum[:])
-}
-
 // callDirect is one direct tool's handler.
 func (s *Server) callDirect(address string, structured bool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -159,7 +144,6 @@ func (s *Server) callDirect(address string, structured bool) mcp.ToolHandler {
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
-		key := argsKey(address, args)
 		switch {
 		case req.Params.RequestState != "" || len(req.Params.InputResponses) > 0:
 			// The person answered the client's form: record it and go on
@@ -171,28 +155,18 @@ func (s *Server) callDirect(address string, structured bool) mcp.ToolHandler {
 			if verr != nil {
 				return toolError("%s: the approval was refused: %v", DirectName(address), verr), nil
 			}
-			env, err = s.resume(ctx, req, st.Run)
-		default:
-			s.direct.mu.Lock()
-			id, ok := s.direct.waiting[key]
-			s.direct.mu.Unlock()
-			if ok {
-				env, err = s.hub.Resume(ctx, id)
-			} else {
-				env, err = s.hub.DirectCall(ctx, address, args)
+			if env, err = s.resume(ctx, req, st.Run); err == nil {
+				s.hub.NoteDirect(ctx, address, args, env)
 			}
+		default:
+			// A new call, or the same call again: it continues the run
+			// that waited for a person (hub.DirectCall).
+			env, err = s.hub.DirectCall(ctx, address, args)
 		}
 		if err != nil {
 			return toolError("%s: %s", DirectName(address), s.hub.Scrub(err.Error())), nil
 		}
 		env = env.Scrubbed(s.hub.Scrubber())
-		s.direct.mu.Lock()
-		if strings.HasPrefix(env.Status, "awaiting_") {
-			s.direct.waiting[key] = env.RunID
-		} else {
-			delete(s.direct.waiting, key)
-		}
-		s.direct.mu.Unlock()
 		if env.Status == "awaiting_approval" && req.Params.RequestState == "" && s.canElicit(req) {
 			if res := s.askClient(env); res.RequestState != "" {
 				return res, nil

@@ -80,7 +80,6 @@ func New(h *hub.Hub, opts Options) *Server {
 			Capabilities: withSkills(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}),
 		})
 		s.direct.shown = map[string]string{}
-		s.direct.waiting = map[string]string{}
 		if err := s.syncDirect(context.Background()); err != nil {
 			opts.Logger.Warn("the direct-mode profile starts with no tools", "profile", s.name, "err", err)
 		}

@@ -2,7 +2,8 @@
 // `hub serve --stdio` and takes tool calls from its own stdin, one JSON
 // object a line ({"name": "search", "arguments": {...}}), answering each with
 // one line {text, structured, isError, ms}. Prints {"ready": true} once
-// connected. Lets a test change the hub from outside between calls.
+// connected. Lets a test change the hub from outside between calls. Its own
+// arguments are added to serve's (--profile <name>).
 import process from "node:process";
 import readline from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -11,7 +12,7 @@ import { bin, report, run, textOf } from "./common.mjs";
 
 run(async () => {
   const client = new Client({ name: "sdk1-repl", version: "1.0.0" });
-  await client.connect(new StdioClientTransport({ command: bin, args: ["hub", "serve", "--stdio"], env: { ...process.env }, stderr: "inherit" }));
+  await client.connect(new StdioClientTransport({ command: bin, args: ["hub", "serve", "--stdio", ...process.argv.slice(2)], env: { ...process.env }, stderr: "inherit" }));
   report({ ready: true });
   const rl = readline.createInterface({ input: process.stdin });
   for await (const line of rl) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -397,5 +398,51 @@ func TestDirectProfileThroughTheShim(t *testing.T) {
 	}
 	if out.Changed < 1 || len(out.ToolsAfterEdit) != 4 {
 		t.Errorf("after the edit: %d list_changed, tools %v", out.Changed, out.ToolsAfterEdit)
+	}
+}
+
+// TestDirectSameCallInAnotherProcess: the agent's `serve --stdio` is
+// restarted between its write that asked and its call made again (or a
+// second session makes the same call). The call made again, in the new
+// process, is the same waiting run; once a person approved it in a
+// terminal, the call made again gets that write's result, and the upstream
+// was called once: a person who approves does not make the write twice.
+// The call after that is a new run and asks again.
+func TestDirectSameCallInAnotherProcess(t *testing.T) {
+	t.Parallel()
+	h, _, wc := directProfile(t)
+	write := map[string]any{"item": "once"}
+	runOf := func(r toolResult) string {
+		t.Helper()
+		m := regexp.MustCompile(`capabilities hub approve (r[0-9a-f]+)`).FindStringSubmatch(r.Text)
+		if !r.IsError || !strings.Contains(r.Text, "awaiting_approval") || m == nil {
+			t.Fatalf("the write did not ask for a person: %+v", r)
+		}
+		return m[1]
+	}
+	first := runOf(h.replServing(t, []string{"--profile", "issues"}).call("writer__record", write))
+
+	second := h.replServing(t, []string{"--profile", "issues"})
+	if id := runOf(second.call("writer__record", write)); id != first {
+		t.Errorf("the same call in another process before a decision is run %s, want the waiting run %s", id, first)
+	}
+	h.cli("hub", "approve", first, "--choice", "once")
+	if n := lines(t, wc); n != 1 {
+		t.Fatalf("writer was called %d times after the approval, want 1", n)
+	}
+
+	third := h.replServing(t, []string{"--profile", "issues"})
+	got := third.call("writer__record", map[string]any{"item": "once"})
+	if got.IsError || got.Text != "recorded once" {
+		t.Errorf("the same call made again after the approval, in a third process = %+v, want the write's result", got)
+	}
+	if n := lines(t, wc); n != 1 {
+		t.Errorf("writer was called %d times, want 1: the call made again wrote again", n)
+	}
+	if id := runOf(second.call("writer__record", write)); id == first {
+		t.Errorf("the call after the result was handed over continues run %s, want a new run", id)
+	}
+	if n := lines(t, wc); n != 1 {
+		t.Errorf("writer was called %d times, want 1", n)
 	}
 }

@@ -22,7 +22,13 @@ type repl struct {
 
 func (h *hubEnv) repl(t *testing.T, extraEnv ...string) *repl {
 	t.Helper()
-	cmd := exec.Command(testenv.Node(t), filepath.Join(clientsDir(t), "sdk1_repl.mjs"))
+	return h.replServing(t, nil, extraEnv...)
+}
+
+// replServing is repl with serveArgs added to `hub serve --stdio`'s.
+func (h *hubEnv) replServing(t *testing.T, serveArgs []string, extraEnv ...string) *repl {
+	t.Helper()
+	cmd := exec.Command(testenv.Node(t), append([]string{filepath.Join(clientsDir(t), "sdk1_repl.mjs")}, serveArgs...)...)
 	cmd.Env = append(h.env(), extraEnv...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
