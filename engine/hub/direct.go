@@ -90,3 +90,26 @@ func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool)
 	out.Status, out.Result = sandbox.StatusCompleted, result
 	return out, true
 }
+
+// directFailed makes a direct call's run that caught its call's error (the
+// {toolError} DirectCode returns) a failed run with that error, so the run
+// reads as what happened (`hub runs --status failed`, the console) and the
+// agent is told the tool's own message. Any other outcome is as it was.
+func directFailed(js string, out sandbox.Outcome) sandbox.Outcome {
+	if out.Status != sandbox.StatusCompleted || out.ResultTruncated || !bytes.HasPrefix(out.Result, []byte(`{"toolError":`)) {
+		return out
+	}
+	if _, _, ok := directCall(js); !ok {
+		return out
+	}
+	var r struct {
+		ToolError *struct{ Code, Message, Hint string } `json:"toolError"`
+	}
+	if json.Unmarshal(out.Result, &r) != nil || r.ToolError == nil || r.ToolError.Code == "" {
+		return out
+	}
+	te := r.ToolError
+	out.Status, out.Result = sandbox.StatusFailed, nil
+	out.Error = &sandbox.Error{Code: te.Code, Message: te.Message, Hint: te.Hint}
+	return out
+}

@@ -73,7 +73,25 @@ func TestDirectRunMatchesTheSandbox(t *testing.T) {
 			if diff := cmp.Diff(slow.calls, fast.calls); diff != "" {
 				t.Errorf("calls (-sandbox +direct):\n%s", diff)
 			}
+			// A caught error makes the run failed with the tool's error,
+			// the same on both paths; anything else is left as it ended.
+			gf, wf := directFailed(code, got), directFailed(code, want)
+			if diff := cmp.Diff(wf.Error, gf.Error); diff != "" || gf.Status != wf.Status {
+				t.Errorf("as a run: %s, the sandbox's %s; error (-sandbox +direct):\n%s", gf.Status, wf.Status, diff)
+			}
+			if te := tc.res.Error; te != nil {
+				if w := (&sandbox.Error{Code: te.Code, Message: te.Message, Hint: te.Hint}); gf.Status != sandbox.StatusFailed || !cmp.Equal(gf.Error, w) {
+					t.Errorf("a caught %s: %s %+v, want failed with %+v", te.Code, gf.Status, gf.Error, w)
+				}
+			} else if gf.Status != got.Status || gf.Error != nil {
+				t.Errorf("directFailed changed an outcome with no error: %s %+v", gf.Status, gf.Error)
+			}
 		})
+	}
+	// Code that is not exactly a direct call keeps the result it returned.
+	other := sandbox.Outcome{Status: sandbox.StatusCompleted, Result: json.RawMessage(`{"toolError":{"code":"x","message":"m","hint":""}}`)}
+	if got := directFailed("return 1", other); got.Status != sandbox.StatusCompleted {
+		t.Errorf("code mode's own {toolError} result became %s", got.Status)
 	}
 	host := &fakeHost{res: sandbox.CallResult{Value: json.RawMessage(`"` + strings.Repeat("x", 30<<10) + `"`)}}
 	for name, req := range map[string]sandbox.Request{

@@ -150,13 +150,13 @@ type lazySandbox struct{ h *Hub }
 
 func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outcome {
 	if out, ok := directRun(ctx, req); ok { // a direct call: no runtime needed
-		return out
+		return directFailed(req.JS, out)
 	}
 	d, err := l.h.sandbox()
 	if err != nil {
 		return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: sandbox.CodeInternal, Message: err.Error()}}
 	}
-	return d.Run(ctx, req)
+	return directFailed(req.JS, d.Run(ctx, req))
 }
 
 // Execute runs the model's code as a new run.

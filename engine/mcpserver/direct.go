@@ -284,10 +284,13 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 		}
 		return toolError("awaiting_connection: %s Then call %s again with the same arguments.", strings.Join(what, " "), name)
 	}
-	if env.Error != nil {
-		msg := fmt.Sprintf("%s: %s", env.Error.Code, env.Error.Message)
-		if env.Error.Hint != "" {
-			msg += " (" + env.Error.Hint + ")"
+	if e := env.Error; e != nil {
+		if e.Code == "tool_error" { // the tool's own error: its text
+			return toolError("%s", e.Message)
+		}
+		msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
+		if e.Hint != "" {
+			msg += " (" + e.Hint + ")"
 		}
 		return toolError("%s", msg)
 	}
