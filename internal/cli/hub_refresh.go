@@ -43,6 +43,7 @@ func newRefreshCmd(e *env) *cobra.Command {
 					return err
 				}
 			} else {
+				var toReview []string
 				for _, ch := range changes {
 					if ch.Error != "" {
 						fmt.Fprintf(e.stdout, "%s: refresh failed, keeping the cached tools: %s\n", ch.Namespace, ch.Error)
@@ -53,6 +54,9 @@ func newRefreshCmd(e *env) *cobra.Command {
 						continue
 					}
 					fmt.Fprintf(e.stdout, "%s: %d tools\n", ch.Namespace, ch.Tools)
+					if len(ch.Added)+len(ch.Changed) > 0 {
+						toReview = append(toReview, ch.Namespace)
+					}
 					for _, group := range []struct {
 						sign  string
 						addrs []string
@@ -61,6 +65,13 @@ func newRefreshCmd(e *env) *cobra.Command {
 							fmt.Fprintf(e.stdout, "  %s %s\n", group.sign, strings.Join(group.addrs, ", "))
 						}
 					}
+				}
+				switch len(toReview) {
+				case 0:
+				case 1:
+					fmt.Fprintf(e.stdout, "New and changed tools ask a person until reviewed: capabilities hub review %s\n", toReview[0])
+				default:
+					fmt.Fprintln(e.stdout, "New and changed tools ask a person until reviewed: capabilities hub review")
 				}
 			}
 			if failed > 0 {
