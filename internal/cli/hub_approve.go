@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
@@ -123,6 +126,9 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					}
 					p.Args = json.RawMessage(h.Scrub(string(p.Args)))
 					printPending(e, &p)
+					if p.Reason == policy.ReasonChanged {
+						printChanges(c.Context(), e, h, &p)
+					}
 				}
 				ch := preset
 				if ch == "" {
@@ -257,5 +263,29 @@ func askChoice(e *env) (model.Choice, error) {
 			return "", fmt.Errorf("no answer on standard input; nothing decided (pass --choice once|run|always|deny)")
 		}
 		fmt.Fprintln(e.stdout, "    answer once, run, always or deny")
+	}
+}
+
+// printChanges shows what changed in a tool that asks because it changed
+// upstream since it was reviewed, so the person decides on what the tool
+// says now, not on its first sentence.
+func printChanges(ctx context.Context, e *env, h *hub.Hub, p *model.Pending) {
+	ns, _, _ := model.SplitAddress(p.Address)
+	r, err := h.PendingReview(ctx, ns)
+	if err != nil {
+		return
+	}
+	for _, it := range r.Items {
+		if it.Tool.Address != p.Address || len(it.Changes) == 0 {
+			continue
+		}
+		if it.Tool.Contract != p.Contract {
+			fmt.Fprintf(e.stdout, "    what changed: it changed again since this call; `capabilities hub review %s` shows it\n", ns)
+			return
+		}
+		fmt.Fprintln(e.stdout, "    what changed since it was reviewed:")
+		for _, ch := range it.Changes {
+			fmt.Fprintln(e.stdout, "      "+strings.ReplaceAll(ch, "\n", "\n      "))
+		}
 	}
 }
