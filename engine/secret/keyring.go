@@ -394,6 +394,8 @@ func reasonFor(err error) string {
 		return msg + " (a hung session bus or an unanswered unlock prompt)"
 	case strings.Contains(msg, "ServiceUnknown") || strings.Contains(msg, "org.freedesktop.secrets"):
 		return "no Secret Service on the session bus (start gnome-keyring or KeePassXC): " + msg
+	case errors.Is(err, errNoSessionBus):
+		return msg
 	case strings.Contains(msg, "DBUS_SESSION_BUS_ADDRESS") || strings.Contains(msg, "dbus-launch") || strings.Contains(msg, "autolaunch"):
 		return "no D-Bus session bus: " + msg
 	case strings.Contains(strings.ToLower(msg), "locked") || strings.Contains(msg, "prompt") || strings.Contains(msg, "IsLocked"):
