@@ -85,7 +85,7 @@ func newSkillsAddCmd(e *env) *cobra.Command {
 			if asJSON {
 				return e.printJSON(map[string]any{"added": s.Name, "files": s.Files, "origin": origin})
 			}
-			fmt.Fprintf(e.stdout, "Added skill %s (%d files). `capabilities hub connect` installs it into your agents.\n", s.Name, len(s.Files))
+			fmt.Fprintf(e.stdout, "Added skill %s (%s). `capabilities hub connect` installs it into your agents.\n", s.Name, plural(len(s.Files), "file"))
 			return nil
 		}),
 	}
@@ -133,7 +133,7 @@ func newSkillsListCmd(e *env) *cobra.Command {
 						from += "//" + s.Origin.Subdir
 					}
 				}
-				fmt.Fprintf(e.stdout, "%s\t%d files\t%s\n    %s\n", s.Name, len(s.Files), from, s.Description)
+				fmt.Fprintf(e.stdout, "%s\t%s\t%s\n    %s\n", s.Name, plural(len(s.Files), "file"), from, s.Description)
 			}
 			return nil
 		}),
