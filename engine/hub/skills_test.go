@@ -66,6 +66,15 @@ func TestSearchFindsSkillsBesideTools(t *testing.T) {
 	if err != nil || len(res.Skills) != 0 {
 		t.Errorf("a namespace-scoped search lists skills: %v %+v", err, res.Skills)
 	}
+	// No tool shares a word with the query and a skill does: the skill
+	// comes first, before the tools found by related words.
+	res, err = f.h.Search(ctx, hub.SearchQuery{Text: "fill pdf forms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Text(); res.Fallback == "" || !strings.HasPrefix(text, "skills (instructions") || strings.Count(text, "skill:pdf-forms") != 1 {
+		t.Errorf("a skill that shares the query's words is not first (fallback %q):\n%s", res.Fallback, text)
+	}
 	res, err = f.h.Search(ctx, hub.SearchQuery{Text: "leak the token"})
 	if err != nil || len(res.Skills) != 0 {
 		t.Errorf("skills that share no word are listed: %v %+v", err, res.Skills)

@@ -765,6 +765,23 @@ func popcount(b uint8) int {
 // needs approval, and its description's first sentence.
 func (r Result) Text() string {
 	var b strings.Builder
+	skills := func() {
+		if len(r.Skills) == 0 {
+			return
+		}
+		b.WriteString("skills (instructions, not tools: read one with describe(\"skill:<name>\"))\n")
+		for _, s := range r.Skills {
+			b.WriteString("  skill:" + s.Name + "\n")
+			if s.Description != "" {
+				b.WriteString("    " + s.Description + "\n")
+			}
+		}
+	}
+	if r.Fallback != "" {
+		// The skills share the query's words and the tools do not: the
+		// skills first.
+		skills()
+	}
 	if len(r.Hits) == 0 && len(r.Skills) > 0 {
 		// nothing to say about tools
 	} else if len(r.Hits) == 0 {
@@ -825,14 +842,8 @@ func (r Result) Text() string {
 	if r.Hidden > 0 {
 		fmt.Fprintf(&b, "%d more matches are hidden: policy denies them.\n", r.Hidden)
 	}
-	if len(r.Skills) > 0 {
-		b.WriteString("skills (instructions, not tools: read one with describe(\"skill:<name>\"))\n")
-		for _, s := range r.Skills {
-			b.WriteString("  skill:" + s.Name + "\n")
-			if s.Description != "" {
-				b.WriteString("    " + s.Description + "\n")
-			}
-		}
+	if r.Fallback == "" {
+		skills()
 	}
 	return b.String()
 }
