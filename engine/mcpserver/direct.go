@@ -247,8 +247,8 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 				return toolError("%s", te.Message)
 			}
 			msg := te.Code + ": " + te.Message
-			if te.Hint != "" {
-				msg += " (" + te.Hint + ")"
+			if h := directHint(name, te.Code, te.Hint); h != "" {
+				msg += " (" + h + ")"
 			}
 			return toolError("%s", msg)
 		}
@@ -289,10 +289,20 @@ func directResult(address string, env *hub.Envelope, structured bool) *mcp.CallT
 			return toolError("%s", e.Message)
 		}
 		msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
-		if e.Hint != "" {
-			msg += " (" + e.Hint + ")"
+		if h := directHint(name, e.Code, e.Hint); h != "" {
+			msg += " (" + h + ")"
 		}
 		return toolError("%s", msg)
 	}
 	return toolError("%s: the call ended %s", name, env.Status)
+}
+
+// directHint is an error's hint as a direct-mode client can follow it: the
+// hub's hint for refused arguments points at code mode's hub.describe,
+// which a direct-mode client does not have.
+func directHint(name, code, hint string) string {
+	if code == "invalid_arguments" && strings.Contains(hint, "hub.describe(") {
+		return "the input schema of " + name + " in tools/list shows the exact input"
+	}
+	return hint
 }

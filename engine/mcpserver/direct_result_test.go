@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,5 +61,16 @@ func TestSummaryCountsCalls(t *testing.T) {
 		if got := summary(env); got != want {
 			t.Errorf("%d calls: %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A direct-mode client is not told to use hub.describe, which it does not
+// have: refused arguments point at the tool's input schema.
+func TestDirectResultRefusedArguments(t *testing.T) {
+	env := &hub.Envelope{Status: "failed", Error: &model.RunError{Code: "invalid_arguments", Message: "invalid arguments for mem.openNodes: field names: want an array, got an integer", Hint: `hub.describe("mem.openNodes") shows the exact input type`}}
+	res := directResult("mem.openNodes", env, false)
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || strings.Contains(text, "hub.describe(") || !strings.Contains(text, "the input schema of mem__openNodes in tools/list") {
+		t.Errorf("refused arguments in direct mode: %q", text)
 	}
 }
