@@ -52,7 +52,7 @@ if [ "$tests" = 1 ]; then
     "notify-send libnotify-bin"
     "status-notifier-watcher haskell-status-notifier-item-utils"
     "xwd x11-apps"
-    "convert imagemagick"
+    "/usr/bin/convert imagemagick" # by path: a convert elsewhere on PATH may be a stand-in
     "xdotool xdotool"
     # The Debian package's test validates its .desktop files.
     "desktop-file-validate desktop-file-utils"
