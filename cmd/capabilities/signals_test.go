@@ -41,7 +41,10 @@ func newCLIEnv(t *testing.T) *cliEnv {
 func (e *cliEnv) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(e.bin, args...)
 	cmd.Env = append(os.Environ(), "CAPABILITIES_HOME="+e.home, "NO_KEYRING=1",
-		"PATH="+filepath.Dir(testenv.Node(e.t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+		"PATH="+filepath.Dir(testenv.Node(e.t))+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// Winding down (the run cancelled, its upstreams reaped) may take
+		// longer than a person's 2 s on a loaded machine.
+		"CAPABILITIES_WIND_DOWN="+testenv.Timeout(5*time.Second).String())
 	return cmd
 }
 
