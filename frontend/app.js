@@ -4,7 +4,7 @@
 // Plain ES modules, no build step.
 import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
-import { h, replace } from "./dom.js";
+import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
 import { renderSettings, showSettings } from "./settings.js";
@@ -113,7 +113,7 @@ const same = (a, b) => a.run === b.run && a.id === b.id;
 
 /** @param {string} msg */
 function showError(msg) {
-  ui.error.textContent = msg;
+  ui.error.textContent = visible(msg);
   ui.error.hidden = msg === "";
 }
 

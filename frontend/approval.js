@@ -114,7 +114,7 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
       args.textContent = formatArgs(await readAll?.(item));
       all.remove();
     } catch (e) {
-      all.textContent = `Could not read them: ${e instanceof Error ? e.message : String(e)}`;
+      all.textContent = visible(`Could not read them: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
   const close = h("button", { type: "button", class: "close", "aria-label": "Close (Esc)" }, "Close");
