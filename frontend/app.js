@@ -215,6 +215,9 @@ async function choose(item, choice) {
     await refresh();
   } catch (err) {
     failed(err);
+    // The next call opens at once: it says the last decision was not
+    // recorded, and why, or the refusal would sit behind it unseen.
+    if (!state.stopped) state.decided = { label: "Not recorded", address: item.address, next: err instanceof Error ? err.message : String(err) };
     closeDialog();
     await refresh();
   } finally {

@@ -900,3 +900,35 @@ func median(v []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// TestConsoleRefusedDecisionStaysInSight: the call the page shows is decided
+// elsewhere (`hub approve`) before the person answers it in the page; the
+// page's decision is refused (409), and the next call, which opens at once,
+// says above it that the decision was not recorded and why, instead of the
+// refusal waiting unseen behind the dialog.
+func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	first := h.exec(`return await writer.record({item: "first"})`, "awaiting_approval").RunID
+	second := h.exec(`return await writer.record({item: "second"})`, "awaiting_approval").RunID
+
+	link := h.console()
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	if d := p.dialog(first, ""); d.Address != "writer.record" {
+		t.Fatalf("the dialog shows %+v, want run %s's call", d, first)
+	}
+	h.run("hub", "approve", first, "--choice", "deny")
+	if got := p.choose("once"); got.Status != 409 {
+		t.Fatalf("deciding a call the CLI decided: %d %+v, want 409", got.Status, got.Body)
+	}
+	d := p.dialog(second, "")
+	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "already decided (deny via cli)") {
+		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded and why", d.Notice)
+	}
+}
