@@ -118,7 +118,7 @@ function showError(msg) {
 }
 
 /**
- * Stops the page for good (expired, or the session is gone).
+ * Stops the page for good (expired, the session is gone, or the console stopped).
  * @param {string} msg
  */
 function stop(msg) {
@@ -133,7 +133,7 @@ function stop(msg) {
 
 /** @param {unknown} err */
 function failed(err) {
-  if (err instanceof APIError && (err.status === 401 || err.status === 410)) {
+  if (err instanceof APIError && (err.status === 401 || err.status === 410 || err.status === 0)) {
     stop(err.message);
     return;
   }

@@ -932,3 +932,53 @@ func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
 		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded and why", d.Notice)
 	}
 }
+
+// TestConsoleSaysWhenItStopped: `hub console --run` stops when the run's
+// pending call expires (and any console stops on Ctrl-C); the page still
+// open then says that the console is not answering and what to run,
+// closes the call, and offers no choice, instead of keeping the call open
+// with "Failed to fetch" under it.
+func TestConsoleSaysWhenItStopped(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	ttl := testenv.Timeout(8 * time.Second)
+	h.env = append(h.env, "CAPABILITIES_APPROVAL_TTL="+ttl.String())
+	r := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
+
+	cmd := exec.Command(h.bin, "hub", "console", "--run", r)
+	cmd.Dir, cmd.Env = work, h.env
+	var out syncedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	link, err := waitLink(filepath.Join(work, "links"))
+	if err != nil {
+		t.Fatalf("hub console: %v\n%s", err, out.String())
+	}
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	p.dialog(r, "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("hub console --run at its run's expiry: %v\n%s", err, out.String())
+	}
+	var said struct{ Text string }
+	p.do(map[string]any{"op": "text", "selector": "#error", "contains": "not answering"}, &said)
+	if !strings.Contains(said.Text, "capabilities hub console") {
+		t.Errorf("the page says %q; want what stopped and what to run", said.Text)
+	}
+	p.closed()
+	var n struct{ Count int }
+	if p.do(map[string]any{"op": "count", "selector": "#queue li"}, &n); n.Count != 0 {
+		t.Errorf("the page still lists %d call(s) after its console stopped", n.Count)
+	}
+}
