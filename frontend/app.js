@@ -214,7 +214,11 @@ async function choose(item, choice) {
     closeDialog();
     await refresh();
   } catch (err) {
-    failed(err);
+    // A call that expired is refused (410) and leaves the queue: the page
+    // goes on with the others (a page past its own expiry stops at the
+    // refresh below, which the console refuses with 410 too).
+    if (err instanceof APIError && err.status === 410) showError(err.message);
+    else failed(err);
     // The next call opens at once: it says the last decision was not
     // recorded, and why, or the refusal would sit behind it unseen.
     if (!state.stopped) state.decided = { label: "Not recorded", address: item.address, next: err instanceof Error ? err.message : String(err) };

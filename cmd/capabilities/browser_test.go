@@ -982,3 +982,39 @@ func TestConsoleSaysWhenItStopped(t *testing.T) {
 		t.Errorf("the page still lists %d call(s) after its console stopped", n.Count)
 	}
 }
+
+// TestConsoleGoesOnAfterAnExpiredCall: the first call of the queue expired
+// while the page showed it; deciding it is refused (410), and the page
+// goes on: the next call opens, saying the last decision was not
+// recorded, and is decided, instead of the whole page stopping as if it
+// had expired itself.
+func TestConsoleGoesOnAfterAnExpiredCall(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	env := h.env
+	h.env = append(slices.Clip(env), "CAPABILITIES_APPROVAL_TTL=2s")
+	late := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
+	h.env = env
+	next := h.exec(`return await writer.record({item: "next"})`, "awaiting_approval").RunID
+	time.Sleep(2 * time.Second)
+
+	link := h.console()
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	p.dialog(late, "")
+	if got := p.choose("once"); got.Status != 410 {
+		t.Fatalf("deciding an expired call: %d %+v, want 410", got.Status, got.Body)
+	}
+	d := p.dialog(next, "")
+	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "expired") {
+		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded as the call expired", d.Notice)
+	}
+	if got := p.choose("deny"); got.Status != 200 || got.Body.Run != next {
+		t.Fatalf("deciding the next call after an expired one: %d %+v, want 200", got.Status, got.Body)
+	}
+}
