@@ -45,7 +45,9 @@ type GuardOptions struct {
 //   - the peer must be a loopback address, the Host header exactly the
 //     listener's address (DNS rebinding), and an Origin header, when sent,
 //     the page's own (cross-origin requests are also refused by
-//     http.CrossOriginProtection);
+//     http.CrossOriginProtection); a request another page made
+//     (Sec-Fetch-Site same-site or cross-site: a page on another loopback
+//     port is same-site) is refused, even a GET;
 //   - a one-time link (Link) opens the page: its token is exchanged at once
 //     for an HttpOnly, SameSite=Strict session cookie and cannot be used
 //     twice; every other request needs that cookie;
@@ -163,6 +165,15 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := g.cop.Check(r); err != nil {
 		g.refuse(w, r, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
+		return
+	}
+	// Cookies ignore ports: a page on another loopback port is same-site,
+	// and the session cookie goes with its requests. Such a page could open
+	// the console just as the person types, and their keys would decide
+	// calls; so no other page may open the console (a link, a redirect or a
+	// window of its own), nor load anything of it. Before the link is spent.
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "same-site" || site == "cross-site" {
+		g.refuse(w, r, http.StatusForbidden, "cross_site", "the console opens only from its link pasted or opened in the browser, not from another page (which could time your key presses); paste the link into the address bar")
 		return
 	}
 	now := g.opts.Now()
