@@ -603,12 +603,13 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := c.hub.ForgetRemoved(ctx, a.Removed); err != nil {
+	forgot, err := c.hub.ForgetRemoved(ctx, a.Removed)
+	if err != nil {
 		c.internal(w, "accepting the review", err)
 		return
 	}
-	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(a.Removed), "channel", c.opts.Channel)
-	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(a.Removed)})
+	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(forgot), "channel", c.opts.Channel)
+	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(forgot)})
 }
 
 // RunRow is one run in GET /api/runs.
