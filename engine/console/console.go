@@ -692,12 +692,7 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 		if c.opts.Run != "" && rr.ID != c.opts.Run {
 			continue
 		}
-		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt}
-		for _, p := range rr.Pending {
-			if p.Decision == nil {
-				row.Waiting++
-			}
-		}
+		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt, Waiting: waiting(&rr)}
 		out.Runs = append(out.Runs, row)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -774,10 +769,8 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		if p.Decision != nil && (p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight) {
 			decisions[p.Seq] = p.Decision
 		}
-		if p.Decision == nil {
-			d.Run.Waiting++
-		}
 	}
+	d.Run.Waiting = waiting(rr)
 	// A "run" choice lets the tool through for the rest of the run: its
 	// later calls were allowed by that decision, not by a policy.
 	byRun := map[string]*model.Decision{}
@@ -808,6 +801,21 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// waiting counts the items of a run that wait for a person: none once the
+// run is over (expired, cancelled), whatever it left undecided.
+func waiting(rr *model.Run) int {
+	if !rr.Status.Paused() {
+		return 0
+	}
+	n := 0
+	for _, p := range rr.Pending {
+		if p.Decision == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // decidedSeq is the seq of the pending item d decided.
