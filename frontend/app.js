@@ -125,6 +125,11 @@ function stop(msg) {
   state.stopped = true;
   if (state.timer !== undefined) clearInterval(state.timer);
   if (ui.dialog.open) ui.dialog.close();
+  // Nothing can be decided here any more: no count says otherwise.
+  state.queue = [];
+  ui.approvalsCount.textContent = "";
+  ui.reviewCount.textContent = "";
+  setTitle();
   replace(ui.queue);
   ui.empty.hidden = false;
   ui.empty.textContent = "";

@@ -981,6 +981,10 @@ func TestConsoleSaysWhenItStopped(t *testing.T) {
 	if p.do(map[string]any{"op": "count", "selector": "#queue li"}, &n); n.Count != 0 {
 		t.Errorf("the page still lists %d call(s) after its console stopped", n.Count)
 	}
+	var badge struct{ Text string }
+	if p.do(map[string]any{"op": "text", "selector": "#nav-approvals"}, &badge); strings.TrimSpace(badge.Text) != "Approvals" {
+		t.Errorf("the Approvals tab reads %q after the console stopped; want no count", badge.Text)
+	}
 }
 
 // TestConsoleGoesOnAfterAnExpiredCall: the first call of the queue expired
