@@ -245,15 +245,19 @@ func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// session is the request's session, or nil.
+// session is the request's session, or nil. Every cookie of the name is
+// tried: a page on another loopback port can set one of the same name on
+// a longer path (cookies ignore ports), which the browser sends first,
+// and must not lock the person out of their console.
 func (g *Guard) session(r *http.Request) *guardSession {
-	c, err := r.Cookie(g.cookie)
-	if err != nil || c.Value == "" {
-		return nil
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.sessions[sha256.Sum256([]byte(c.Value))]
+	for _, c := range r.CookiesNamed(g.cookie) {
+		if s := g.sessions[sha256.Sum256([]byte(c.Value))]; s != nil && c.Value != "" {
+			return s
+		}
+	}
+	return nil
 }
 
 // refuse answers a refused request: JSON under /api/, text elsewhere. What

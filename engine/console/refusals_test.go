@@ -358,3 +358,34 @@ func TestGuardListensOnLoopbackOnly(t *testing.T) {
 		t.Error("NewGuard without the listener's port succeeded")
 	}
 }
+
+// TestSessionCookieTossed: a page on another loopback port sets a cookie
+// of the session cookie's name on a longer path (cookies ignore ports), so
+// the browser sends it first; the person's own session cookie, sent after
+// it, still opens the console. The tossed cookie alone opens nothing.
+func TestSessionCookieTossed(t *testing.T) {
+	f := newFixture(t)
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	tossed := &http.Cookie{Name: cookie.Name, Value: "tossed"}
+	for _, tc := range []struct {
+		name    string
+		cookies []*http.Cookie
+		want    int
+	}{
+		{"the tossed cookie first, then the session's", []*http.Cookie{tossed, cookie}, http.StatusOK},
+		{"an empty one first, then the session's", []*http.Cookie{{Name: cookie.Name, Value: ""}, cookie}, http.StatusOK},
+		{"the tossed cookie alone", []*http.Cookie{tossed}, http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://"+guardAddr+"/api/approvals", nil)
+		req.RemoteAddr = "127.0.0.1:50000"
+		for _, c := range tc.cookies {
+			req.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		p.g.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
+		}
+	}
+}
