@@ -71,6 +71,7 @@ export function expiresIn(iso, now) {
   const ms = Date.parse(iso) - now;
   if (Number.isNaN(ms)) return "";
   if (ms <= 0) return "expired";
+  if (ms < 60000) return "expires in under a minute";
   const min = Math.ceil(ms / 60000);
   if (min < 60) return `expires in ${min} min`;
   const hours = Math.floor(min / 60);

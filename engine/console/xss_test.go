@@ -370,3 +370,34 @@ func TestScreensShowInvisibleCharacters(t *testing.T) {
 		t.Errorf("the Approval card does not show the summary's invisible characters as escapes:\n%q", card.Cards[0])
 	}
 }
+
+// TestApprovalCardSaysUnderAMinute: a call with seconds left says so, not
+// "expires in 1 min", which promises a minute the person does not have.
+func TestApprovalCardSaysUnderAMinute(t *testing.T) {
+	t.Parallel()
+	items := filepath.Join(t.TempDir(), "items.json")
+	arr, _ := json.Marshal([]console.Approval{
+		{Run: "r1", ID: "c1", Kind: model.PendingApproval, Address: "up.record", Connection: "default", Summary: "Record.", Message: "asks",
+			ExpiresAt: time.Now().Add(20 * time.Second), Choices: model.Choices},
+		{Run: "r2", ID: "c1", Kind: model.PendingApproval, Address: "up.record", Connection: "default", Summary: "Record.", Message: "asks",
+			ExpiresAt: time.Now().Add(90 * time.Minute), Choices: model.Choices},
+	})
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var got struct{ Cards []string }
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Cards) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for i, want := range []string{"expires in under a minute", "expires in 1 h 30 min"} {
+		if !strings.Contains(got.Cards[i], want) {
+			t.Errorf("card %d does not say %q:\n%s", i+1, want, got.Cards[i])
+		}
+	}
+}
