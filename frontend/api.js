@@ -92,6 +92,25 @@ async function body(res) {
   return data;
 }
 
+/** What a request meets when nothing answers on the page's port. */
+export const UNREACHABLE =
+  "The console is not answering: `capabilities hub console` (or the agent's hub that opened this page) stopped, or the page expired. Run `capabilities hub console` for a new page.";
+
+/**
+ * fetch, with a request nothing answered (the console stopped) as an
+ * APIError of status 0 that says so, not the browser's "Failed to fetch".
+ * @param {string} path
+ * @param {RequestInit} init
+ * @returns {Promise<Response>}
+ */
+async function send(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch {
+    throw new APIError(0, "unreachable", UNREACHABLE);
+  }
+}
+
 /**
  * GETs a JSON resource.
  * @template T
@@ -99,7 +118,7 @@ async function body(res) {
  * @returns {Promise<T>}
  */
 export async function get(path) {
-  const res = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  const res = await send(path, { credentials: "same-origin", cache: "no-store" });
   return /** @type {T} */ (await body(res));
 }
 
@@ -111,7 +130,7 @@ export async function get(path) {
  * @returns {Promise<T>}
  */
 export async function post(path, payload) {
-  const res = await fetch(path, {
+  const res = await send(path, {
     method: "POST",
     credentials: "same-origin",
     cache: "no-store",

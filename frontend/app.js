@@ -4,7 +4,7 @@
 // Plain ES modules, no build step.
 import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
 import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
-import { h, replace } from "./dom.js";
+import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
 import { renderSettings, showSettings } from "./settings.js";
@@ -113,18 +113,23 @@ const same = (a, b) => a.run === b.run && a.id === b.id;
 
 /** @param {string} msg */
 function showError(msg) {
-  ui.error.textContent = msg;
+  ui.error.textContent = visible(msg);
   ui.error.hidden = msg === "";
 }
 
 /**
- * Stops the page for good (expired, or the session is gone).
+ * Stops the page for good (expired, the session is gone, or the console stopped).
  * @param {string} msg
  */
 function stop(msg) {
   state.stopped = true;
   if (state.timer !== undefined) clearInterval(state.timer);
   if (ui.dialog.open) ui.dialog.close();
+  // Nothing can be decided here any more: no count says otherwise.
+  state.queue = [];
+  ui.approvalsCount.textContent = "";
+  ui.reviewCount.textContent = "";
+  setTitle();
   replace(ui.queue);
   ui.empty.hidden = false;
   ui.empty.textContent = "";
@@ -133,7 +138,7 @@ function stop(msg) {
 
 /** @param {unknown} err */
 function failed(err) {
-  if (err instanceof APIError && (err.status === 401 || err.status === 410)) {
+  if (err instanceof APIError && (err.status === 401 || err.status === 410 || err.status === 0)) {
     stop(err.message);
     return;
   }
@@ -214,7 +219,14 @@ async function choose(item, choice) {
     closeDialog();
     await refresh();
   } catch (err) {
-    failed(err);
+    // A call that expired is refused (410) and leaves the queue: the page
+    // goes on with the others (a page past its own expiry stops at the
+    // refresh below, which the console refuses with 410 too).
+    if (err instanceof APIError && err.status === 410) showError(err.message);
+    else failed(err);
+    // The next call opens at once: it says the last decision was not
+    // recorded, and why, or the refusal would sit behind it unseen.
+    if (!state.stopped) state.decided = { label: "Not recorded", address: item.address, next: err instanceof Error ? err.message : String(err) };
     closeDialog();
     await refresh();
   } finally {

@@ -71,6 +71,7 @@ export function expiresIn(iso, now) {
   const ms = Date.parse(iso) - now;
   if (Number.isNaN(ms)) return "";
   if (ms <= 0) return "expired";
+  if (ms < 60000) return "expires in under a minute";
   const min = Math.ceil(ms / 60000);
   if (min < 60) return `expires in ${min} min`;
   const hours = Math.floor(min / 60);
@@ -114,7 +115,7 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
       args.textContent = formatArgs(await readAll?.(item));
       all.remove();
     } catch (e) {
-      all.textContent = `Could not read them: ${e instanceof Error ? e.message : String(e)}`;
+      all.textContent = visible(`Could not read them: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
   const close = h("button", { type: "button", class: "close", "aria-label": "Close (Esc)" }, "Close");

@@ -62,14 +62,17 @@ export function svg(tag, attrs, ...children) {
 }
 
 /**
- * Appends children to a parent; strings become text nodes.
+ * Appends children to a parent; strings become text nodes, with the
+ * characters that change how text shows written as escapes (visible): a
+ * tool's description with a bidi override shows what it holds, "won" is
+ * not read as "now".
  * @param {Node} parent
  * @param {Child[]} children
  */
 export function append(parent, children) {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
-    parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    parent.appendChild(typeof c === "string" ? document.createTextNode(visible(c)) : c);
   }
 }
 

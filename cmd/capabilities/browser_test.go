@@ -900,3 +900,125 @@ func median(v []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// TestConsoleRefusedDecisionStaysInSight: the call the page shows is decided
+// elsewhere (`hub approve`) before the person answers it in the page; the
+// page's decision is refused (409), and the next call, which opens at once,
+// says above it that the decision was not recorded and why, instead of the
+// refusal waiting unseen behind the dialog.
+func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	first := h.exec(`return await writer.record({item: "first"})`, "awaiting_approval").RunID
+	second := h.exec(`return await writer.record({item: "second"})`, "awaiting_approval").RunID
+
+	link := h.console()
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	if d := p.dialog(first, ""); d.Address != "writer.record" {
+		t.Fatalf("the dialog shows %+v, want run %s's call", d, first)
+	}
+	h.run("hub", "approve", first, "--choice", "deny")
+	if got := p.choose("once"); got.Status != 409 {
+		t.Fatalf("deciding a call the CLI decided: %d %+v, want 409", got.Status, got.Body)
+	}
+	d := p.dialog(second, "")
+	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "already decided (deny via cli)") {
+		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded and why", d.Notice)
+	}
+}
+
+// TestConsoleSaysWhenItStopped: `hub console --run` stops when the run's
+// pending call expires (and any console stops on Ctrl-C); the page still
+// open then says that the console is not answering and what to run,
+// closes the call, and offers no choice, instead of keeping the call open
+// with "Failed to fetch" under it.
+func TestConsoleSaysWhenItStopped(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	ttl := testenv.Timeout(8 * time.Second)
+	h.env = append(h.env, "CAPABILITIES_APPROVAL_TTL="+ttl.String())
+	r := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
+
+	cmd := exec.Command(h.bin, "hub", "console", "--run", r)
+	cmd.Dir, cmd.Env = work, h.env
+	var out syncedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	link, err := waitLink(filepath.Join(work, "links"))
+	if err != nil {
+		t.Fatalf("hub console: %v\n%s", err, out.String())
+	}
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	p.dialog(r, "")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("hub console --run at its run's expiry: %v\n%s", err, out.String())
+	}
+	var said struct{ Text string }
+	p.do(map[string]any{"op": "text", "selector": "#error", "contains": "not answering"}, &said)
+	if !strings.Contains(said.Text, "capabilities hub console") {
+		t.Errorf("the page says %q; want what stopped and what to run", said.Text)
+	}
+	p.closed()
+	var n struct{ Count int }
+	if p.do(map[string]any{"op": "count", "selector": "#queue li"}, &n); n.Count != 0 {
+		t.Errorf("the page still lists %d call(s) after its console stopped", n.Count)
+	}
+	var badge struct{ Text string }
+	if p.do(map[string]any{"op": "text", "selector": "#nav-approvals"}, &badge); strings.TrimSpace(badge.Text) != "Approvals" {
+		t.Errorf("the Approvals tab reads %q after the console stopped; want no count", badge.Text)
+	}
+}
+
+// TestConsoleGoesOnAfterAnExpiredCall: the first call of the queue expired
+// while the page showed it; deciding it is refused (410), and the page
+// goes on: the next call opens, saying the last decision was not
+// recorded, and is decided, instead of the whole page stopping as if it
+// had expired itself.
+func TestConsoleGoesOnAfterAnExpiredCall(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	node := testenv.Node(t)
+	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
+	work := t.TempDir()
+	h := newBrowserHub(t, work)
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	env := h.env
+	h.env = append(slices.Clip(env), "CAPABILITIES_APPROVAL_TTL=2s")
+	late := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
+	h.env = env
+	next := h.exec(`return await writer.record({item: "next"})`, "awaiting_approval").RunID
+	time.Sleep(2 * time.Second)
+
+	link := h.console()
+	p := startDriver(t, node, chromium, pw)
+	p.do(map[string]any{"op": "open", "url": link}, nil)
+	p.dialog(late, "")
+	if got := p.choose("once"); got.Status != 410 {
+		t.Fatalf("deciding an expired call: %d %+v, want 410", got.Status, got.Body)
+	}
+	d := p.dialog(next, "")
+	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "expired") {
+		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded as the call expired", d.Notice)
+	}
+	if got := p.choose("deny"); got.Status != 200 || got.Body.Run != next {
+		t.Fatalf("deciding the next call after an expired one: %d %+v, want 200", got.Status, got.Body)
+	}
+}

@@ -603,12 +603,13 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := c.hub.ForgetRemoved(ctx, a.Removed); err != nil {
+	forgot, err := c.hub.ForgetRemoved(ctx, a.Removed)
+	if err != nil {
 		c.internal(w, "accepting the review", err)
 		return
 	}
-	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(a.Removed), "channel", c.opts.Channel)
-	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(a.Removed)})
+	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(forgot), "channel", c.opts.Channel)
+	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(forgot)})
 }
 
 // RunRow is one run in GET /api/runs.
@@ -691,12 +692,7 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 		if c.opts.Run != "" && rr.ID != c.opts.Run {
 			continue
 		}
-		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt}
-		for _, p := range rr.Pending {
-			if p.Decision == nil {
-				row.Waiting++
-			}
-		}
+		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt, Waiting: waiting(&rr)}
 		out.Runs = append(out.Runs, row)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -773,10 +769,8 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		if p.Decision != nil && (p.Kind == model.PendingApproval || p.Kind == model.PendingInFlight) {
 			decisions[p.Seq] = p.Decision
 		}
-		if p.Decision == nil {
-			d.Run.Waiting++
-		}
 	}
+	d.Run.Waiting = waiting(rr)
 	// A "run" choice lets the tool through for the rest of the run: its
 	// later calls were allowed by that decision, not by a policy.
 	byRun := map[string]*model.Decision{}
@@ -807,6 +801,21 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// waiting counts the items of a run that wait for a person: none once the
+// run is over (expired, cancelled), whatever it left undecided.
+func waiting(rr *model.Run) int {
+	if !rr.Status.Paused() {
+		return 0
+	}
+	n := 0
+	for _, p := range rr.Pending {
+		if p.Decision == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // decidedSeq is the seq of the pending item d decided.

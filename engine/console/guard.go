@@ -45,7 +45,9 @@ type GuardOptions struct {
 //   - the peer must be a loopback address, the Host header exactly the
 //     listener's address (DNS rebinding), and an Origin header, when sent,
 //     the page's own (cross-origin requests are also refused by
-//     http.CrossOriginProtection);
+//     http.CrossOriginProtection); a request another page made
+//     (Sec-Fetch-Site same-site or cross-site: a page on another loopback
+//     port is same-site) is refused, even a GET;
 //   - a one-time link (Link) opens the page: its token is exchanged at once
 //     for an HttpOnly, SameSite=Strict session cookie and cannot be used
 //     twice; every other request needs that cookie;
@@ -165,6 +167,15 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusForbidden, "cross_origin", "cross-origin requests are refused")
 		return
 	}
+	// Cookies ignore ports: a page on another loopback port is same-site,
+	// and the session cookie goes with its requests. Such a page could open
+	// the console just as the person types, and their keys would decide
+	// calls; so no other page may open the console (a link, a redirect or a
+	// window of its own), nor load anything of it. Before the link is spent.
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "same-site" || site == "cross-site" {
+		g.refuse(w, r, http.StatusForbidden, "cross_site", "the console opens only from its link pasted or opened in the browser, not from another page (which could time your key presses); paste the link into the address bar")
+		return
+	}
 	now := g.opts.Now()
 	if now.After(g.opts.Expires) {
 		g.refuse(w, r, http.StatusGone, "expired", "this page expired (with the pending call it was about); run `capabilities hub console` for a new one")
@@ -234,15 +245,19 @@ func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// session is the request's session, or nil.
+// session is the request's session, or nil. Every cookie of the name is
+// tried: a page on another loopback port can set one of the same name on
+// a longer path (cookies ignore ports), which the browser sends first,
+// and must not lock the person out of their console.
 func (g *Guard) session(r *http.Request) *guardSession {
-	c, err := r.Cookie(g.cookie)
-	if err != nil || c.Value == "" {
-		return nil
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.sessions[sha256.Sum256([]byte(c.Value))]
+	for _, c := range r.CookiesNamed(g.cookie) {
+		if s := g.sessions[sha256.Sum256([]byte(c.Value))]; s != nil && c.Value != "" {
+			return s
+		}
+	}
+	return nil
 }
 
 // refuse answers a refused request: JSON under /api/, text elsewhere. What

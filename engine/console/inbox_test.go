@@ -130,6 +130,16 @@ func TestReviewInbox(t *testing.T) {
 	if after := read(); len(after.Items) != 0 || len(after.Removed) != 0 {
 		t.Fatalf("after accepting, the inbox still holds %+v", after)
 	}
+	// A second page, shown the same removed tool, accepts after the first:
+	// it forgot nothing, and does not say it did.
+	code, body = accept(console.Acceptance{Removed: []string{"up.record", "up.echo"}})
+	res = console.Accepted{}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &res) != nil {
+		t.Fatalf("accepting again: %d %s", code, body)
+	}
+	if diff := cmp.Diff(console.Accepted{}, res); diff != "" {
+		t.Errorf("accepted again, for tools already forgotten or still listed (-want +got):\n%s", diff)
+	}
 	pol, err := f.h.Policy(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -156,6 +156,15 @@ func TestRefusals(t *testing.T) {
 	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
 	used, cookie, csrf := p.login()
 	_, _, otherCSRF := p.login() // a second session's token
+	freshLink, err := p.g.Link()
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshURL, err := url.Parse(freshLink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := freshURL.RequestURI()
 	origin := "http://" + guardAddr
 	once := console.Decision{Choice: model.ChoiceOnce}
 	decideA := "/api/approvals/" + runA + "/c2"
@@ -186,6 +195,11 @@ func TestRefusals(t *testing.T) {
 		{"Origin: http://evil.example on a read", p, request{method: http.MethodGet, target: "/api/approvals", cookie: cookie, origin: "http://evil.example"}, answer{403, "bad_origin"}},
 		{"Origin: another loopback port", p, request{method: http.MethodPost, target: decideA, body: once, cookie: cookie, csrf: csrf, origin: "http://127.0.0.1:4792"}, answer{403, "bad_origin"}},
 		{"a cross-site decision without Origin (Sec-Fetch-Site)", p, request{method: http.MethodPost, target: decideA, body: once, cookie: cookie, csrf: csrf, fetchSite: "cross-site"}, answer{403, "cross_origin"}},
+		{"the page opened by a page on another loopback port (same-site: cookies ignore ports)", p, request{method: http.MethodGet, target: "/", cookie: cookie, fetchSite: "same-site"}, answer{403, ""}},
+		{"the API read by a page on another loopback port", p, request{method: http.MethodGet, target: "/api/approvals", cookie: cookie, fetchSite: "same-site"}, answer{403, "cross_site"}},
+		{"the page opened by another site's page", p, request{method: http.MethodGet, target: "/", cookie: cookie, fetchSite: "cross-site"}, answer{403, ""}},
+		{"a fresh link opened by another page", p, request{method: http.MethodGet, target: fresh, fetchSite: "same-site"}, answer{403, ""}},
+		{"that link then pasted into the address bar (not spent by the refusal)", p, request{method: http.MethodGet, target: fresh, fetchSite: "none"}, answer{303, ""}},
 		{"the page from a non-loopback address", p, request{method: http.MethodGet, target: "/", cookie: cookie, remote: "192.0.2.7:50000"}, answer{403, ""}},
 		{"the API from a non-loopback address", p, request{method: http.MethodGet, target: "/api/approvals", cookie: cookie, remote: "[2001:db8::7]:50000"}, answer{403, "not_loopback"}},
 		{"a decision from a non-loopback address", p, request{method: http.MethodPost, target: decideA, body: once, cookie: cookie, csrf: csrf, remote: "10.0.0.2:50000"}, answer{403, "not_loopback"}},
@@ -342,5 +356,36 @@ func TestGuardListensOnLoopbackOnly(t *testing.T) {
 	}
 	if _, err := console.NewGuard(http.NotFoundHandler(), "127.0.0.1:0", console.GuardOptions{}); err == nil {
 		t.Error("NewGuard without the listener's port succeeded")
+	}
+}
+
+// TestSessionCookieTossed: a page on another loopback port sets a cookie
+// of the session cookie's name on a longer path (cookies ignore ports), so
+// the browser sends it first; the person's own session cookie, sent after
+// it, still opens the console. The tossed cookie alone opens nothing.
+func TestSessionCookieTossed(t *testing.T) {
+	f := newFixture(t)
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	tossed := &http.Cookie{Name: cookie.Name, Value: "tossed"}
+	for _, tc := range []struct {
+		name    string
+		cookies []*http.Cookie
+		want    int
+	}{
+		{"the tossed cookie first, then the session's", []*http.Cookie{tossed, cookie}, http.StatusOK},
+		{"an empty one first, then the session's", []*http.Cookie{{Name: cookie.Name, Value: ""}, cookie}, http.StatusOK},
+		{"the tossed cookie alone", []*http.Cookie{tossed}, http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://"+guardAddr+"/api/approvals", nil)
+		req.RemoteAddr = "127.0.0.1:50000"
+		for _, c := range tc.cookies {
+			req.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		p.g.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, w.Code, w.Body, tc.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,5 +85,49 @@ func TestRunsScreenFilters(t *testing.T) {
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), want) {
 			t.Errorf("GET /api/runs%s: %d %s; want 400 saying %s", query, w.Code, w.Body, want)
 		}
+	}
+}
+
+// TestRunsWaitOnlyWhilePaused: a run says it waits for a person only while
+// it can still be decided; once cancelled (or expired) its undecided call
+// waits for nobody, in the list and in the run's details alike.
+func TestRunsWaitOnlyWhilePaused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	live := f.pending(t, `return await up.record({item: "live"})`)
+	gone := f.pending(t, `return await up.record({item: "gone"})`)
+	eng, err := f.h.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Cancel(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	get := func(target string, v any) {
+		t.Helper()
+		w := p.send(request{method: http.MethodGet, target: target, cookie: cookie})
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), v) != nil {
+			t.Fatalf("GET %s: %d %s", target, w.Code, w.Body)
+		}
+	}
+	var list console.Runs
+	get("/api/runs", &list)
+	got := map[string]string{}
+	for _, r := range list.Runs {
+		got[r.ID] = fmt.Sprintf("%s, %d waiting", r.Status, r.Waiting)
+	}
+	for _, id := range []string{live, gone} {
+		var d console.RunDetail
+		get("/api/runs/"+id, &d)
+		got[id+" details"] = fmt.Sprintf("%s, %d waiting", d.Run.Status, d.Run.Waiting)
+	}
+	want := map[string]string{
+		live: "awaiting_approval, 1 waiting", live + " details": "awaiting_approval, 1 waiting",
+		gone: "cancelled, 0 waiting", gone + " details": "cancelled, 0 waiting",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runs (-want +got):\n%s", diff)
 	}
 }

@@ -297,3 +297,107 @@ func TestArgsShowInvisibleCharacters(t *testing.T) {
 		t.Errorf("the card holds an invisible character as it is:\n%q", card)
 	}
 }
+
+// TestScreensShowInvisibleCharacters: what an upstream wrote about its
+// tools and itself (a title, a description and its diff, a removed tool's
+// description, a server name, a last error, a tool's summary) and a pending
+// call's summary reach the Review, Sources and Approval screens with their
+// bidi overrides and zero-width characters as visible \u escapes, as the
+// arguments do: "Reads.\u202e won" is not read as "Reads. now".
+func TestScreensShowInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	const hidden = "Reads.\u202e won\u200b"
+	const shown = `Reads.\u202e won\u200b`
+	h, _ := xssHub(t)
+	runID := xssRun(t, h.Store(), time.Now().UTC().Add(-time.Hour))
+	c := console.New(h, console.Options{})
+	var in struct {
+		Inbox   console.Inbox     `json:"inbox"`
+		Runs    console.Runs      `json:"runs"`
+		Run     console.RunDetail `json:"run"`
+		Sources console.Sources   `json:"sources"`
+	}
+	for path, v := range map[string]any{"/api/review": &in.Inbox, "/api/runs": &in.Runs, "/api/runs/" + runID: &in.Run, "/api/sources": &in.Sources} {
+		if err := json.Unmarshal(newRecorderGet(t, c, path), v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	in.Inbox.Items = in.Inbox.Items[:1]
+	it := &in.Inbox.Items[0]
+	it.Title, it.Summary, it.Description = hidden, hidden, hidden
+	it.Status, it.Changes = "changed", []string{"description:\n  - Reads.\n  + " + hidden}
+	in.Inbox.Removed = []hub.RemovedTool{{Address: "gone.t", Contract: "c", Description: hidden}}
+	in.Sources.Sources = in.Sources.Sources[:1]
+	s := &in.Sources.Sources[0]
+	s.ServerName, s.Health, s.LastError = hidden, "error", hidden
+	s.Tools = []console.ToolInfo{{Address: "s0.t", Title: hidden, Summary: hidden, Effect: model.EffectRead}}
+	input := filepath.Join(t.TempDir(), "input.json")
+	b, _ := json.Marshal(in)
+	if err := os.WriteFile(input, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := renderScreens(t, input)
+	for _, sc := range []struct {
+		name, text string
+		want       int
+	}{{"Review", got.Review, 5}, {"Sources", got.Sources, 4}} {
+		if strings.ContainsAny(sc.text, "\u202e\u200b") {
+			t.Errorf("the %s screen holds an invisible character as it is:\n%q", sc.name, sc.text)
+		}
+		if n := strings.Count(sc.text, shown); n < sc.want {
+			t.Errorf("the %s screen shows %s %d times, want at least %d:\n%s", sc.name, shown, n, sc.want, sc.text)
+		}
+	}
+
+	// The Approval card: the tool's summary.
+	items := filepath.Join(t.TempDir(), "items.json")
+	arr, _ := json.Marshal([]console.Approval{{Run: runID, ID: "c1", Kind: model.PendingApproval, Address: "s0.t", Connection: "default",
+		Summary: hidden, Message: "asks", Choices: model.Choices}})
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var card struct{ Cards []string }
+	if err := json.Unmarshal(out, &card); err != nil || len(card.Cards) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.ContainsAny(card.Cards[0], "\u202e\u200b") || !strings.Contains(card.Cards[0], shown) {
+		t.Errorf("the Approval card does not show the summary's invisible characters as escapes:\n%q", card.Cards[0])
+	}
+}
+
+// TestApprovalCardSaysUnderAMinute: a call with seconds left says so, not
+// "expires in 1 min", which promises a minute the person does not have.
+func TestApprovalCardSaysUnderAMinute(t *testing.T) {
+	t.Parallel()
+	items := filepath.Join(t.TempDir(), "items.json")
+	arr, _ := json.Marshal([]console.Approval{
+		{Run: "r1", ID: "c1", Kind: model.PendingApproval, Address: "up.record", Connection: "default", Summary: "Record.", Message: "asks",
+			ExpiresAt: time.Now().Add(20 * time.Second), Choices: model.Choices},
+		{Run: "r2", ID: "c1", Kind: model.PendingApproval, Address: "up.record", Connection: "default", Summary: "Record.", Message: "asks",
+			ExpiresAt: time.Now().Add(90 * time.Minute), Choices: model.Choices},
+	})
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var got struct{ Cards []string }
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Cards) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for i, want := range []string{"expires in under a minute", "expires in 1 h 30 min"} {
+		if !strings.Contains(got.Cards[i], want) {
+			t.Errorf("card %d does not say %q:\n%s", i+1, want, got.Cards[i])
+		}
+	}
+}

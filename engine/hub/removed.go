@@ -59,11 +59,12 @@ func (h *Hub) RemovedTools(ctx context.Context) ([]RemovedTool, error) {
 
 // ForgetRemoved records that a person saw tools go: their reviews and the
 // rules on them are dropped, so a tool that comes back is new and asks.
-// An address its source lists again is left alone.
-func (h *Hub) ForgetRemoved(ctx context.Context, addresses []string) error {
+// An address its source lists again, or already forgotten, is left alone.
+// It returns the addresses it forgot.
+func (h *Hub) ForgetRemoved(ctx context.Context, addresses []string) ([]string, error) {
 	gone, err := h.RemovedTools(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var drop []string
 	for _, g := range gone {
@@ -72,13 +73,17 @@ func (h *Hub) ForgetRemoved(ctx context.Context, addresses []string) error {
 		}
 	}
 	if len(drop) == 0 {
-		return nil
+		return nil, nil
 	}
-	return h.updatePolicy(ctx, func(p *policy.Policy) error {
+	err = h.updatePolicy(ctx, func(p *policy.Policy) error {
 		for _, addr := range drop {
 			delete(p.Reviewed, addr)
 			p.Rules = slices.DeleteFunc(p.Rules, func(r policy.Rule) bool { return r.Target == addr })
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return drop, nil
 }

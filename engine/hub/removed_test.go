@@ -58,8 +58,12 @@ func TestRemovedToolsAreForgottenOnlyWhenGone(t *testing.T) {
 	if diff := cmp.Diff([]string{"src.gone Goes away. Later."}, removedNames(got)); diff != "" {
 		t.Fatalf("removed (-want +got):\n%s", diff)
 	}
-	if err := h.ForgetRemoved(ctx, []string{"src.gone", "src.keep"}); err != nil {
+	forgot, err := h.ForgetRemoved(ctx, []string{"src.gone", "src.keep"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"src.gone"}, forgot); diff != "" {
+		t.Errorf("forgotten (-want +got):\n%s", diff)
 	}
 	p, err := h.Policy(ctx)
 	if err != nil {

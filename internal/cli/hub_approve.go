@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -170,6 +171,38 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 	return c
 }
 
+// unescapeMarkup writes the \u003c, \u003e and \u0026 escapes of JSON text
+// (how encoding/json stores <, > and &) as the characters they are, for a
+// person to read "a=1&b=2 > out" as the code wrote it. An escaped
+// backslash followed by "u003c" is left alone: it is text, not an escape.
+func unescapeMarkup(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch strings.ToLower(string(b[i+2 : i+6])) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, b[i], b[i+1]), i+1 // an escape pair, kept
+	}
+	return out
+}
+
 // wholeArgsBytes is the most of a pending call's arguments approve prints
 // whole; longer ones are printed shortened, and the console shows them.
 const wholeArgsBytes = 64 << 10
@@ -184,7 +217,7 @@ func printPending(e *env, p *model.Pending) {
 	// not forge the next call's header (Main's writer escapes the rest).
 	fmt.Fprintf(w, "%s  %s%s\n    %s\n", p.ID, p.Address, conn, visible.Line(p.Summary))
 	if len(p.Args) > 0 {
-		fmt.Fprintf(w, "    arguments: %s\n", p.Args)
+		fmt.Fprintf(w, "    arguments: %s\n", unescapeMarkup(p.Args))
 	}
 	if p.ArgsSize > 0 {
 		fmt.Fprintf(w, "    (long values shortened: %d bytes in all; `capabilities hub console` shows them whole)\n", p.ArgsSize)

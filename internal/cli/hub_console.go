@@ -70,6 +70,9 @@ The browser is CAPABILITIES_BROWSER if set, else $BROWSER, else the system's ope
 				if !r.Status.Paused() || open == 0 {
 					return fmt.Errorf("run %s is %s: no call of it waits for a decision", runID, r.Status)
 				}
+				if !expires.IsZero() && !expires.After(time.Now()) {
+					return fmt.Errorf("run %s: its pending call(s) expired at %s and can no longer be decided; the agent can run its code again to ask again", runID, expires.Local().Format("2006-01-02 15:04"))
+				}
 			}
 			ln, err := console.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 			if err != nil {

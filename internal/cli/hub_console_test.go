@@ -151,7 +151,9 @@ func TestConsoleForOneRun(t *testing.T) {
 	waiting := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, CreatedAt: now, UpdatedAt: now,
 		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "up.record", Message: "a write asks", ExpiresAt: expires}}}
 	done := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunCompleted, CreatedAt: now, UpdatedAt: now}
-	for _, r := range []model.Run{waiting, done} {
+	late := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour),
+		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "up.record", Message: "a write asks", ExpiresAt: now.Add(-time.Minute)}}}
+	for _, r := range []model.Run{waiting, done, late} {
 		if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +162,13 @@ func TestConsoleForOneRun(t *testing.T) {
 	out, stop := startConsole(t, "--run", done.ID)
 	if err := stop(); err == nil || !strings.Contains(err.Error(), "no call of it waits") {
 		t.Fatalf("a console for a finished run: %v; stdout %q", err, out)
+	}
+
+	// A run whose pending call expired (no process has marked it yet): no
+	// page that is dead before it opens, no link.
+	out, stop = startConsole(t, "--run", late.ID)
+	if err := stop(); err == nil || !strings.Contains(err.Error(), "expired at") || consoleLink.MatchString(out.String()) {
+		t.Fatalf("a console for a run whose call expired: %v; stdout %q", err, out)
 	}
 
 	out, stop = startConsole(t, "--run", waiting.ID)
