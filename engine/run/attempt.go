@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capabilities-sh/capabilities/engine/code"
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -638,6 +639,7 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 		}
 		terr = scrubToolError(sc, terr)
 	}
+	terr = cutToolError(terr, h.e.limits.HandleBytes)
 	je := model.JournalEntry{
 		Seq:        call.Seq,
 		Address:    call.Address,
@@ -668,6 +670,35 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 	h.settled++
 	h.mu.Unlock()
 	return replay(je)
+}
+
+// cutToolError keeps at most limit bytes of an error's message and hint
+// (the head, and how much was cut). A result over the limit becomes a
+// handle; an error has no handle, and an upstream's error text of 20 MB
+// went whole into the journal, whose lines a resume reads with a 16 MB
+// budget, and into the sandbox. It is cut after scrubbing, so a cut never
+// splits a secret.
+func cutToolError(e *model.ToolError, limit int) *model.ToolError {
+	if e == nil || (len(e.Message) <= limit && len(e.Hint) <= limit) {
+		return e
+	}
+	cp := *e
+	cp.Message, cp.Hint = cutText(e.Message, limit), cutText(e.Hint, limit)
+	return &cp
+}
+
+// cutText is s, or its head and a marker saying how many bytes follow,
+// within limit bytes.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	marker := "…[" + strconv.Itoa(len(s)) + " bytes, the rest not shown]"
+	keep := max(limit-len(marker), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + marker
 }
 
 // entries is the journal as the attempt left it, in order.
