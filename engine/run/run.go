@@ -331,7 +331,10 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // pruned meanwhile
 			}
-			return nil, fmt.Errorf("listing runs: %w", err)
+			// One unreadable record (a crash between a rename and the
+			// disk, a hand edit) must not hide every other run.
+			e.log.Warn("leaving out of the list a run whose record is unreadable", "run", id, "err", err)
+			continue
 		}
 		if status == "" || string(r.Status) == status {
 			out = append(out, *r)
