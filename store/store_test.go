@@ -232,6 +232,60 @@ func TestCorruptRecordNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestTornLogLine: a process killed inside the write(2) of a large line
+// leaves part of it, with no newline. Readers leave it out, and the next
+// writer cuts it off before appending, so the next line is not glued to it
+// (before, the journal was "corrupt" from there on and its run could never
+// resume).
+func TestTornLogLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, before, want string
+	}{
+		{"after-lines", `{"seq":1}` + "\n" + `{"seq":2,"val`, `{"seq":1}` + "\n"},
+		{"only-torn", `{"seq":1,"val`, ``},
+		{"whole", `{"seq":1}` + "\n", `{"seq":1}` + "\n"},
+		{"long-torn", `{"seq":1}` + "\n" + `{"seq":2,"value":"` + strings.Repeat("x", 200<<10), `{"seq":1}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "runs", tc.name+".journal.jsonl")
+			if err := os.WriteFile(p, []byte(tc.before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lines, err := f.ReadLog(ctx, store.Runs, tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(strings.Split(tc.want, "\n"), append(toStrings(lines), "")); diff != "" {
+				t.Errorf("ReadLog (-want +got):\n%s", diff)
+			}
+			if err := f.Append(ctx, store.Runs, tc.name, []byte(`{"seq":9}`)); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want+`{"seq":9}`+"\n", string(data)); diff != "" {
+				t.Errorf("the log after the next append (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func toStrings(lines [][]byte) []string {
+	out := []string{}
+	for _, l := range lines {
+		out = append(out, string(l))
+	}
+	return out
+}
+
 func TestAtomicWriteKeepsOldOnFailure(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.json")
