@@ -314,7 +314,14 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cancelling: %w", err)
 	}
-	return e.envelope(ctx, out)
+	env, err := e.envelope(ctx, out)
+	if err != nil {
+		// The run is cancelled; an unreadable journal (the reason it is,
+		// often) only leaves its calls out of what is shown.
+		e.log.Warn("showing a cancelled run without its calls", "run", id, "err", err)
+		return e.render(out, nil).Scrubbed(e.tools.Scrubber(ctx, nil)), nil
+	}
+	return env, nil
 }
 
 // List returns runs, newest first, optionally with one status.
@@ -356,7 +363,7 @@ func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, 
 	for i, l := range lines {
 		var je model.JournalEntry
 		if err := json.Unmarshal(l, &je); err != nil {
-			return nil, fmt.Errorf("reading the journal of %s: line %d is corrupt: %w", id, i+1, err)
+			return nil, fmt.Errorf("reading the journal of %s: line %d of runs/%s.journal.jsonl is corrupt: %w; the run cannot go on until that line is fixed by hand, or cancel it with `capabilities hub cancel %s`", id, i+1, id, err, id)
 		}
 		out = append(out, je)
 	}
