@@ -135,6 +135,10 @@ type protocolReader struct {
 // 1 GB of it, and would have taken all the machine's memory.
 const maxProtocolLine = 192 << 20
 
+// maxStrayLogs is how many of a process's non-protocol lines are logged;
+// the rest are only counted.
+const maxStrayLogs = 20
+
 func (r *protocolReader) Read(b []byte) (int, error) {
 	for len(r.buf) == 0 {
 		if r.err != nil {
@@ -147,10 +151,18 @@ func (r *protocolReader) Read(b []byte) (int, error) {
 			} else {
 				r.p.mu.Lock()
 				r.p.strays++
+				n := r.p.strays
 				r.p.mu.Unlock()
-				if size > len(line) {
+				switch {
+				case n > maxStrayLogs:
+					// Counted (errors say how many), not logged: an upstream
+					// printing a million lines wrote a million to the
+					// hub's stderr, which the harness keeps.
+				case n == maxStrayLogs:
+					r.log.Warn("upstream keeps writing non-protocol lines on stdout; dropping the rest without logging them", "namespace", r.ns, "logged", n-1)
+				case size > len(line):
 					r.log.Warn("upstream wrote a line longer than the hub reads on stdout; dropped", "namespace", r.ns, "bytes", size, "limit", r.limit())
-				} else {
+				default:
 					r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
 				}
 			}

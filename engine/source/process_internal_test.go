@@ -52,3 +52,25 @@ func TestProtocolReaderLineBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestStrayLinesLogBudget: an upstream that prints a thousand stray lines
+// gets maxStrayLogs lines in the hub's log, and every one counted.
+func TestStrayLinesLogBudget(t *testing.T) {
+	var logged strings.Builder
+	p := &process{}
+	in := strings.Repeat("working...\n", 1000) + `{"ok":1}` + "\n"
+	r := &protocolReader{br: bufio.NewReader(strings.NewReader(in)), p: p, log: slog.New(slog.NewTextHandler(&logged, nil))}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"ok":1}`+"\n" || p.strays != 1000 {
+		t.Errorf("passed on %q with %d strays, want the one protocol line and 1000", got, p.strays)
+	}
+	if n := strings.Count(logged.String(), "\n"); n != maxStrayLogs {
+		t.Errorf("%d lines logged, want %d:\n%s", n, maxStrayLogs, logged.String())
+	}
+	if !strings.Contains(logged.String(), "dropping the rest without logging them") {
+		t.Errorf("the log does not say the rest go unlogged:\n%s", logged.String())
+	}
+}
