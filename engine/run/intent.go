@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/store"
 )
 
 // CodeSkippedInFlight is the ToolError code the code gets for a call that
@@ -112,6 +114,9 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 	if err == nil {
 		err = h.waitStored()
 	}
+	if err == nil && h.cancelledElsewhere() {
+		return errCancelled
+	}
 	if err == nil {
 		err = h.log.Append(line)
 	}
@@ -119,6 +124,30 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 		return fmt.Errorf("journaling the intent of call %d: %w", call.Seq, err)
 	}
 	return nil
+}
+
+// errCancelled stops a write whose run a person cancelled from another
+// process.
+var errCancelled = errors.New("a person cancelled the run")
+
+// cancelledElsewhere says whether the run's record says a person cancelled
+// it (`hub cancel` in another process, which cannot stop this attempt
+// itself), and then stops the attempt: the write about to go out does not,
+// nor any after it. Before, a run cancelled while it ran in a serve
+// process went on making its writes and answered "completed". One read of
+// the record per write, beside the write's fdatasync'ed intent.
+func (h *host) cancelledElsewhere() bool {
+	r, err := store.Get[model.Run](h.ctx, h.e.store, store.Runs, h.run.ID)
+	if err != nil || r.Status != model.RunCancelled {
+		return false
+	}
+	h.e.mu.Lock()
+	stop := h.e.running[h.run.ID]
+	h.e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return true
 }
 
 // wasInFlight decides a call whose intent is in the journal without an

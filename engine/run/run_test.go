@@ -476,3 +476,52 @@ func TestDecisionNamesTheToolVersion(t *testing.T) {
 		t.Fatalf("after a decision on the new version: %+v, %d upstream calls; want completed with 1", done, len(f.upstreamCalls(t)))
 	}
 }
+
+// TestCancelFromAnotherProcessStopsTheWrites: `hub cancel` in another
+// process (here another hub on the same store) cannot stop the attempt
+// itself; the attempt sees the cancellation before its next write and
+// stops there. Before, it went on making every write and ended
+// "completed" while its record said cancelled.
+func TestCancelFromAnotherProcessStopsTheWrites(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	code := `for (let i = 0; i < 8; i++) { await up.record({item: "w" + i}); await up.sleep({ms: 200}); } return "all"`
+	env, err := f.h.Execute(ctx, code)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceRun, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *run.Envelope, 1)
+	go func() {
+		env, err := f.h.Resume(ctx, env.RunID)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- env
+	}()
+	records := func() int { return strings.Count(strings.Join(f.upstreamCalls(t), "\n"), `"name":"record"`) }
+	deadline := time.Now().Add(testenv.Timeout(20 * time.Second))
+	for records() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st, err := store.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := hub.New(st, hub.Options{})
+	defer other.Close()
+	eng, _ := other.Runs()
+	if _, err := eng.Cancel(ctx, env.RunID); err != nil {
+		t.Fatal(err)
+	}
+	atCancel := records()
+	end := <-done
+	if end == nil || end.Status != "cancelled" {
+		t.Errorf("the attempt ended %+v, want cancelled", end)
+	}
+	if n := records(); n > atCancel+1 || n >= 8 {
+		t.Errorf("the upstream saw %d writes, %d when the run was cancelled: at most the one in flight may follow", n, atCancel)
+	}
+}
