@@ -295,6 +295,7 @@ type host struct {
 	mu       sync.Mutex
 	journal  map[int]model.JournalEntry // settled calls, by sequence number
 	inFlight map[int]inFlight           // calls with an intent and no outcome (a process died)
+	sent     map[int]int                // this attempt's journaled intents: the call's intent count
 	settled  int                        // calls in the journal, across attempts
 	pending  []model.Pending
 	paused   bool
@@ -663,6 +664,9 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 	}
 	if err != nil {
 		h.e.log.Error("journaling a call", "run", h.run.ID, "seq", call.Seq, "err", err)
+		if durable && h.unrecorded(call, argsDigest, err) {
+			return sandbox.CallResult{Pause: true}
+		}
 		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "journal_failed", Message: "the hub could not record the call: " + err.Error()}}
 	}
 	h.mu.Lock()

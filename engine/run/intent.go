@@ -123,7 +123,47 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 	if err != nil {
 		return fmt.Errorf("journaling the intent of call %d: %w", call.Seq, err)
 	}
+	h.mu.Lock()
+	if h.sent == nil {
+		h.sent = map[int]int{}
+	}
+	h.sent[call.Seq] = h.inFlight[call.Seq].n + 1
+	h.mu.Unlock()
 	return nil
+}
+
+// unrecorded pauses the run on a write whose request went out (its intent
+// is journaled) but whose outcome could not be journaled (a full disk):
+// it may have happened, and the code must not be told it failed, or it
+// may make it again. The pending item is the one a resume finds for the
+// intent without an outcome (wasInFlight), so a person's retry or skip
+// decides it. It returns false for a call whose request never went out.
+func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) bool {
+	h.mu.Lock()
+	n := h.sent[call.Seq]
+	h.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	id := inFlightID(call.Seq, n)
+	preview, size := h.preview(id, call.Args)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.paused = true
+	h.pending = append(h.pending, model.Pending{
+		ID:         id,
+		Kind:       model.PendingInFlight,
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		Args:       preview,
+		ArgsSize:   size,
+		Reason:     model.PendingInFlight,
+		Message:    "this call was made but the hub could not record its outcome (" + cause.Error() + "); it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
+		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+	})
+	return true
 }
 
 // errCancelled stops a write whose run a person cancelled from another
