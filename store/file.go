@@ -314,7 +314,7 @@ func (f *File) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
 		if kind == Runs {
 			f.runs.create(p) // a new journal: from a spare, no file created here
 		}
-		fh, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+		fh, err = os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", p, err)
@@ -377,6 +377,11 @@ func (l *fileLog) Write(line []byte) error {
 		return fmt.Errorf("appending to %s: a log line must not contain a newline", l.name)
 	}
 	if _, err := l.fh.Write(append(line[:len(line):len(line)], '\n')); err != nil {
+		// A full disk takes part of the line: cut it off, or the next
+		// line would be glued to it.
+		if cerr := cutTornLine(l.fh); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return fmt.Errorf("appending to %s: %w", l.fh.Name(), err)
 	}
 	return nil

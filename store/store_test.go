@@ -278,6 +278,54 @@ func TestTornLogLine(t *testing.T) {
 	}
 }
 
+// TestFullDiskCutsThePartialLine: a write that the disk takes only part of
+// (here the file size limit, which fails a write the same way) leaves no
+// part of the line for the next one to be glued to.
+func TestFullDiskCutsThePartialLine(t *testing.T) {
+	dir := os.Getenv("STORE_FSIZE_CHILD")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "hub")
+		if _, _, err := store.Init(dir); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskCutsThePartialLine$")
+		cmd.Env = append(os.Environ(), "STORE_FSIZE_CHILD="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	f, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := f.OpenLog(ctx, store.Runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Append([]byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 4096, Max: 4096}); err != nil {
+		t.Skip(err)
+	}
+	if err := l.Append([]byte(`{"seq":2,"value":"` + strings.Repeat("x", 8<<10) + `"}`)); err == nil {
+		t.Fatal("a line past the file size limit was written")
+	}
+	if err := l.Append([]byte(`{"seq":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := f.ReadLog(ctx, store.Runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":3}`}, toStrings(lines)); diff != "" {
+		t.Errorf("the log (-want +got):\n%s", diff)
+	}
+}
+
 func toStrings(lines [][]byte) []string {
 	out := []string{}
 	for _, l := range lines {
