@@ -456,7 +456,7 @@ func TestUnrecordedWriteAsksInsteadOfFailing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != "awaiting_approval" || len(got.Pending) != 1 || got.Pending[0].ID != "c1-in-flight" {
+	if got.Status != "awaiting_approval" || len(got.Pending) != 1 || got.Pending[0].ID != "c1-in-flight" || got.Pending[0].Summary == "" {
 		t.Fatalf("after the outcome was refused: %+v", got)
 	}
 	if n := f.callsTo(t, "record", "once"); n != 1 {

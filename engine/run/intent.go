@@ -146,6 +146,10 @@ func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) boo
 		return false
 	}
 	id := inFlightID(call.Seq, n)
+	summary := ""
+	if t, err := h.e.tools.Tool(h.ctx, call.Address); err == nil {
+		summary = typegen.FirstSentence(t.Description)
+	}
 	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -157,6 +161,7 @@ func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) boo
 		Address:    call.Address,
 		Connection: call.Connection,
 		ArgsDigest: argsDigest,
+		Summary:    summary,
 		Args:       preview,
 		ArgsSize:   size,
 		Reason:     model.PendingInFlight,
