@@ -281,7 +281,24 @@ func runError(e *sandbox.Error) *model.RunError {
 		return &model.RunError{Code: sandbox.CodeInternal, Message: "the attempt ended without a result or an error"}
 	}
 	// e.Message already ends with the location (sandbox.attempt.locate).
-	return &model.RunError{Code: e.Code, Message: e.Message, Hint: e.Hint}
+	// What the code threw is cut to maxErrorChars: `throw new
+	// Error("x".repeat(1e7))` put 10 MB in the envelope, past its budget
+	// for result and logs, and in the run record.
+	// Its head and its tail are kept, where the location is.
+	return &model.RunError{Code: cutError(e.Code), Message: cutError(e.Message), Hint: cutError(e.Hint)}
+}
+
+// maxErrorChars is the most of a run's error message (and of its code and
+// hint) kept in its record and envelope.
+const maxErrorChars = 8 << 10
+
+// cutError is s, or its head and tail around a marker, in maxErrorChars
+// characters.
+func cutError(s string) string {
+	if len(s) <= maxErrorChars {
+		return s
+	}
+	return shortenN(s, utf8.RuneCountInString(s), maxErrorChars)
 }
 
 // host answers the guest's calls for one attempt: from the journal when the

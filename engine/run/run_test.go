@@ -525,3 +525,31 @@ func TestCancelFromAnotherProcessStopsTheWrites(t *testing.T) {
 		t.Errorf("the upstream saw %d writes, %d when the run was cancelled: at most the one in flight may follow", n, atCancel)
 	}
 }
+
+// TestThrownErrorHasABudget: what the code throws is kept to its head and
+// tail (where the location is), in the envelope and in the run record.
+// Before, `throw new Error("x".repeat(1e7))` answered the model 10 MB.
+func TestThrownErrorHasABudget(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	for _, code := range []string{`throw new Error("x".repeat(1e6))`, `throw "y".repeat(1e6)`, `const e = new Error("z"); e.code = "c".repeat(1e6); e.hint = "h".repeat(1e6); throw e`} {
+		env, err := f.h.Execute(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, _ := f.h.Runs()
+		rec, err := eng.Get(ctx, env.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []*model.RunError{env.Error, rec.Error} {
+			if e == nil || len(e.Message)+len(e.Code)+len(e.Hint) > 3*(8<<10)+300 {
+				t.Errorf("%s: the error is %d+%d+%d bytes", code, len(e.Code), len(e.Message), len(e.Hint))
+				continue
+			}
+			if strings.HasPrefix(code, "throw new") && (!strings.Contains(e.Message, "characters, middle not shown") || !strings.Contains(e.Message, "(line 1, column")) {
+				t.Errorf("%s: the message does not keep its location: …%s", code, e.Message[max(0, len(e.Message)-200):])
+			}
+		}
+	}
+}
