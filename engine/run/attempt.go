@@ -405,7 +405,7 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	if je, ok := h.journal[call.Seq]; ok {
 		h.mu.Unlock()
 		if je.Address != call.Address || je.ArgsDigest != argsDigest || je.Connection != call.Connection {
-			return h.diverge(call, je)
+			return h.diverge(call, je, "the journal has")
 		}
 		return replay(je)
 	}
@@ -568,7 +568,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		// call's own "".)
 		otherConnection := p.Connection != v.Connection && p.Connection != call.Connection
 		if p.Address != call.Address || (p.ArgsDigest != "" && p.ArgsDigest != argsDigest) || otherConnection {
-			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
+			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address}, "a person decided on")
 			return &res, true
 		}
 		if p.Decision.Choice == model.ChoiceDeny {
@@ -746,13 +746,20 @@ func replay(je model.JournalEntry) sandbox.CallResult {
 	return sandbox.CallResult{Error: &sandbox.ToolError{Code: te.Code, Message: te.Message, Hint: te.Hint, Status: te.Status, Retryable: te.Retryable}}
 }
 
-// diverge fails the run: the code took another path than the journal says.
-func (h *host) diverge(call sandbox.Call, je model.JournalEntry) sandbox.CallResult {
+// diverge fails the run: the code took another path than the journal (or
+// the decision, or the intent: against names which) says.
+func (h *host) diverge(call sandbox.Call, je model.JournalEntry, against string) sandbox.CallResult {
+	what := fmt.Sprintf("%s %s there", against, je.Address)
+	if je.Address == call.Address {
+		// Same tool: "…made call 2 to x, but the journal has x there" said
+		// nothing of what differed.
+		what = fmt.Sprintf("%s that call with other arguments or another connection", against)
+	}
 	h.mu.Lock()
 	if h.diverged == nil {
 		h.diverged = &model.RunError{
 			Code:    "divergence",
-			Message: fmt.Sprintf("on resume the code made call %d to %s, but the journal has %s there: the code is not deterministic (it must not depend on anything but tool results, Date and Math.random)", call.Seq, call.Address, je.Address),
+			Message: fmt.Sprintf("on resume the code made call %d to %s, but %s: the code is not deterministic (it must not depend on anything but tool results, Date and Math.random), or its journal lost a line", call.Seq, call.Address, what),
 			Hint:    "run the code again as a new run",
 		}
 	}

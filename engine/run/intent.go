@@ -202,7 +202,7 @@ func (h *host) cancelledElsewhere() bool {
 // in_flight. It returns true when the call may go ahead.
 func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, f inFlight) (sandbox.CallResult, bool) {
 	if f.intent.Address != call.Address || f.intent.ArgsDigest != argsDigest || f.intent.Connection != call.Connection {
-		return h.diverge(call, f.intent), false
+		return h.diverge(call, f.intent, "the journal has"), false
 	}
 	t, err := h.e.tools.Tool(ctx, call.Address)
 	if err == nil && t.Effect() == model.EffectRead {

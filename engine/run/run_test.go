@@ -206,6 +206,47 @@ func TestDivergenceFailsTheRun(t *testing.T) {
 	}
 }
 
+// TestDivergenceFromTheDecisionSaysWhat: the journal lost the read a
+// person's decision was made after (a crash lost its unsynced line), the
+// read answers otherwise now, and the approved write comes with other
+// arguments: the run fails with divergence, the write is not made, and the
+// message says the arguments differ from what the person decided on (it
+// said "made call 2 to memory.createEntities, but the journal has
+// memory.createEntities there").
+func TestDivergenceFromTheDecisionSaysWhat(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `const g = await memory.readGraph({});
+await memory.createEntities({entities: [{name: "n" + g.entities.length, entityType: "t", observations: []}]});
+return 1`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "runs", env.RunID+".journal.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Call(ctx, "memory.createEntities", json.RawMessage(`{"entities":[{"name":"other","entityType":"t","observations":[]}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "failed" || out.Error == nil || out.Error.Code != "divergence" || !strings.Contains(out.Error.Message, "but a person decided on that call with other arguments") {
+		t.Fatalf("resume with other arguments than decided: %+v %+v", out, out.Error)
+	}
+	g, err := f.h.Call(ctx, "memory.readGraph", json.RawMessage(`{}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(g); strings.Contains(string(b), `n1`) || strings.Contains(string(b), `n0`) {
+		t.Errorf("the write was made: %s", b)
+	}
+}
+
 func TestParallelCallsRunInParallel(t *testing.T) {
 	f := newHub(t, run.Limits{})
 	ctx := context.Background()
