@@ -204,6 +204,12 @@ type PendingInfo struct {
 // ErrUnknownRun is returned for a run id with no run.
 var ErrUnknownRun = errors.New("unknown run")
 
+// errGone is the error of an update to a run record that another process
+// removed (pruned) or changed since it was read.
+func errGone(id string) error {
+	return fmt.Errorf("%w %q: it changed or was pruned meanwhile; list runs with `capabilities hub runs`", ErrUnknownRun, id)
+}
+
 // ErrCodeTooLarge is wrapped by Execute's error for code over the size limit.
 var ErrCodeTooLarge = errors.New("the code is too large")
 
@@ -302,6 +308,9 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
 	}
 	var out *model.Run
 	err := store.UpdateJSON(ctx, e.store, store.Runs, id, func(r *model.Run) (*model.Run, error) {
+		if r == nil {
+			return nil, errGone(id)
+		}
 		if r.Status.Done() {
 			return nil, fmt.Errorf("run %s is already %s", id, r.Status)
 		}
@@ -393,6 +402,9 @@ func (e *Engine) resolveConnections(ctx context.Context, r *model.Run) error {
 		return nil
 	}
 	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		if cur == nil {
+			return nil, errGone(r.ID)
+		}
 		for i := range cur.Pending {
 			if ready[cur.Pending[i].ID] && cur.Pending[i].Decision == nil {
 				cur.Pending[i].Decision = &model.Decision{Choice: model.ChoiceOnce, Channel: "auth", At: e.now()}
@@ -430,6 +442,9 @@ func (e *Engine) dropPauseAsks(ctx context.Context, r *model.Run) error {
 		return nil
 	}
 	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		if cur == nil {
+			return nil, errGone(r.ID)
+		}
 		cur.Pending = slices.DeleteFunc(cur.Pending, func(p model.Pending) bool { return stale[p.ID] && p.Decision == nil })
 		*r = *cur
 		return cur, nil
@@ -457,14 +472,24 @@ func (e *Engine) expire(ctx context.Context, r *model.Run) bool {
 	now := e.now()
 	for _, p := range r.Pending {
 		if p.Decision == nil && !p.ExpiresAt.IsZero() && now.After(p.ExpiresAt) {
+			expired := false
 			_ = store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+				// As it is now: pruned, resumed or decided meanwhile, it
+				// is not expired (a decision recorded in time stands).
+				if cur == nil || !cur.Status.Paused() {
+					return nil, errGone(r.ID)
+				}
+				if q := cur.PendingItem(p.ID); q == nil || q.Decision != nil {
+					return nil, errGone(r.ID)
+				}
+				expired = true
 				cur.Status = model.RunExpired
 				cur.Error = &model.RunError{Code: "expired", Message: fmt.Sprintf("nobody decided on %s before %s", p.Address, p.ExpiresAt.Format(time.RFC3339)), Hint: "run the code again to ask again"}
 				cur.UpdatedAt = now
 				*r = *cur
 				return cur, nil
 			})
-			return true
+			return expired
 		}
 	}
 	return false

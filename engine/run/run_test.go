@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -592,5 +593,44 @@ func TestThrownErrorHasABudget(t *testing.T) {
 				t.Errorf("%s: the message does not keep its location: …%s", code, e.Message[max(0, len(e.Message)-200):])
 			}
 		}
+	}
+}
+
+// prunedMeanwhile is a store in which a run record is removed (another
+// process's prune) between a read of it and the next update.
+type prunedMeanwhile struct{ store.Store }
+
+func (s prunedMeanwhile) Update(ctx context.Context, kind store.Kind, id string, fn func(old []byte) ([]byte, error)) error {
+	if kind == store.Runs {
+		_ = s.Store.Delete(ctx, kind, id)
+	}
+	return s.Store.Update(ctx, kind, id, fn)
+}
+
+// TestRunPrunedMeanwhile: a run record pruned by another process between
+// a read and an update gives an error, not a nil dereference (cancel,
+// and the expiry a resume records, crashed the process).
+func TestRunPrunedMeanwhile(t *testing.T) {
+	f := newHub(t, run.Limits{ApprovalTTL: time.Nanosecond})
+	ctx := context.Background()
+	for _, do := range []string{"cancel", "resume"} {
+		env, err := f.h.Execute(ctx, `return await up.record({item: "x"})`)
+		if err != nil || env.Status != "awaiting_approval" {
+			t.Fatalf("%v %+v", err, env)
+		}
+		h := hub.New(prunedMeanwhile{f.h.Store()}, hub.Options{})
+		eng, _ := h.Runs()
+		switch do {
+		case "cancel":
+			if _, err := eng.Cancel(ctx, env.RunID); !errors.Is(err, run.ErrUnknownRun) {
+				t.Errorf("cancel of a run pruned meanwhile: %v", err)
+			}
+		case "resume":
+			_, _ = h.Resume(ctx, env.RunID)
+		}
+		h.Close()
+	}
+	if n := len(f.upstreamCalls(t)); n != 0 {
+		t.Errorf("the upstream saw %d calls", n)
 	}
 }
