@@ -303,17 +303,54 @@ func (f *File) OpenLog(ctx context.Context, kind Kind, id string) (Log, error) {
 		return nil, err
 	}
 	p := f.logPath(kind, id)
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, fileMode)
+	fh, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND, fileMode)
+	if err == nil {
+		if err = cutTornLine(fh); err != nil {
+			fh.Close()
+			return nil, fmt.Errorf("opening %s: %w", p, err)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if kind == Runs {
 			f.runs.create(p) // a new journal: from a spare, no file created here
 		}
-		fh, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+		fh, err = os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", p, err)
 	}
 	return &fileLog{fh: fh, name: string(kind) + "/" + id}, nil
+}
+
+// cutTornLine removes what follows the last newline of a log: the part of
+// a line whose write(2) a killed process did not finish (a fatal signal
+// cuts a large write short). Nothing relied on that line, since a line
+// counts once its write returned; left in place, the next line appended
+// would be glued to it and the log unreadable from there on.
+func cutTornLine(fh *os.File) error {
+	fi, err := fh.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	end := fi.Size()
+	buf := make([]byte, 64<<10)
+	for off := end; off > 0; {
+		n := int64(len(buf))
+		if off < n {
+			n = off
+		}
+		off -= n
+		if _, err := fh.ReadAt(buf[:n], off); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			if off+int64(i)+1 == end {
+				return nil // the last line is whole
+			}
+			return fh.Truncate(off + int64(i) + 1)
+		}
+	}
+	return fh.Truncate(0)
 }
 
 // fileLog appends to an O_APPEND file with one write(2) per line, so the
@@ -340,6 +377,11 @@ func (l *fileLog) Write(line []byte) error {
 		return fmt.Errorf("appending to %s: a log line must not contain a newline", l.name)
 	}
 	if _, err := l.fh.Write(append(line[:len(line):len(line)], '\n')); err != nil {
+		// A full disk takes part of the line: cut it off, or the next
+		// line would be glued to it.
+		if cerr := cutTornLine(l.fh); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return fmt.Errorf("appending to %s: %w", l.fh.Name(), err)
 	}
 	return nil
@@ -370,6 +412,7 @@ func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, err
 	var lines [][]byte
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	sc.Split(wholeLines)
 	for sc.Scan() {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
@@ -380,6 +423,18 @@ func (f *File) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, err
 		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
 	return lines, nil
+}
+
+// wholeLines splits a log into its lines, leaving out a last one with no
+// newline: a write a killed process did not finish (cutTornLine).
+func wholeLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF {
+		return len(data), nil, nil
+	}
+	return 0, nil, nil
 }
 
 // The two locks of a record (lockRecord, in lock_*.go): one taken by Put,

@@ -232,6 +232,108 @@ func TestCorruptRecordNamesFileAndLine(t *testing.T) {
 	}
 }
 
+// TestTornLogLine: a process killed inside the write(2) of a large line
+// leaves part of it, with no newline. Readers leave it out, and the next
+// writer cuts it off before appending, so the next line is not glued to it
+// (before, the journal was "corrupt" from there on and its run could never
+// resume).
+func TestTornLogLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, before, want string
+	}{
+		{"after-lines", `{"seq":1}` + "\n" + `{"seq":2,"val`, `{"seq":1}` + "\n"},
+		{"only-torn", `{"seq":1,"val`, ``},
+		{"whole", `{"seq":1}` + "\n", `{"seq":1}` + "\n"},
+		{"long-torn", `{"seq":1}` + "\n" + `{"seq":2,"value":"` + strings.Repeat("x", 200<<10), `{"seq":1}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "runs", tc.name+".journal.jsonl")
+			if err := os.WriteFile(p, []byte(tc.before), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			lines, err := f.ReadLog(ctx, store.Runs, tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(strings.Split(tc.want, "\n"), append(toStrings(lines), "")); diff != "" {
+				t.Errorf("ReadLog (-want +got):\n%s", diff)
+			}
+			if err := f.Append(ctx, store.Runs, tc.name, []byte(`{"seq":9}`)); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want+`{"seq":9}`+"\n", string(data)); diff != "" {
+				t.Errorf("the log after the next append (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFullDiskCutsThePartialLine: a write that the disk takes only part of
+// (here the file size limit, which fails a write the same way) leaves no
+// part of the line for the next one to be glued to.
+func TestFullDiskCutsThePartialLine(t *testing.T) {
+	dir := os.Getenv("STORE_FSIZE_CHILD")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "hub")
+		if _, _, err := store.Init(dir); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskCutsThePartialLine$")
+		cmd.Env = append(os.Environ(), "STORE_FSIZE_CHILD="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	f, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := f.OpenLog(ctx, store.Runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Append([]byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 4096, Max: 4096}); err != nil {
+		t.Skip(err)
+	}
+	if err := l.Append([]byte(`{"seq":2,"value":"` + strings.Repeat("x", 8<<10) + `"}`)); err == nil {
+		t.Fatal("a line past the file size limit was written")
+	}
+	if err := l.Append([]byte(`{"seq":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := f.ReadLog(ctx, store.Runs, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`{"seq":1}`, `{"seq":3}`}, toStrings(lines)); diff != "" {
+		t.Errorf("the log (-want +got):\n%s", diff)
+	}
+}
+
+func toStrings(lines [][]byte) []string {
+	out := []string{}
+	for _, l := range lines {
+		out = append(out, string(l))
+	}
+	return out
+}
+
 func TestAtomicWriteKeepsOldOnFailure(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.json")

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/capabilities-sh/capabilities/engine/code"
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -280,7 +281,24 @@ func runError(e *sandbox.Error) *model.RunError {
 		return &model.RunError{Code: sandbox.CodeInternal, Message: "the attempt ended without a result or an error"}
 	}
 	// e.Message already ends with the location (sandbox.attempt.locate).
-	return &model.RunError{Code: e.Code, Message: e.Message, Hint: e.Hint}
+	// What the code threw is cut to maxErrorChars: `throw new
+	// Error("x".repeat(1e7))` put 10 MB in the envelope, past its budget
+	// for result and logs, and in the run record.
+	// Its head and its tail are kept, where the location is.
+	return &model.RunError{Code: cutError(e.Code), Message: cutError(e.Message), Hint: cutError(e.Hint)}
+}
+
+// maxErrorChars is the most of a run's error message (and of its code and
+// hint) kept in its record and envelope.
+const maxErrorChars = 8 << 10
+
+// cutError is s, or its head and tail around a marker, in maxErrorChars
+// characters.
+func cutError(s string) string {
+	if len(s) <= maxErrorChars {
+		return s
+	}
+	return shortenN(s, utf8.RuneCountInString(s), maxErrorChars)
 }
 
 // host answers the guest's calls for one attempt: from the journal when the
@@ -294,6 +312,7 @@ type host struct {
 	mu       sync.Mutex
 	journal  map[int]model.JournalEntry // settled calls, by sequence number
 	inFlight map[int]inFlight           // calls with an intent and no outcome (a process died)
+	sent     map[int]int                // this attempt's journaled intents: the call's intent count
 	settled  int                        // calls in the journal, across attempts
 	pending  []model.Pending
 	paused   bool
@@ -386,7 +405,7 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	if je, ok := h.journal[call.Seq]; ok {
 		h.mu.Unlock()
 		if je.Address != call.Address || je.ArgsDigest != argsDigest || je.Connection != call.Connection {
-			return h.diverge(call, je)
+			return h.diverge(call, je, "the journal has")
 		}
 		return replay(je)
 	}
@@ -549,7 +568,7 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		// call's own "".)
 		otherConnection := p.Connection != v.Connection && p.Connection != call.Connection
 		if p.Address != call.Address || (p.ArgsDigest != "" && p.ArgsDigest != argsDigest) || otherConnection {
-			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address})
+			res := h.diverge(call, model.JournalEntry{Seq: call.Seq, Address: p.Address}, "a person decided on")
 			return &res, true
 		}
 		if p.Decision.Choice == model.ChoiceDeny {
@@ -638,6 +657,7 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 		}
 		terr = scrubToolError(sc, terr)
 	}
+	terr = cutToolError(terr, h.e.limits.HandleBytes)
 	je := model.JournalEntry{
 		Seq:        call.Seq,
 		Address:    call.Address,
@@ -661,6 +681,9 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 	}
 	if err != nil {
 		h.e.log.Error("journaling a call", "run", h.run.ID, "seq", call.Seq, "err", err)
+		if durable && h.unrecorded(call, argsDigest, err) {
+			return sandbox.CallResult{Pause: true}
+		}
 		return sandbox.CallResult{Error: &sandbox.ToolError{Code: "journal_failed", Message: "the hub could not record the call: " + err.Error()}}
 	}
 	h.mu.Lock()
@@ -668,6 +691,35 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 	h.settled++
 	h.mu.Unlock()
 	return replay(je)
+}
+
+// cutToolError keeps at most limit bytes of an error's message and hint
+// (the head, and how much was cut). A result over the limit becomes a
+// handle; an error has no handle, and an upstream's error text of 20 MB
+// went whole into the journal, whose lines a resume reads with a 16 MB
+// budget, and into the sandbox. It is cut after scrubbing, so a cut never
+// splits a secret.
+func cutToolError(e *model.ToolError, limit int) *model.ToolError {
+	if e == nil || (len(e.Message) <= limit && len(e.Hint) <= limit) {
+		return e
+	}
+	cp := *e
+	cp.Message, cp.Hint = cutText(e.Message, limit), cutText(e.Hint, limit)
+	return &cp
+}
+
+// cutText is s, or its head and a marker saying how many bytes follow,
+// within limit bytes.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	marker := "…[" + strconv.Itoa(len(s)) + " bytes, the rest not shown]"
+	keep := max(limit-len(marker), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + marker
 }
 
 // entries is the journal as the attempt left it, in order.
@@ -694,13 +746,20 @@ func replay(je model.JournalEntry) sandbox.CallResult {
 	return sandbox.CallResult{Error: &sandbox.ToolError{Code: te.Code, Message: te.Message, Hint: te.Hint, Status: te.Status, Retryable: te.Retryable}}
 }
 
-// diverge fails the run: the code took another path than the journal says.
-func (h *host) diverge(call sandbox.Call, je model.JournalEntry) sandbox.CallResult {
+// diverge fails the run: the code took another path than the journal (or
+// the decision, or the intent: against names which) says.
+func (h *host) diverge(call sandbox.Call, je model.JournalEntry, against string) sandbox.CallResult {
+	what := fmt.Sprintf("%s %s there", against, je.Address)
+	if je.Address == call.Address {
+		// Same tool: "…made call 2 to x, but the journal has x there" said
+		// nothing of what differed.
+		what = fmt.Sprintf("%s that call with other arguments or another connection", against)
+	}
 	h.mu.Lock()
 	if h.diverged == nil {
 		h.diverged = &model.RunError{
 			Code:    "divergence",
-			Message: fmt.Sprintf("on resume the code made call %d to %s, but the journal has %s there: the code is not deterministic (it must not depend on anything but tool results, Date and Math.random)", call.Seq, call.Address, je.Address),
+			Message: fmt.Sprintf("on resume the code made call %d to %s, but %s: the code is not deterministic (it must not depend on anything but tool results, Date and Math.random), or its journal lost a line", call.Seq, call.Address, what),
 			Hint:    "run the code again as a new run",
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
@@ -124,3 +126,32 @@ const a = await hub.read(h, {offset: 1000, length: 40});
 for (let i = 0; i < 8; i++) await up.sleep({ms: 150});
 const b = await hub.read(h, {offset: 1000, length: 40});
 return [h.handle, a, b];`
+
+// TestLargeToolErrorIsCut: an upstream's error text has no handle; one of
+// 17 MB went whole into the journal, past the 16 MB a resume reads a line
+// with, so the run paused after it could never go on ("token too long").
+// The code gets the head of the message, and the run resumes once.
+func TestLargeToolErrorIsCut(t *testing.T) {
+	f := newHub(t, run.Limits{}, "SCRIPTED_BIG=17000000")
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `let m = "";
+try { await up.big({error: true}) } catch (e) { m = e.message }
+await up.record({item: "after"});
+return [m.length <= 65536, m.startsWith("eee"), m.endsWith("bytes, the rest not shown]")]`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if done.Status != "completed" || string(done.Result) != `[true,true,true]` {
+		t.Fatalf("resume: %+v %s", done, done.Result)
+	}
+	if calls := f.upstreamCalls(t); len(calls) != 2 {
+		t.Errorf("upstream saw %d calls, want 2 (big, record): %v", len(calls), calls)
+	}
+}

@@ -415,3 +415,64 @@ func resumeChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// fullDisk is a store whose journals refuse the outcome of up.record, as a
+// full disk refuses a line longer than the room left: the write's request
+// went out (its intent was journaled), its outcome could not be.
+type fullDisk struct{ store.Store }
+
+func (s fullDisk) OpenLog(ctx context.Context, kind store.Kind, id string) (store.Log, error) {
+	l, err := s.Store.OpenLog(ctx, kind, id)
+	return fullLog{l}, err
+}
+
+type fullLog struct{ store.Log }
+
+func (l fullLog) Append(line []byte) error {
+	if bytes.Contains(line, []byte(`"address":"up.record"`)) && !bytes.Contains(line, []byte(`"intent":true`)) {
+		return errors.New("write journal.jsonl: no space left on device")
+	}
+	return l.Log.Append(line)
+}
+
+// TestUnrecordedWriteAsksInsteadOfFailing: a write made whose outcome the
+// journal refused is not handed to the code as a failure (journal_failed),
+// which code and model retry, making it twice: the run pauses on it as on
+// a call in flight, and a person's skip settles it.
+func TestUnrecordedWriteAsksInsteadOfFailing(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	code := `for (let i = 0; i < 3; i++) { try { return await up.record({item: "once"}) } catch (e) { if (e.code !== "journal_failed") throw e } } return "gave up"`
+	env, err := f.h.Execute(ctx, code)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceRun, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	full := hub.New(fullDisk{f.h.Store()}, hub.Options{Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
+	defer full.Close()
+	got, err := full.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "awaiting_approval" || len(got.Pending) != 1 || got.Pending[0].ID != "c1-in-flight" || got.Pending[0].Summary == "" {
+		t.Fatalf("after the outcome was refused: %+v", got)
+	}
+	if n := f.callsTo(t, "record", "once"); n != 1 {
+		t.Fatalf("the upstream saw %d writes, want 1", n)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, CallID: "c1-in-flight", Choice: model.ChoiceDeny, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != "failed" || done.Error == nil || !strings.Contains(done.Error.Message, run.CodeSkippedInFlight) {
+		t.Errorf("after the skip: %+v %+v", done, done.Error)
+	}
+	if n := f.callsTo(t, "record", "once"); n != 1 {
+		t.Errorf("the upstream saw %d writes, want 1", n)
+	}
+}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
+	"github.com/capabilities-sh/capabilities/store"
 )
 
 // CodeSkippedInFlight is the ToolError code the code gets for a call that
@@ -112,13 +114,85 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 	if err == nil {
 		err = h.waitStored()
 	}
+	if err == nil && h.cancelledElsewhere() {
+		return errCancelled
+	}
 	if err == nil {
 		err = h.log.Append(line)
 	}
 	if err != nil {
 		return fmt.Errorf("journaling the intent of call %d: %w", call.Seq, err)
 	}
+	h.mu.Lock()
+	if h.sent == nil {
+		h.sent = map[int]int{}
+	}
+	h.sent[call.Seq] = h.inFlight[call.Seq].n + 1
+	h.mu.Unlock()
 	return nil
+}
+
+// unrecorded pauses the run on a write whose request went out (its intent
+// is journaled) but whose outcome could not be journaled (a full disk):
+// it may have happened, and the code must not be told it failed, or it
+// may make it again. The pending item is the one a resume finds for the
+// intent without an outcome (wasInFlight), so a person's retry or skip
+// decides it. It returns false for a call whose request never went out.
+func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) bool {
+	h.mu.Lock()
+	n := h.sent[call.Seq]
+	h.mu.Unlock()
+	if n == 0 {
+		return false
+	}
+	id := inFlightID(call.Seq, n)
+	summary := ""
+	if t, err := h.e.tools.Tool(h.ctx, call.Address); err == nil {
+		summary = typegen.FirstSentence(t.Description)
+	}
+	preview, size := h.preview(id, call.Args)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.paused = true
+	h.pending = append(h.pending, model.Pending{
+		ID:         id,
+		Kind:       model.PendingInFlight,
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		Summary:    summary,
+		Args:       preview,
+		ArgsSize:   size,
+		Reason:     model.PendingInFlight,
+		Message:    "this call was made but the hub could not record its outcome (" + cause.Error() + "); it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
+		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+	})
+	return true
+}
+
+// errCancelled stops a write whose run a person cancelled from another
+// process.
+var errCancelled = errors.New("a person cancelled the run")
+
+// cancelledElsewhere says whether the run's record says a person cancelled
+// it (`hub cancel` in another process, which cannot stop this attempt
+// itself), and then stops the attempt: the write about to go out does not,
+// nor any after it. Before, a run cancelled while it ran in a serve
+// process went on making its writes and answered "completed". One read of
+// the record per write, beside the write's fdatasync'ed intent.
+func (h *host) cancelledElsewhere() bool {
+	r, err := store.Get[model.Run](h.ctx, h.e.store, store.Runs, h.run.ID)
+	if err != nil || r.Status != model.RunCancelled {
+		return false
+	}
+	h.e.mu.Lock()
+	stop := h.e.running[h.run.ID]
+	h.e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return true
 }
 
 // wasInFlight decides a call whose intent is in the journal without an
@@ -128,7 +202,7 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 // in_flight. It returns true when the call may go ahead.
 func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest string, start time.Time, f inFlight) (sandbox.CallResult, bool) {
 	if f.intent.Address != call.Address || f.intent.ArgsDigest != argsDigest || f.intent.Connection != call.Connection {
-		return h.diverge(call, f.intent), false
+		return h.diverge(call, f.intent, "the journal has"), false
 	}
 	t, err := h.e.tools.Tool(ctx, call.Address)
 	if err == nil && t.Effect() == model.EffectRead {

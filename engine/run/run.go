@@ -204,6 +204,12 @@ type PendingInfo struct {
 // ErrUnknownRun is returned for a run id with no run.
 var ErrUnknownRun = errors.New("unknown run")
 
+// errGone is the error of an update to a run record that another process
+// removed (pruned) or changed since it was read.
+func errGone(id string) error {
+	return fmt.Errorf("%w %q: it changed or was pruned meanwhile; list runs with `capabilities hub runs`", ErrUnknownRun, id)
+}
+
 // ErrCodeTooLarge is wrapped by Execute's error for code over the size limit.
 var ErrCodeTooLarge = errors.New("the code is too large")
 
@@ -302,6 +308,9 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
 	}
 	var out *model.Run
 	err := store.UpdateJSON(ctx, e.store, store.Runs, id, func(r *model.Run) (*model.Run, error) {
+		if r == nil {
+			return nil, errGone(id)
+		}
 		if r.Status.Done() {
 			return nil, fmt.Errorf("run %s is already %s", id, r.Status)
 		}
@@ -314,7 +323,14 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*Envelope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cancelling: %w", err)
 	}
-	return e.envelope(ctx, out)
+	env, err := e.envelope(ctx, out)
+	if err != nil {
+		// The run is cancelled; an unreadable journal (the reason it is,
+		// often) only leaves its calls out of what is shown.
+		e.log.Warn("showing a cancelled run without its calls", "run", id, "err", err)
+		return e.render(out, nil).Scrubbed(e.tools.Scrubber(ctx, nil)), nil
+	}
+	return env, nil
 }
 
 // List returns runs, newest first, optionally with one status.
@@ -331,7 +347,10 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 			if errors.Is(err, store.ErrNotFound) {
 				continue // pruned meanwhile
 			}
-			return nil, fmt.Errorf("listing runs: %w", err)
+			// One unreadable record (a crash between a rename and the
+			// disk, a hand edit) must not hide every other run.
+			e.log.Warn("leaving out of the list a run whose record is unreadable", "run", id, "err", err)
+			continue
 		}
 		if status == "" || string(r.Status) == status {
 			out = append(out, *r)
@@ -353,7 +372,7 @@ func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, 
 	for i, l := range lines {
 		var je model.JournalEntry
 		if err := json.Unmarshal(l, &je); err != nil {
-			return nil, fmt.Errorf("reading the journal of %s: line %d is corrupt: %w", id, i+1, err)
+			return nil, fmt.Errorf("reading the journal of %s: line %d of runs/%s.journal.jsonl is corrupt: %w; the run cannot go on until that line is fixed by hand, or cancel it with `capabilities hub cancel %s`", id, i+1, id, err, id)
 		}
 		out = append(out, je)
 	}
@@ -383,6 +402,9 @@ func (e *Engine) resolveConnections(ctx context.Context, r *model.Run) error {
 		return nil
 	}
 	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		if cur == nil {
+			return nil, errGone(r.ID)
+		}
 		for i := range cur.Pending {
 			if ready[cur.Pending[i].ID] && cur.Pending[i].Decision == nil {
 				cur.Pending[i].Decision = &model.Decision{Choice: model.ChoiceOnce, Channel: "auth", At: e.now()}
@@ -420,6 +442,9 @@ func (e *Engine) dropPauseAsks(ctx context.Context, r *model.Run) error {
 		return nil
 	}
 	return store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+		if cur == nil {
+			return nil, errGone(r.ID)
+		}
 		cur.Pending = slices.DeleteFunc(cur.Pending, func(p model.Pending) bool { return stale[p.ID] && p.Decision == nil })
 		*r = *cur
 		return cur, nil
@@ -447,14 +472,24 @@ func (e *Engine) expire(ctx context.Context, r *model.Run) bool {
 	now := e.now()
 	for _, p := range r.Pending {
 		if p.Decision == nil && !p.ExpiresAt.IsZero() && now.After(p.ExpiresAt) {
+			expired := false
 			_ = store.UpdateJSON(ctx, e.store, store.Runs, r.ID, func(cur *model.Run) (*model.Run, error) {
+				// As it is now: pruned, resumed or decided meanwhile, it
+				// is not expired (a decision recorded in time stands).
+				if cur == nil || !cur.Status.Paused() {
+					return nil, errGone(r.ID)
+				}
+				if q := cur.PendingItem(p.ID); q == nil || q.Decision != nil {
+					return nil, errGone(r.ID)
+				}
+				expired = true
 				cur.Status = model.RunExpired
 				cur.Error = &model.RunError{Code: "expired", Message: fmt.Sprintf("nobody decided on %s before %s", p.Address, p.ExpiresAt.Format(time.RFC3339)), Hint: "run the code again to ask again"}
 				cur.UpdatedAt = now
 				*r = *cur
 				return cur, nil
 			})
-			return true
+			return expired
 		}
 	}
 	return false

@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,6 +204,47 @@ func TestDivergenceFailsTheRun(t *testing.T) {
 	}
 	if n := len(f.upstreamCalls(t)); n != 1 {
 		t.Errorf("a diverged run called upstream: %d calls", n)
+	}
+}
+
+// TestDivergenceFromTheDecisionSaysWhat: the journal lost the read a
+// person's decision was made after (a crash lost its unsynced line), the
+// read answers otherwise now, and the approved write comes with other
+// arguments: the run fails with divergence, the write is not made, and the
+// message says the arguments differ from what the person decided on (it
+// said "made call 2 to memory.createEntities, but the journal has
+// memory.createEntities there").
+func TestDivergenceFromTheDecisionSaysWhat(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `const g = await memory.readGraph({});
+await memory.createEntities({entities: [{name: "n" + g.entities.length, entityType: "t", observations: []}]});
+return 1`)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "runs", env.RunID+".journal.jsonl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Call(ctx, "memory.createEntities", json.RawMessage(`{"entities":[{"name":"other","entityType":"t","observations":[]}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceOnce, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "failed" || out.Error == nil || out.Error.Code != "divergence" || !strings.Contains(out.Error.Message, "but a person decided on that call with other arguments") {
+		t.Fatalf("resume with other arguments than decided: %+v %+v", out, out.Error)
+	}
+	g, err := f.h.Call(ctx, "memory.readGraph", json.RawMessage(`{}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(g); strings.Contains(string(b), `n1`) || strings.Contains(string(b), `n0`) {
+		t.Errorf("the write was made: %s", b)
 	}
 }
 
@@ -474,5 +516,121 @@ func TestDecisionNamesTheToolVersion(t *testing.T) {
 	}
 	if done.Status != "completed" || len(f.upstreamCalls(t)) != 1 {
 		t.Fatalf("after a decision on the new version: %+v, %d upstream calls; want completed with 1", done, len(f.upstreamCalls(t)))
+	}
+}
+
+// TestCancelFromAnotherProcessStopsTheWrites: `hub cancel` in another
+// process (here another hub on the same store) cannot stop the attempt
+// itself; the attempt sees the cancellation before its next write and
+// stops there. Before, it went on making every write and ended
+// "completed" while its record said cancelled.
+func TestCancelFromAnotherProcessStopsTheWrites(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	code := `for (let i = 0; i < 8; i++) { await up.record({item: "w" + i}); await up.sleep({ms: 200}); } return "all"`
+	env, err := f.h.Execute(ctx, code)
+	if err != nil || env.Status != "awaiting_approval" {
+		t.Fatalf("%v %+v", err, env)
+	}
+	if _, err := approval.Record(ctx, f.h.Store(), approval.Request{RunID: env.RunID, Choice: model.ChoiceRun, Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *run.Envelope, 1)
+	go func() {
+		env, err := f.h.Resume(ctx, env.RunID)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- env
+	}()
+	records := func() int { return strings.Count(strings.Join(f.upstreamCalls(t), "\n"), `"name":"record"`) }
+	deadline := time.Now().Add(testenv.Timeout(20 * time.Second))
+	for records() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st, err := store.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := hub.New(st, hub.Options{})
+	defer other.Close()
+	eng, _ := other.Runs()
+	if _, err := eng.Cancel(ctx, env.RunID); err != nil {
+		t.Fatal(err)
+	}
+	atCancel := records()
+	end := <-done
+	if end == nil || end.Status != "cancelled" {
+		t.Errorf("the attempt ended %+v, want cancelled", end)
+	}
+	if n := records(); n > atCancel+1 || n >= 8 {
+		t.Errorf("the upstream saw %d writes, %d when the run was cancelled: at most the one in flight may follow", n, atCancel)
+	}
+}
+
+// TestThrownErrorHasABudget: what the code throws is kept to its head and
+// tail (where the location is), in the envelope and in the run record.
+// Before, `throw new Error("x".repeat(1e7))` answered the model 10 MB.
+func TestThrownErrorHasABudget(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	for _, code := range []string{`throw new Error("x".repeat(1e6))`, `throw "y".repeat(1e6)`, `const e = new Error("z"); e.code = "c".repeat(1e6); e.hint = "h".repeat(1e6); throw e`} {
+		env, err := f.h.Execute(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, _ := f.h.Runs()
+		rec, err := eng.Get(ctx, env.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []*model.RunError{env.Error, rec.Error} {
+			if e == nil || len(e.Message)+len(e.Code)+len(e.Hint) > 3*(8<<10)+300 {
+				t.Errorf("%s: the error is %d+%d+%d bytes", code, len(e.Code), len(e.Message), len(e.Hint))
+				continue
+			}
+			if strings.HasPrefix(code, "throw new") && (!strings.Contains(e.Message, "characters, middle not shown") || !strings.Contains(e.Message, "(line 1, column")) {
+				t.Errorf("%s: the message does not keep its location: …%s", code, e.Message[max(0, len(e.Message)-200):])
+			}
+		}
+	}
+}
+
+// prunedMeanwhile is a store in which a run record is removed (another
+// process's prune) between a read of it and the next update.
+type prunedMeanwhile struct{ store.Store }
+
+func (s prunedMeanwhile) Update(ctx context.Context, kind store.Kind, id string, fn func(old []byte) ([]byte, error)) error {
+	if kind == store.Runs {
+		_ = s.Store.Delete(ctx, kind, id)
+	}
+	return s.Store.Update(ctx, kind, id, fn)
+}
+
+// TestRunPrunedMeanwhile: a run record pruned by another process between
+// a read and an update gives an error, not a nil dereference (cancel,
+// and the expiry a resume records, crashed the process).
+func TestRunPrunedMeanwhile(t *testing.T) {
+	f := newHub(t, run.Limits{ApprovalTTL: time.Nanosecond})
+	ctx := context.Background()
+	for _, do := range []string{"cancel", "resume"} {
+		env, err := f.h.Execute(ctx, `return await up.record({item: "x"})`)
+		if err != nil || env.Status != "awaiting_approval" {
+			t.Fatalf("%v %+v", err, env)
+		}
+		h := hub.New(prunedMeanwhile{f.h.Store()}, hub.Options{})
+		eng, _ := h.Runs()
+		switch do {
+		case "cancel":
+			if _, err := eng.Cancel(ctx, env.RunID); !errors.Is(err, run.ErrUnknownRun) {
+				t.Errorf("cancel of a run pruned meanwhile: %v", err)
+			}
+		case "resume":
+			_, _ = h.Resume(ctx, env.RunID)
+		}
+		h.Close()
+	}
+	if n := len(f.upstreamCalls(t)); n != 0 {
+		t.Errorf("the upstream saw %d calls", n)
 	}
 }

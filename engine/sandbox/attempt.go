@@ -304,6 +304,13 @@ func callHost(ctx context.Context, h Host, call Call) (res CallResult) {
 // value passed into the runtime costs several calls into wasm).
 func (a *attempt) deliverResult(seq int, res CallResult) error {
 	msg := append(strconv.AppendInt([]byte(`{"id":`), int64(seq), 10), `,"r":`...)
+	if res.Error == nil && nestedDeeper(res.Value, MaxResultDepth) {
+		// QuickJS parses JSON recursively on its small C stack: a result
+		// nested a few thousand levels deep (an upstream's choice, not the
+		// code's) ended the run as stack_overflow, blaming the code's
+		// recursion, with nothing it could catch.
+		res = CallResult{Error: &ToolError{Code: CodeResultTooDeep, Message: fmt.Sprintf("the result is JSON nested more than %d levels deep, more than the sandbox reads", MaxResultDepth), Hint: "ask the tool for a flatter result"}}
+	}
 	if res.Error != nil {
 		payload, _ := json.Marshal(map[string]any{"ok": false, "error": res.Error})
 		msg = append(msg, payload...)
@@ -316,6 +323,40 @@ func (a *attempt) deliverResult(seq int, res CallResult) error {
 	}
 	msg = append(msg, '}')
 	return a.v.invoke(a.v.deliver, a.v.rt.Context().NewString(string(msg)))
+}
+
+// MaxResultDepth is how deeply a tool result's JSON may nest for the code
+// to get it (QuickJS parsed 3,000 levels and overflowed its stack at 4,000;
+// the code must still be able to walk and return what it gets).
+const MaxResultDepth = 1000
+
+// nestedDeeper reports whether the JSON value b nests arrays and objects
+// more than max levels deep.
+func nestedDeeper(b []byte, max int) bool {
+	if len(b) <= max { // too short to open max+1 brackets: most results
+		return false
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 // enter runs f inside the guest, counting compute time, stopping the guest

@@ -111,6 +111,10 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
+// CodeResultTooDeep is the ToolError of a call whose result nests deeper
+// than MaxResultDepth.
+const CodeResultTooDeep = "result_too_deep"
+
 // Error codes of a failed or cancelled attempt.
 const (
 	CodeSyntax         = "syntax_error"

@@ -125,22 +125,46 @@ type protocolReader struct {
 	log *slog.Logger
 	buf []byte // the rest of the current protocol line
 	err error  // to return once buf is drained
+	max int    // the longest line kept; 0: maxProtocolLine
 }
+
+// maxProtocolLine is the longest line an upstream may write on stdout:
+// more than a run's large results hold in all (run.Limits.MaxHandleBytes,
+// 64 MB), JSON-escaped. A longer line is dropped as it is read, never held
+// whole: an upstream writing one endless line made the hub hold 3 GB for
+// 1 GB of it, and would have taken all the machine's memory.
+const maxProtocolLine = 192 << 20
+
+// maxStrayLogs is how many of a process's non-protocol lines are logged;
+// the rest are only counted.
+const maxStrayLogs = 20
 
 func (r *protocolReader) Read(b []byte) (int, error) {
 	for len(r.buf) == 0 {
 		if r.err != nil {
 			return 0, r.err
 		}
-		line, err := r.br.ReadBytes('\n')
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			if (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+		line, size, err := r.readLine()
+		if t := bytes.TrimSpace(line); size > len(line) || len(t) > 0 {
+			if size == len(line) && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
 				r.buf = append(t, '\n')
 			} else {
 				r.p.mu.Lock()
 				r.p.strays++
+				n := r.p.strays
 				r.p.mu.Unlock()
-				r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
+				switch {
+				case n > maxStrayLogs:
+					// Counted (errors say how many), not logged: an upstream
+					// printing a million lines wrote a million to the
+					// hub's stderr, which the harness keeps.
+				case n == maxStrayLogs:
+					r.log.Warn("upstream keeps writing non-protocol lines on stdout; dropping the rest without logging them", "namespace", r.ns, "logged", n-1)
+				case size > len(line):
+					r.log.Warn("upstream wrote a line longer than the hub reads on stdout; dropped", "namespace", r.ns, "bytes", size, "limit", r.limit())
+				default:
+					r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
+				}
 			}
 		}
 		r.err = err
@@ -148,6 +172,30 @@ func (r *protocolReader) Read(b []byte) (int, error) {
 	n := copy(b, r.buf)
 	r.buf = r.buf[n:]
 	return n, nil
+}
+
+func (r *protocolReader) limit() int {
+	if r.max > 0 {
+		return r.max
+	}
+	return maxProtocolLine
+}
+
+// readLine reads the next line and its size; a line over the limit is read
+// to its end and dropped as it goes (line is nil, size says how long it was).
+func (r *protocolReader) readLine() (line []byte, size int, err error) {
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		size += len(frag)
+		if size <= r.limit() {
+			line = append(line, frag...)
+		} else {
+			line = nil
+		}
+		if err != bufio.ErrBufferFull {
+			return line, size, err
+		}
+	}
 }
 
 func (r *protocolReader) Close() error { return r.raw.Close() }

@@ -102,7 +102,12 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					}
 					return usagef("run %s has no pending approval %q; the undecided ones: %s", runID, callID, strings.Join(ids, ", "))
 				}
-				return fmt.Errorf("run %s has no undecided approvals", runID)
+				// Every call it waits for is decided (in the desktop app,
+				// the console, or by an approve that stopped before it
+				// resumed): approve goes on with it, as after a decision.
+				if !asJSON {
+					fmt.Fprintf(e.stdout, "Every call run %s waited for is decided; continuing it.\n\n", runID)
+				}
 			}
 			if preset != "" && callID == "" && len(open) > 1 {
 				var ids []string

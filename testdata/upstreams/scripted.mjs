@@ -44,7 +44,8 @@
 //                   JSON text of about that size, {"rows": [{"id", "text"}…]}; with
 //                   SCRIPTED_LEAK each row's text holds the credential, at a
 //                   position that shifts from row to row (so some copies
-//                   straddle any slice boundary)
+//                   straddle any slice boundary); big({error: true}) fails
+//                   instead, with an error text of that size
 //   SCRIPTED_ENV    set to 1: adds the read-only tool env, whose result is the
 //                   server's whole environment and command line, {env, argv},
 //                   as text and as structured content
@@ -344,6 +345,7 @@ rl.on("line", async (line) => {
       if (name === "big" && process.env.SCRIPTED_BIG) {
         const v = process.env.SCRIPTED_LEAK ? process.env[process.env.SCRIPTED_LEAK] || "" : "";
         const size = Number(process.env.SCRIPTED_BIG);
+        if (args.error) return reply({ isError: true, content: [{ type: "text", text: "e".repeat(size) }] });
         const rows = [];
         let total = 0;
         for (let i = 0; total < size; i++) {
