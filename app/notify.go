@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -42,7 +43,7 @@ func newNotifier(conn *dbus.Conn, events chan<- func(), a *App) (*notifier, erro
 		return nil, fmt.Errorf("asking the notification server what it shows: %w", err)
 	}
 	n.actions = slices.Contains(caps, "actions")
-	n.markup = slices.Contains(caps, "body-markup")
+	n.markup = readsMarkup(caps)
 	if err := conn.AddMatchSignal(dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
 		return nil, fmt.Errorf("listening to the notification server: %w", err)
 	}
@@ -64,26 +65,51 @@ func newNotifier(conn *dbus.Conn, events chan<- func(), a *App) (*notifier, erro
 	return n, nil
 }
 
+// readsMarkup reports whether a notification server with these
+// capabilities reads markup in bodies, so that text meant as text must be
+// escaped: "body-markup", and also "body-hyperlinks" and "body-images",
+// which are markup (<a href>, <img>) too. dunst 1.9 lists only
+// "body-hyperlinks" and shows <b> bold and &amp; as &.
+func readsMarkup(caps []string) bool {
+	return slices.ContainsFunc(caps, func(c string) bool {
+		return c == "body-markup" || c == "body-hyperlinks" || c == "body-images"
+	})
+}
+
+// noteBody is the body of c's notification: what the tool does, the
+// arguments, why it waits, the run and the call. The
+// tool's summary and the reason come from the upstream: each is shown as
+// one line with its hidden characters escaped (visible.Line), so a
+// description cannot reverse its text with a bidi override or forge lines;
+// with markup every character shows as itself.
+func noteBody(c *call, markup, actions bool) string {
+	var lines []string
+	if c.summary != "" {
+		lines = append(lines, visible.Line(c.summary))
+	}
+	if c.args != "" {
+		lines = append(lines, c.args)
+	}
+	lines = append(lines, visible.Line(c.message))
+	lines = append(lines, "run "+c.run+", call "+c.id)
+	if !actions {
+		lines = append(lines, "Decide in the tray's menu or with `capabilities hub approve "+c.run+"`.")
+	}
+	body := strings.Join(lines, "\n")
+	if markup {
+		body = html.EscapeString(body)
+	}
+	return body
+}
+
 // notify raises c's notification: its summary names the tool's address;
 // where the server shows actions, "Allow once", "Deny" and the default
 // "Open". It stays until acted on or withdrawn.
 func (n *notifier) notify(c *call) (uint32, error) {
-	body := c.message
-	if c.args != "" {
-		body = c.args + "\n" + body
-	}
-	if c.summary != "" {
-		body = c.summary + "\n" + body
-	}
-	body += "\nrun " + c.run + ", call " + c.id
-	if n.markup {
-		body = html.EscapeString(body)
-	}
+	body := noteBody(c, n.markup, n.actions)
 	var actions []string
 	if n.actions {
 		actions = []string{actionDefault, "Open", actionOnce, "Allow once", actionDeny, "Deny"}
-	} else {
-		body += "\nDecide in the tray's menu or with `capabilities hub approve " + c.run + "`."
 	}
 	hints := map[string]dbus.Variant{
 		"urgency":  dbus.MakeVariant(byte(1)),

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReadsMarkup: a server that shows links or images reads markup, so the
+// app escapes its bodies (dunst 1.9 lists body-hyperlinks, not body-markup,
+// and shows <b> bold).
+func TestReadsMarkup(t *testing.T) {
+	tests := []struct {
+		name string
+		caps []string
+		want bool
+	}{
+		{"markup", []string{"actions", "body", "body-markup"}, true},
+		{"dunst 1.9", []string{"actions", "body", "body-hyperlinks", "icon-static", "x-dunst-stack-tag"}, true},
+		{"images", []string{"body", "body-images"}, true},
+		{"plain", []string{"actions", "body"}, false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := readsMarkup(tt.caps); got != tt.want {
+				t.Errorf("readsMarkup(%q) = %v, want %v", tt.caps, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoteBody: what an upstream wrote (the tool's summary, the reason it
+// waits) shows as one line with its hidden characters escaped, so a bidi
+// override cannot make "elif" read "file" nor a control reach the screen;
+// with markup, every character shows as itself.
+func TestNoteBody(t *testing.T) {
+	evil := &call{run: "r1", id: "c1", address: "evil.wipe",
+		summary: "Deletes \u202eelif\u202c the <b>file</b> &amp;\u0007\u001b[31m red.",
+		args:    `{"path":"/tmp/\u202egnp.sh"}`,
+		message: "evil.wipe may change data\nAllowed by your policy"}
+	tests := []struct {
+		name            string
+		c               *call
+		markup, actions bool
+		want            string
+	}{
+		{"plain", evil, false, true,
+			`Deletes \u202eelif\u202c the <b>file</b> &amp;\u0007\u001b[31m red.` + "\n" +
+				`{"path":"/tmp/\u202egnp.sh"}` + "\n" +
+				`evil.wipe may change data\nAllowed by your policy` + "\n" +
+				"run r1, call c1"},
+		{"markup", evil, true, true,
+			`Deletes \u202eelif\u202c the &lt;b&gt;file&lt;/b&gt; &amp;amp;\u0007\u001b[31m red.` + "\n" +
+				`{&#34;path&#34;:&#34;/tmp/\u202egnp.sh&#34;}` + "\n" +
+				`evil.wipe may change data\nAllowed by your policy` + "\n" +
+				"run r1, call c1"},
+		{"no actions", &call{run: "r2", id: "c3", address: "memory.createEntities", message: "it asks"}, false, false,
+			"it asks\nrun r2, call c3\nDecide in the tray's menu or with `capabilities hub approve r2`."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, noteBody(tt.c, tt.markup, tt.actions)); diff != "" {
+				t.Errorf("noteBody (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
