@@ -77,7 +77,7 @@ func readsMarkup(caps []string) bool {
 }
 
 // noteBody is the body of c's notification: what the tool does, the
-// arguments, why it waits, the run and the call. The
+// arguments, why it waits, the connection (when the source has one), the run and the call. The
 // tool's summary and the reason come from the upstream: each is shown as
 // one line with its hidden characters escaped (visible.Line), so a
 // description cannot reverse its text with a bidi override or forge lines;
@@ -91,6 +91,9 @@ func noteBody(c *call, markup, actions bool) string {
 		lines = append(lines, c.args)
 	}
 	lines = append(lines, visible.Line(c.message))
+	if c.connection != "" {
+		lines = append(lines, "through the connection "+visible.Line(c.connection))
+	}
 	lines = append(lines, "run "+c.run+", call "+c.id)
 	if !actions {
 		lines = append(lines, "Decide in the tray's menu or with `capabilities hub approve "+c.run+"`.")

@@ -55,6 +55,8 @@ func TestNoteBody(t *testing.T) {
 				`{&#34;path&#34;:&#34;/tmp/\u202egnp.sh&#34;}` + "\n" +
 				`evil.wipe may change data\nAllowed by your policy` + "\n" +
 				"run r1, call c1"},
+		{"connection", &call{run: "r3", id: "c2", address: "github.createIssue", connection: "work", summary: "Create an issue.", message: "it asks"}, true, true,
+			"Create an issue.\nit asks\nthrough the connection work\nrun r3, call c2"},
 		{"no actions", &call{run: "r2", id: "c3", address: "memory.createEntities", message: "it asks"}, false, false,
 			"it asks\nrun r2, call c3\nDecide in the tray's menu or with `capabilities hub approve r2`."},
 	}

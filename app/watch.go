@@ -55,16 +55,19 @@ type App struct {
 
 // call is one pending call the app shows.
 type call struct {
-	run, id  string
-	address  string
-	summary  string // the tool's first sentence
-	args     string // what it would be called with, every field, shortened
-	message  string // why it waits
-	seq      int
-	created  time.Time
-	note     uint32 // its open notification, 0: none
-	raised   bool   // it had its own notification (it is not raised again)
-	notified time.Time
+	run, id string
+	address string
+	// connection is the connection the call goes through, "" when the
+	// source has none.
+	connection string
+	summary    string // the tool's first sentence
+	args       string // what it would be called with, every field, shortened
+	message    string // why it waits
+	seq        int
+	created    time.Time
+	note       uint32 // its open notification, 0: none
+	raised     bool   // it had its own notification (it is not raised again)
+	notified   time.Time
 }
 
 func (c *call) key() string { return c.run + "/" + c.id }
@@ -234,7 +237,7 @@ func (a *App) sync(ctx context.Context, id string) {
 		if a.pending[id+"/"+p.ID] != nil {
 			continue
 		}
-		c := &call{run: id, id: p.ID, address: p.Address, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
+		c := &call{run: id, id: p.ID, address: p.Address, connection: p.Connection, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
 		if len(p.Args) > 0 {
 			c.args = string(run.PreviewArgs(a.hub.Scrubber().JSON(p.Args), noteArgsBytes))
 		}
