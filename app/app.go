@@ -80,7 +80,11 @@ func Run(ctx context.Context, opts Options) error {
 	dir := filepath.Join(home, "hub")
 	st, err := store.Open(dir)
 	if err != nil {
-		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)
+		// store.Open says what is wrong and where ("opening the hub: no
+		// hub here at …; run `capabilities hub init` first", a corrupt
+		// hub.json and how to fix it), as the CLI prints it: init is no
+		// advice for a hub that exists.
+		return err
 	}
 	defer st.Close()
 	h := hub.New(st, hub.Options{Logger: log, NoKeychain: os.Getenv("NO_KEYRING") != ""})
