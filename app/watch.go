@@ -331,8 +331,18 @@ func (a *App) fillNotes() {
 	a.moreNote = id
 }
 
-// withdraw forgets a call that no longer waits and closes its notification.
+// withdraw forgets a call that no longer waits and closes its notification;
+// the next call waiting gets its place.
 func (a *App) withdraw(c *call) {
+	a.forget(c)
+	if len(a.pending) == 0 {
+		a.win.Withdraw()
+	}
+	a.fillNotes()
+}
+
+// forget forgets a call and closes its notification.
+func (a *App) forget(c *call) {
 	delete(a.pending, c.key())
 	if c.note != 0 {
 		delete(a.byNote, c.note)
@@ -341,16 +351,20 @@ func (a *App) withdraw(c *call) {
 		}
 		a.log.Info("withdrew the notification", "run", c.run, "call", c.id, "notification", c.note)
 	}
-	if len(a.pending) == 0 {
-		a.win.Withdraw()
-	}
-	a.fillNotes()
 }
 
+// withdrawAll closes every notification of a pending call, and the one of
+// the calls over the budget, as the app quits: no call gets a notification
+// of its own on the way out (withdraw would raise the next one).
 func (a *App) withdrawAll() {
 	for _, c := range a.pending {
-		a.withdraw(c)
+		a.forget(c)
 	}
+	if a.moreNote != 0 && a.notes != nil {
+		a.notes.close(a.moreNote)
+	}
+	a.moreNote = 0
+	a.win.Withdraw()
 }
 
 // act handles an action picked in a notification: once and deny are
