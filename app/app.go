@@ -133,9 +133,9 @@ func Run(ctx context.Context, opts Options) error {
 		n, err := newNotifier(conn, a.events, a)
 		switch {
 		case err != nil:
-			fmt.Fprintf(stderr, "capabilities-desktop: notifications are unavailable (%v): pending calls open the approval page in the browser\n", err)
+			fmt.Fprintf(stderr, "capabilities-desktop: notifications are unavailable (%v): pending calls open the approval screen instead\n", err)
 		case n == nil:
-			fmt.Fprintln(stderr, "capabilities-desktop: no notification daemon on the session bus: pending calls open the approval page in the browser instead")
+			fmt.Fprintln(stderr, "capabilities-desktop: no notification daemon on the session bus: pending calls open the approval screen instead (the app's window, or the page in the browser where it has none)")
 		default:
 			a.notes = n
 			log.Info("notifications", "actions", n.actions)

@@ -303,6 +303,10 @@ func (d *desktop) windowFallbacksScenario() {
 	d.waitFor("the app to say the tray is unavailable", func() bool {
 		return strings.Contains(d.stderr.String(), "the tray is unavailable")
 	})
+	// Not "in the browser": it has its window.
+	d.waitFor("the app to say pending calls open the approval screen", func() bool {
+		return strings.Contains(d.stderr.String(), "no notification daemon on the session bus: pending calls open the approval screen instead")
+	})
 	d.waitFor("the app to say where secrets are kept without a keychain", func() bool {
 		return strings.Contains(d.stderr.String(), "secrets are kept in "+filepath.Join(d.home, "hub", "secrets.json")+" (mode 600), not in the OS keychain")
 	})
