@@ -77,22 +77,28 @@ func readsMarkup(caps []string) bool {
 }
 
 // noteBody is the body of c's notification: what the tool does, the
-// arguments, why it waits, the connection (when the source has one), the run and the call. The
-// tool's summary and the reason come from the upstream: each is shown as
+// arguments, why it waits, the connection (when the source has one), the
+// run and the call. The tool's summary and the reason come from the upstream: each is shown as
 // one line with its hidden characters escaped (visible.Line), so a
 // description cannot reverse its text with a bidi override or forge lines;
 // with markup every character shows as itself.
+//
+// A notification server shows a few lines at most (dunst: 300 pixels, and
+// it cuts the middle out of a longer body), so what an upstream controls is
+// shortened, keeping its head and tail (cut): a long description or tool
+// name cannot push the arguments out of sight while "Allow once" is
+// offered. The approval window shows them whole.
 func noteBody(c *call, markup, actions bool) string {
 	var lines []string
 	if c.summary != "" {
-		lines = append(lines, visible.Line(c.summary))
+		lines = append(lines, visible.Line(cut(c.summary, noteLineChars)))
 	}
 	if c.args != "" {
 		lines = append(lines, c.args)
 	}
-	lines = append(lines, visible.Line(c.message))
+	lines = append(lines, visible.Line(cut(c.message, noteLineChars)))
 	if c.connection != "" {
-		lines = append(lines, "through the connection "+visible.Line(c.connection))
+		lines = append(lines, "through the connection "+visible.Line(cut(c.connection, noteLineChars)))
 	}
 	lines = append(lines, "run "+c.run+", call "+c.id)
 	if !actions {
@@ -103,6 +109,30 @@ func noteBody(c *call, markup, actions bool) string {
 		body = html.EscapeString(body)
 	}
 	return body
+}
+
+// How many characters of a tool's address, and of a line an upstream
+// wrote, a notification or the tray's menu shows.
+const (
+	noteAddressChars = 64
+	noteLineChars    = 120
+)
+
+// cut is s in at most n characters: its head and tail around "…" when it
+// is longer (the end of a tool's address tells tools apart as much as its
+// start).
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := (n - 1) * 2 / 3
+	return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
+}
+
+// noteTitle is the summary of c's notification.
+func noteTitle(c *call) string {
+	return "Approve " + visible.Line(cut(c.address, noteAddressChars)) + "?"
 }
 
 // notify raises c's notification: its summary names the tool's address;
@@ -120,7 +150,7 @@ func (n *notifier) notify(c *call) (uint32, error) {
 	}
 	var id uint32
 	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", uint32(0), "dialog-question",
-		"Approve "+c.address+"?", body, actions, hints, int32(0)).Store(&id)
+		noteTitle(c), body, actions, hints, int32(0)).Store(&id)
 	if err != nil {
 		return 0, fmt.Errorf("raising a notification: %w", err)
 	}
@@ -137,7 +167,11 @@ func (n *notifier) more(replaces uint32, addresses []string) (uint32, error) {
 		summary = "1 more call waits for your approval"
 	}
 	const listed = 5
-	body := strings.Join(addresses[:min(len(addresses), listed)], ", ")
+	var shown []string
+	for _, a := range addresses[:min(len(addresses), listed)] {
+		shown = append(shown, visible.Line(cut(a, noteAddressChars)))
+	}
+	body := strings.Join(shown, ", ")
 	if len(addresses) > listed {
 		body += fmt.Sprintf(" and %d more", len(addresses)-listed)
 	}
