@@ -125,7 +125,7 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
     h(
       "header",
       { class: "card-head" },
-      h("p", { class: "muted" }, `Call ${where.index + 1} of ${where.total} · run ${item.run} · ${item.id}`),
+      h("p", { class: "muted position" }, positionText(item, where.index, where.total)),
       close,
     ),
     notice ? h("div", { class: "status" }, notice) : null,
@@ -151,6 +151,17 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
   const once = buttons[item.choices.indexOf("once")] ?? null;
   if (once) once.setAttribute("autofocus", "");
   return { card, first: once };
+}
+
+/**
+ * Where a call stands in the queue, as its card's head says it.
+ * @param {Approval} item
+ * @param {number} index
+ * @param {number} total
+ * @returns {string}
+ */
+export function positionText(item, index, total) {
+  return `Call ${index + 1} of ${total} · run ${item.run} · ${item.id}`;
 }
 
 /**
