@@ -29,6 +29,14 @@ type notifier struct {
 	obj     dbus.BusObject
 	actions bool // the server shows actions
 	markup  bool // the server reads markup in bodies
+	// server is the notification server's unique name on the bus
+	// (":1.5"), and owner looks it up again (the server restarted). Its
+	// signals come only from it: any process on the session bus can send
+	// an ActionInvoked, and one that is not the server's would record a
+	// decision no person made. Both are used by the signals' goroutine
+	// only.
+	server string
+	owner  func() string
 }
 
 // newNotifier connects to the notification server; nil, nil when none is
@@ -37,32 +45,65 @@ func newNotifier(conn *dbus.Conn, events chan<- func(), a *App) (*notifier, erro
 	if !hasOwner(conn, notifyName) {
 		return nil, nil
 	}
-	n := &notifier{obj: conn.Object(notifyName, notifyPath)}
+	n := &notifier{obj: conn.Object(notifyName, notifyPath), owner: func() string {
+		var owner string
+		if err := conn.BusObject().Call("org.freedesktop.DBus.GetNameOwner", 0, notifyName).Store(&owner); err != nil {
+			return ""
+		}
+		return owner
+	}}
+	n.server = n.owner()
 	var caps []string
 	if err := n.obj.Call(notifyName+".GetCapabilities", 0).Store(&caps); err != nil {
 		return nil, fmt.Errorf("asking the notification server what it shows: %w", err)
 	}
 	n.actions = slices.Contains(caps, "actions")
 	n.markup = readsMarkup(caps)
-	if err := conn.AddMatchSignal(dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
+	if err := conn.AddMatchSignal(dbus.WithMatchSender(notifyName), dbus.WithMatchObjectPath(notifyPath), dbus.WithMatchInterface(notifyName)); err != nil {
 		return nil, fmt.Errorf("listening to the notification server: %w", err)
 	}
 	signals := make(chan *dbus.Signal, 32)
 	conn.Signal(signals)
 	go func() {
 		for s := range signals {
-			switch {
-			case s.Name == notifyName+".ActionInvoked" && len(s.Body) == 2:
-				id, _ := s.Body[0].(uint32)
-				key, _ := s.Body[1].(string)
-				events <- func() { a.act(id, key) }
-			case s.Name == notifyName+".NotificationClosed" && len(s.Body) >= 1:
-				id, _ := s.Body[0].(uint32)
-				events <- func() { a.closed(id) }
+			if f := n.event(s, a); f != nil {
+				events <- f
 			}
 		}
 	}()
 	return n, nil
+}
+
+// event is what the loop does for a signal of the notification server (an
+// action picked, a notification closed); nil for any other signal, and for
+// one sent by another process than the server.
+func (n *notifier) event(s *dbus.Signal, a *App) func() {
+	if s.Path != notifyPath || !strings.HasPrefix(s.Name, notifyName+".") || !n.fromServer(s.Sender) {
+		return nil
+	}
+	switch {
+	case s.Name == notifyName+".ActionInvoked" && len(s.Body) == 2:
+		id, _ := s.Body[0].(uint32)
+		key, _ := s.Body[1].(string)
+		return func() { a.act(id, key) }
+	case s.Name == notifyName+".NotificationClosed" && len(s.Body) >= 1:
+		id, _ := s.Body[0].(uint32)
+		return func() { a.closed(id) }
+	}
+	return nil
+}
+
+// fromServer reports whether sender is the notification server, looked up
+// again when it is not the one known (a server that restarted has a new
+// name).
+func (n *notifier) fromServer(sender string) bool {
+	if sender == "" {
+		return false
+	}
+	if sender != n.server {
+		n.server = n.owner()
+	}
+	return sender == n.server
 }
 
 // readsMarkup reports whether a notification server with these

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -99,5 +100,42 @@ func TestNoteTitle(t *testing.T) {
 		if n := len([]rune(got)); n > len("Approve ?")+noteAddressChars {
 			t.Errorf("noteTitle(%.40q…) is %d characters", tt.address, n)
 		}
+	}
+}
+
+// TestSignalsOnlyFromTheServer: an ActionInvoked sent by another process on
+// the session bus than the notification server (anyone can send one:
+// `dbus-send --type=signal /org/freedesktop/Notifications
+// org.freedesktop.Notifications.ActionInvoked uint32:32 string:once`
+// recorded "once" via desktop) does nothing; the server's own does, also
+// after the server restarted under a new name.
+func TestSignalsOnlyFromTheServer(t *testing.T) {
+	owner := ":1.5"
+	n := &notifier{server: owner, owner: func() string { return owner }}
+	a := &App{}
+	action := func(sender string) *dbus.Signal {
+		return &dbus.Signal{Sender: sender, Path: notifyPath, Name: notifyName + ".ActionInvoked", Body: []any{uint32(32), "once"}}
+	}
+	tests := []struct {
+		name   string
+		owner  string // the server's name when the signal comes
+		signal *dbus.Signal
+		want   bool
+	}{
+		{"the server's action", ":1.5", action(":1.5"), true},
+		{"the server's close", ":1.5", &dbus.Signal{Sender: ":1.5", Path: notifyPath, Name: notifyName + ".NotificationClosed", Body: []any{uint32(32), uint32(2)}}, true},
+		{"forged by another process", ":1.5", action(":1.42"), false},
+		{"no sender", ":1.5", action(""), false},
+		{"another path", ":1.5", &dbus.Signal{Sender: ":1.5", Path: "/elsewhere", Name: notifyName + ".ActionInvoked", Body: []any{uint32(32), "once"}}, false},
+		{"the server restarted", ":1.9", action(":1.9"), true},
+		{"the old server's name", ":1.9", action(":1.5"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			owner = tt.owner
+			if got := n.event(tt.signal, a) != nil; got != tt.want {
+				t.Errorf("the signal %s from %q acted: %v, want %v", tt.signal.Name, tt.signal.Sender, got, tt.want)
+			}
+		})
 	}
 }
