@@ -65,8 +65,9 @@ type call struct {
 	message    string // why it waits
 	seq        int
 	created    time.Time
-	note       uint32 // its open notification, 0: none
-	raised     bool   // it had its own notification (it is not raised again)
+	expires    time.Time // when it expires undecided, zero: never
+	note       uint32    // its open notification, 0: none
+	raised     bool      // it had its own notification (it is not raised again)
 	notified   time.Time
 }
 
@@ -129,8 +130,22 @@ func (a *App) loop(ctx context.Context) error {
 	a.countReview(ctx)
 	a.checkSignIns(ctx)
 	a.show()
+	// A call that expires undecided is withdrawn when it does: nothing
+	// writes its run then, and its notification would offer "Allow once"
+	// on a call that can no longer be allowed.
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
 	for {
+		a.armExpiry(expiry)
 		select {
+		case <-expiry.C:
+			now := time.Now()
+			for _, c := range a.sorted() {
+				if !c.expires.IsZero() && !now.Before(c.expires) && a.pending[c.key()] != nil {
+					a.sync(ctx, c.run)
+				}
+			}
+			a.show()
 		case <-ctx.Done():
 			a.withdrawAll()
 			return nil
@@ -175,6 +190,22 @@ func (a *App) loop(ctx context.Context) error {
 			a.show()
 		}
 	}
+}
+
+// armExpiry sets t to fire when the first pending call expires, or stops
+// it when none will.
+func (a *App) armExpiry(t *time.Timer) {
+	var first time.Time
+	for _, c := range a.pending {
+		if !c.expires.IsZero() && (first.IsZero() || c.expires.Before(first)) {
+			first = c.expires
+		}
+	}
+	if first.IsZero() {
+		t.Stop()
+		return
+	}
+	t.Reset(max(time.Until(first), 0))
 }
 
 // runID is the run a file of runs/ records; journals and spares are not
@@ -237,7 +268,7 @@ func (a *App) sync(ctx context.Context, id string) {
 		if a.pending[id+"/"+p.ID] != nil {
 			continue
 		}
-		c := &call{run: id, id: p.ID, address: p.Address, connection: p.Connection, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
+		c := &call{run: id, id: p.ID, address: p.Address, connection: p.Connection, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt, expires: p.ExpiresAt}
 		if len(p.Args) > 0 {
 			c.args = string(run.PreviewArgs(a.hub.Scrubber().JSON(p.Args), noteArgsBytes))
 		}

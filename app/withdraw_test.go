@@ -1,10 +1,19 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
@@ -14,11 +23,14 @@ import (
 // methods called and answers Notify with the next id.
 type fakeNotifications struct {
 	dbus.BusObject
+	mu    sync.Mutex
 	calls []string
 	next  uint32
 }
 
 func (f *fakeNotifications) Call(method string, _ dbus.Flags, args ...any) *dbus.Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	switch method {
 	case notifyName + ".Notify":
 		f.next++
@@ -73,5 +85,60 @@ func TestWithdrawAllRaisesNothing(t *testing.T) {
 	}
 	if len(a.pending) != 0 || len(a.byNote) != 0 || a.moreNote != 0 || withdrawn != 1 {
 		t.Errorf("after quitting: %d pending, %d notifications known, more %d, window withdrawn %d times; want none and once", len(a.pending), len(a.byNote), a.moreNote, withdrawn)
+	}
+}
+
+// TestExpiredCallIsWithdrawn: a call that expires undecided loses its
+// notification when it expires, though nothing writes its run then (it
+// stayed, offering "Allow once" on a call that could no longer be
+// allowed, until something else touched the run).
+func TestExpiredCallIsWithdrawn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "hub")
+	st, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	defer h.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now().UTC()
+	r := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, Code: "return 1", CreatedAt: now, UpdatedAt: now,
+		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "memory.createEntities", Message: "it asks", ExpiresAt: now.Add(time.Second)}}}
+	if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeNotifications{}
+	withdrawn := 0
+	a := &App{
+		log:     slog.New(slog.DiscardHandler),
+		st:      st,
+		hub:     h,
+		dir:     dir,
+		notes:   &notifier{obj: f, actions: true},
+		win:     noWindows{&withdrawn},
+		pending: map[string]*call{},
+		byNote:  map[uint32]string{},
+		events:  make(chan func(), 64),
+		quit:    make(chan struct{}),
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.loop(ctx) }()
+	calls := func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.Clone(f.calls)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(calls(), "Close 1") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := calls(); !slices.Equal(got, []string{"Notify 1", "Close 1"}) {
+		t.Errorf("a call expiring undecided: the notification server was called %q, want it notified, then closed when the call expired", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
