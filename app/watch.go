@@ -386,15 +386,33 @@ func (a *App) forget(c *call) {
 
 // withdrawAll closes every notification of a pending call, and the one of
 // the calls over the budget, as the app quits: no call gets a notification
-// of its own on the way out (withdraw would raise the next one).
+// of its own on the way out (withdraw would raise the next one). The import
+// offers and sign-ins are closed too: they are resident, and their actions
+// would reach no one once the app is gone (a new app does not offer the
+// same server again).
 func (a *App) withdrawAll() {
 	for _, c := range a.pending {
 		a.forget(c)
 	}
-	if a.moreNote != 0 && a.notes != nil {
-		a.notes.close(a.moreNote)
+	if a.notes != nil {
+		if a.moreNote != 0 {
+			a.notes.close(a.moreNote)
+		}
+		for id := range a.offers {
+			a.notes.close(id)
+		}
+		if a.sign != nil {
+			for id := range a.sign.byNote {
+				a.notes.close(id)
+			}
+		}
 	}
 	a.moreNote = 0
+	clear(a.offers)
+	if a.sign != nil {
+		clear(a.sign.byNote)
+		clear(a.sign.shown)
+	}
 	a.win.Withdraw()
 }
 

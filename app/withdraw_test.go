@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/secret"
@@ -52,9 +53,10 @@ func (noWindows) Close()                  {}
 
 // TestWithdrawAllRaisesNothing: as the app quits with more calls pending
 // than have a notification, it closes each notification and the one of
-// the rest, and raises none on the way out (it used to give the next
-// calls a notification of their own as each was withdrawn, which flashed
-// on the screen and stayed in the server's history).
+// the rest, and raises none on the way out (it used to give the next calls
+// a notification of their own as each was withdrawn, which flashed on the
+// screen and stayed in the server's history). It closes the import offers
+// and sign-ins too (an offer's "Add" stayed on the screen, reaching no one).
 func TestWithdrawAllRaisesNothing(t *testing.T) {
 	f := &fakeNotifications{}
 	withdrawn := 0
@@ -74,13 +76,17 @@ func TestWithdrawAllRaisesNothing(t *testing.T) {
 	if diff := cmp.Diff([]string{"Notify 1", "Notify 2", "Notify 3", "Notify 4"}, f.calls); diff != "" {
 		t.Fatalf("raising 6 calls (-want +got):\n%s", diff)
 	}
+	// An import offer and a sign-in, resident: their actions would reach
+	// no one after the app.
+	a.offers = map[uint32]watch.Offer{7: {}}
+	a.sign = &signIns{shown: map[string]uint32{"linear/default": 8}, byNote: map[uint32]string{8: "linear/default"}}
 	f.calls = nil
 	a.withdrawAll()
 	closed := map[string]bool{}
 	for _, c := range f.calls {
 		closed[c] = true
 	}
-	if diff := cmp.Diff(map[string]bool{"Close 1": true, "Close 2": true, "Close 3": true, "Close 4": true}, closed); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"Close 1": true, "Close 2": true, "Close 3": true, "Close 4": true, "Close 7": true, "Close 8": true}, closed); diff != "" {
 		t.Errorf("quitting (-want +got):\n%s\nall calls: %q", diff, f.calls)
 	}
 	if len(a.pending) != 0 || len(a.byNote) != 0 || a.moreNote != 0 || withdrawn != 1 {
