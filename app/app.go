@@ -80,7 +80,11 @@ func Run(ctx context.Context, opts Options) error {
 	dir := filepath.Join(home, "hub")
 	st, err := store.Open(dir)
 	if err != nil {
-		return fmt.Errorf("opening the hub at %s (create it with `capabilities hub init`): %w", dir, err)
+		// store.Open says what is wrong and where ("opening the hub: no
+		// hub here at …; run `capabilities hub init` first", a corrupt
+		// hub.json and how to fix it), as the CLI prints it: init is no
+		// advice for a hub that exists.
+		return err
 	}
 	defer st.Close()
 	h := hub.New(st, hub.Options{Logger: log, NoKeychain: os.Getenv("NO_KEYRING") != ""})
@@ -129,9 +133,9 @@ func Run(ctx context.Context, opts Options) error {
 		n, err := newNotifier(conn, a.events, a)
 		switch {
 		case err != nil:
-			fmt.Fprintf(stderr, "capabilities-desktop: notifications are unavailable (%v): pending calls open the approval page in the browser\n", err)
+			fmt.Fprintf(stderr, "capabilities-desktop: notifications are unavailable (%v): pending calls open the approval screen instead\n", err)
 		case n == nil:
-			fmt.Fprintln(stderr, "capabilities-desktop: no notification daemon on the session bus: pending calls open the approval page in the browser instead")
+			fmt.Fprintln(stderr, "capabilities-desktop: no notification daemon on the session bus: pending calls open the approval screen instead (the app's window, or the page in the browser where it has none)")
 		default:
 			a.notes = n
 			log.Info("notifications", "actions", n.actions)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -19,8 +20,14 @@ const (
 // errRunning: another app serves this hub; it was asked to show itself.
 var errRunning = errors.New("already running for this hub: showed its window")
 
-// instanceName is the bus name of the app of the hub at dir.
+// instanceName is the bus name of the app of the hub at dir. The hub is
+// named by its real path: reached through a symlink (a home kept in a
+// dotfiles folder, CAPABILITIES_HOME set to the link or to its target) it
+// is the same hub, with one app.
 func instanceName(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	sum := sha256.Sum256([]byte(dir))
 	return instanceIface + ".h" + hex.EncodeToString(sum[:6])
 }

@@ -9,14 +9,17 @@ import (
 )
 
 // TestLaunchAgent: the macOS LaunchAgent is a well-formed property list
-// that runs the app by its path once at login (any path, escaped), and does
-// not restart it after a Quit.
+// that runs the app by its path once at login (any path, escaped), on the
+// hub it was turned on for (CAPABILITIES_HOME when not the default), and
+// does not restart it after a Quit.
 func TestLaunchAgent(t *testing.T) {
-	for _, exe := range []string{
-		"/Applications/Capabilities.app/Contents/MacOS/capabilities-desktop",
-		"/Users/a & b/<odd> \"path\"/capabilities-desktop",
+	for _, tt := range []struct{ exe, home string }{
+		{"/Applications/Capabilities.app/Contents/MacOS/capabilities-desktop", ""},
+		{"/Users/a & b/<odd> \"path\"/capabilities-desktop", ""},
+		{"/Applications/Capabilities.app/Contents/MacOS/capabilities-desktop", "/Users/a & b/hubs/<work>"},
 	} {
-		doc := launchAgent(exe)
+		exe := tt.exe
+		doc := launchAgent(exe, tt.home)
 		var plist struct {
 			XMLName xml.Name `xml:"plist"`
 			Dict    struct {
@@ -45,7 +48,11 @@ func TestLaunchAgent(t *testing.T) {
 				}
 			}
 		}
-		want := []string{"Label", launchAgentLabel, "ProgramArguments", exe, "RunAtLoad", "true", "KeepAlive", "false", "ProcessType", "Interactive"}
+		want := []string{"Label", launchAgentLabel, "ProgramArguments", exe}
+		if tt.home != "" {
+			want = append(want, "EnvironmentVariables", "CAPABILITIES_HOME", tt.home)
+		}
+		want = append(want, "RunAtLoad", "true", "KeepAlive", "false", "ProcessType", "Interactive")
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("the LaunchAgent for %q (-want +got):\n%s\n%s", exe, diff, doc)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/capabilities-sh/capabilities/store"
 )
 
 // loginSupported: on macOS "Start at login" is a LaunchAgent.
@@ -25,5 +27,9 @@ func loginEntry() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return launchAgent(self), nil
+	home, err := store.OtherHome()
+	if err != nil {
+		return nil, err
+	}
+	return launchAgent(self, home), nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/build/linux"
+	"github.com/capabilities-sh/capabilities/store"
 )
 
 // loginSupported says whether "Start at login" is built for this system:
@@ -34,14 +35,33 @@ func loginPath() (string, error) {
 
 // loginEntry is build/linux's autostart entry. When capabilities-desktop on
 // PATH is not this program, it starts this program by its absolute path.
+// When the hub is not at the default place (CAPABILITIES_HOME), the entry
+// names it, else the app started at login would open ~/.capabilities.
 func loginEntry() ([]byte, error) {
 	entry := linux.Autostart
-	if self, err := os.Executable(); err == nil && !onPath(self) && !strings.ContainsAny(self, " \t\n\"'\\`$") {
-		entry = bytes.ReplaceAll(entry, []byte("Exec=capabilities-desktop\n"), []byte("Exec="+self+"\n"))
+	cmd := "capabilities-desktop"
+	if self, err := os.Executable(); err == nil && !onPath(self) && !strings.ContainsAny(self, execSpecial) {
+		cmd = self
 		entry = bytes.ReplaceAll(entry, []byte("TryExec=capabilities-desktop\n"), []byte("TryExec="+self+"\n"))
 	}
+	home, err := store.OtherHome()
+	if err != nil {
+		return nil, err
+	}
+	if home != "" {
+		if strings.ContainsAny(home, execSpecial) {
+			return nil, fmt.Errorf("the hub's home %q holds a character an autostart entry's Exec cannot carry as it is (a blank, a quote, \\, `, $ or %%): move the hub to a plain path and set CAPABILITIES_HOME to it", home)
+		}
+		cmd = "env CAPABILITIES_HOME=" + home + " " + cmd
+	}
+	entry = bytes.ReplaceAll(entry, []byte("Exec=capabilities-desktop\n"), []byte("Exec="+cmd+"\n"))
 	return entry, nil
 }
+
+// execSpecial are the characters an autostart entry's Exec would need to
+// quote or escape (the desktop entry spec); a path holding one is not
+// written there.
+const execSpecial = " \t\n\"'\\`$%"
 
 // onPath says whether capabilities-desktop found on PATH is the program at
 // self.

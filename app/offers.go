@@ -10,6 +10,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/godbus/dbus/v5"
 )
 
@@ -135,19 +136,39 @@ func importOffer(ctx context.Context, h *hub.Hub, p harness.Proposal) (string, e
 	return ns, nil
 }
 
-// offer raises an import offer's notification.
-func (n *notifier) offer(o watch.Offer) (uint32, error) {
+// offerCommandChars is how much of an offered server's command (or URL)
+// its notification shows: "Add" consents to running it.
+const offerCommandChars = 240
+
+// offerText is an import offer's notification: its summary and body. The
+// server's name and command come from a file an agent (or anything) may
+// write: each shows as one line with its hidden characters escaped (a bidi
+// override cannot make "exe.sj.ekaf" read "fake.js.exe"), and a long
+// command is shortened, head and tail, saying how much is not shown, so it
+// cannot push the rest out of the notification.
+func offerText(o watch.Offer, markup bool) (summary, body string) {
 	what := o.Server.URL
 	if what == "" {
 		what = model.QuoteCommand(append([]string{o.Server.Command}, o.Server.Args...))
 	}
-	body := fmt.Sprintf("%s\nin %s\nIt would be the hub's source %q; its tools wait for your review.", what, o.Path, o.Proposal.Namespace)
-	if n.markup {
+	if r := []rune(what); len(r) > offerCommandChars {
+		head := offerCommandChars * 2 / 3
+		tail := offerCommandChars - head
+		what = fmt.Sprintf("%s …[%d characters not shown]… %s", string(r[:head]), len(r)-head-tail, string(r[len(r)-tail:]))
+	}
+	body = fmt.Sprintf("%s\nin %s\nIt would be the hub's source %q; its tools wait for your review.", visible.Line(what), visible.Line(o.Path), o.Proposal.Namespace)
+	if markup {
 		body = html.EscapeString(body)
 	}
+	return visible.Line(cut(o.Message(), noteLineChars)), body
+}
+
+// offer raises an import offer's notification.
+func (n *notifier) offer(o watch.Offer) (uint32, error) {
+	summary, body := offerText(o, n.markup)
 	var id uint32
 	err := n.obj.Call(notifyName+".Notify", 0, "capabilities", uint32(0), "list-add",
-		o.Message(), body, []string{actionAdd, "Add", actionNotNow, "Not now"},
+		summary, body, []string{actionAdd, "Add", actionNotNow, "Not now"},
 		map[string]dbus.Variant{"resident": dbus.MakeVariant(true)}, int32(0)).Store(&id)
 	if err != nil {
 		return 0, fmt.Errorf("raising an import offer: %w", err)

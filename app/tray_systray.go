@@ -146,7 +146,7 @@ func (t *tray) update(v trayView) {
 			item.SetTitle(fmt.Sprintf("… and %d more", len(calls)-slots+1))
 			item.Show()
 		case i < len(calls):
-			item.SetTitle(fmt.Sprintf("Approve %s? (run %s)", calls[i].address, calls[i].run))
+			item.SetTitle(fmt.Sprintf("%s (run %s)", noteTitle(calls[i]), calls[i].run))
 			item.Show()
 		default:
 			item.Hide()

@@ -55,16 +55,20 @@ type App struct {
 
 // call is one pending call the app shows.
 type call struct {
-	run, id  string
-	address  string
-	summary  string // the tool's first sentence
-	args     string // what it would be called with, every field, shortened
-	message  string // why it waits
-	seq      int
-	created  time.Time
-	note     uint32 // its open notification, 0: none
-	raised   bool   // it had its own notification (it is not raised again)
-	notified time.Time
+	run, id string
+	address string
+	// connection is the connection the call goes through, "" when the
+	// source has none.
+	connection string
+	summary    string // the tool's first sentence
+	args       string // what it would be called with, every field, shortened
+	message    string // why it waits
+	seq        int
+	created    time.Time
+	expires    time.Time // when it expires undecided, zero: never
+	note       uint32    // its open notification, 0: none
+	raised     bool      // it had its own notification (it is not raised again)
+	notified   time.Time
 }
 
 func (c *call) key() string { return c.run + "/" + c.id }
@@ -126,8 +130,22 @@ func (a *App) loop(ctx context.Context) error {
 	a.countReview(ctx)
 	a.checkSignIns(ctx)
 	a.show()
+	// A call that expires undecided is withdrawn when it does: nothing
+	// writes its run then, and its notification would offer "Allow once"
+	// on a call that can no longer be allowed.
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
 	for {
+		a.armExpiry(expiry)
 		select {
+		case <-expiry.C:
+			now := time.Now()
+			for _, c := range a.sorted() {
+				if !c.expires.IsZero() && !now.Before(c.expires) && a.pending[c.key()] != nil {
+					a.sync(ctx, c.run)
+				}
+			}
+			a.show()
 		case <-ctx.Done():
 			a.withdrawAll()
 			return nil
@@ -172,6 +190,22 @@ func (a *App) loop(ctx context.Context) error {
 			a.show()
 		}
 	}
+}
+
+// armExpiry sets t to fire when the first pending call expires, or stops
+// it when none will.
+func (a *App) armExpiry(t *time.Timer) {
+	var first time.Time
+	for _, c := range a.pending {
+		if !c.expires.IsZero() && (first.IsZero() || c.expires.Before(first)) {
+			first = c.expires
+		}
+	}
+	if first.IsZero() {
+		t.Stop()
+		return
+	}
+	t.Reset(max(time.Until(first), 0))
 }
 
 // runID is the run a file of runs/ records; journals and spares are not
@@ -234,7 +268,7 @@ func (a *App) sync(ctx context.Context, id string) {
 		if a.pending[id+"/"+p.ID] != nil {
 			continue
 		}
-		c := &call{run: id, id: p.ID, address: p.Address, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt}
+		c := &call{run: id, id: p.ID, address: p.Address, connection: p.Connection, summary: p.Summary, message: p.Message, seq: p.Seq, created: r.UpdatedAt, expires: p.ExpiresAt}
 		if len(p.Args) > 0 {
 			c.args = string(run.PreviewArgs(a.hub.Scrubber().JSON(p.Args), noteArgsBytes))
 		}
@@ -328,8 +362,18 @@ func (a *App) fillNotes() {
 	a.moreNote = id
 }
 
-// withdraw forgets a call that no longer waits and closes its notification.
+// withdraw forgets a call that no longer waits and closes its notification;
+// the next call waiting gets its place.
 func (a *App) withdraw(c *call) {
+	a.forget(c)
+	if len(a.pending) == 0 {
+		a.win.Withdraw()
+	}
+	a.fillNotes()
+}
+
+// forget forgets a call and closes its notification.
+func (a *App) forget(c *call) {
 	delete(a.pending, c.key())
 	if c.note != 0 {
 		delete(a.byNote, c.note)
@@ -338,16 +382,38 @@ func (a *App) withdraw(c *call) {
 		}
 		a.log.Info("withdrew the notification", "run", c.run, "call", c.id, "notification", c.note)
 	}
-	if len(a.pending) == 0 {
-		a.win.Withdraw()
-	}
-	a.fillNotes()
 }
 
+// withdrawAll closes every notification of a pending call, and the one of
+// the calls over the budget, as the app quits: no call gets a notification
+// of its own on the way out (withdraw would raise the next one). The import
+// offers and sign-ins are closed too: they are resident, and their actions
+// would reach no one once the app is gone (a new app does not offer the
+// same server again).
 func (a *App) withdrawAll() {
 	for _, c := range a.pending {
-		a.withdraw(c)
+		a.forget(c)
 	}
+	if a.notes != nil {
+		if a.moreNote != 0 {
+			a.notes.close(a.moreNote)
+		}
+		for id := range a.offers {
+			a.notes.close(id)
+		}
+		if a.sign != nil {
+			for id := range a.sign.byNote {
+				a.notes.close(id)
+			}
+		}
+	}
+	a.moreNote = 0
+	clear(a.offers)
+	if a.sign != nil {
+		clear(a.sign.byNote)
+		clear(a.sign.shown)
+	}
+	a.win.Withdraw()
 }
 
 // act handles an action picked in a notification: once and deny are

@@ -36,6 +36,9 @@ type windowProcess struct {
 	in      io.WriteCloser
 	done    chan struct{} // closed when the process has exited
 	screen  string        // the screen it shows
+	// noTray: there is no tray, and the window is the one way to the app,
+	// so it stays when nothing waits any more.
+	noTray bool
 }
 
 // newWindows is the app's window where capabilities-window is installed
@@ -117,11 +120,12 @@ func (w *windowProcess) send(line string) error {
 	return nil
 }
 
-// Withdraw closes the window when it shows the pending calls.
+// Withdraw closes the window when it shows the pending calls, unless there
+// is no tray: then it is the one way to the app, and it stays.
 func (w *windowProcess) Withdraw() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cmd == nil || w.screen != "" {
+	if w.cmd == nil || w.screen != "" || w.noTray {
 		return
 	}
 	w.log.Info("withdrew the window")
@@ -131,6 +135,9 @@ func (w *windowProcess) Withdraw() {
 
 // NoTray shows the window: without a tray it is the way to the app.
 func (w *windowProcess) NoTray() {
+	w.mu.Lock()
+	w.noTray = true
+	w.mu.Unlock()
 	if err := w.Show("", false); err != nil {
 		w.log.Warn("showing the window", "err", err)
 	}

@@ -287,7 +287,7 @@ func (d *desktop) tryKey(k string) error {
 // NO_KEYRING=1): it says the tray is unavailable and where secrets are kept
 // instead, and shows its window at launch; a pending call is listed
 // there (no notification), and `o` pressed in it allows it once via
-// desktop; the upstream acts exactly once on resume.
+// desktop, and the window stays; the upstream acts exactly once on resume.
 func (d *desktop) windowFallbacksScenario() {
 	t := d.t
 	// No keychain on the bus either (the session runs none): the app is
@@ -303,6 +303,10 @@ func (d *desktop) windowFallbacksScenario() {
 	d.waitFor("the app to say the tray is unavailable", func() bool {
 		return strings.Contains(d.stderr.String(), "the tray is unavailable")
 	})
+	// Not "in the browser": it has its window.
+	d.waitFor("the app to say pending calls open the approval screen", func() bool {
+		return strings.Contains(d.stderr.String(), "no notification daemon on the session bus: pending calls open the approval screen instead")
+	})
 	d.waitFor("the app to say where secrets are kept without a keychain", func() bool {
 		return strings.Contains(d.stderr.String(), "secrets are kept in "+filepath.Join(d.home, "hub", "secrets.json")+" (mode 600), not in the OS keychain")
 	})
@@ -311,6 +315,12 @@ func (d *desktop) windowFallbacksScenario() {
 	got := d.decideInWindow(run, "o")
 	if got.Choice != model.ChoiceOnce || got.Channel != "desktop" {
 		t.Fatalf("the run's decision is %s via %s, want once via desktop", got.Choice, got.Channel)
+	}
+	// Without a tray the window is the one way to the app: it stays when
+	// nothing waits any more (it used to close, leaving the app unreachable).
+	time.Sleep(time.Second)
+	if v := d.visible(); v != "capabilities — Approvals" {
+		t.Errorf("after the last call was decided the window shows %q, want it still up (capabilities — Approvals)", v)
 	}
 	d.exec("completed", "--resume", run)
 	if n := lines(t, d.calls); n != 1 {

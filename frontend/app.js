@@ -3,7 +3,7 @@
 // g then a/r/u/s/t, and kept in the address's fragment (#review, #runs/<run>).
 // Plain ES modules, no build step.
 import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
-import { choiceForKey, choiceText, renderApproval, renderDecided, renderQueue } from "./approval.js";
+import { choiceForKey, choiceText, positionText, renderApproval, renderDecided, renderQueue } from "./approval.js";
 import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
@@ -249,6 +249,11 @@ async function refresh() {
   if (ui.dialog.open && cur && !state.queue.some((q) => same(q, cur))) {
     closeDialog();
     replace(ui.status, renderDecided("No longer waiting", cur.address, "This call was decided elsewhere or expired."));
+  } else if (ui.dialog.open && cur) {
+    // Calls came or went while this one is open: its head says where it
+    // stands now ("Call 1 of 2" while ten waited, before).
+    const position = ui.dialog.querySelector(".position");
+    if (position) position.textContent = positionText(cur, state.queue.findIndex((q) => same(q, cur)), state.queue.length);
   }
   if (!ui.dialog.open && state.autoOpen && state.screen === "approvals" && state.queue.length > 0) {
     show(state.queue[0]);

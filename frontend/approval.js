@@ -126,21 +126,21 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
     h(
       "header",
       { class: "card-head" },
-      h("p", { class: "muted" }, `Call ${where.index + 1} of ${where.total} · run ${item.run} · ${item.id}`),
+      h("p", { class: "muted position" }, positionText(item, where.index, where.total)),
       close,
     ),
     notice ? h("div", { class: "status" }, notice) : null,
     h("h2", { id: "approval-title", class: "address" }, item.address),
     flight ? h("p", { class: "warn" }, "This call was in flight when the hub stopped: it may already have happened.") : null,
     item.effect === "destructive" ? h("p", { class: "warn" }, "This tool may destroy data (it does not say it is safe).") : null,
-    h("p", { class: "summary" }, item.summary || "(the tool has no description)"),
+    h("p", { class: "summary" }, visible(item.summary) || "(the tool has no description)"),
     h(
       "dl",
       { class: "facts" },
       h("dt", null, "Connection"),
-      h("dd", null, item.connection),
+      h("dd", null, visible(item.connection)),
       h("dt", null, "Why it asks"),
-      h("dd", null, item.message),
+      h("dd", null, visible(item.message)),
       h("dt", null, "Expiry"),
       h("dd", null, expiresIn(item.expiresAt, where.now)),
     ),
@@ -152,6 +152,17 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
   const once = buttons[item.choices.indexOf("once")] ?? null;
   if (once) once.setAttribute("autofocus", "");
   return { card, first: once };
+}
+
+/**
+ * Where a call stands in the queue, as its card's head says it.
+ * @param {Approval} item
+ * @param {number} index
+ * @param {number} total
+ * @returns {string}
+ */
+export function positionText(item, index, total) {
+  return `Call ${index + 1} of ${total} · run ${item.run} · ${item.id}`;
 }
 
 /**
@@ -167,7 +178,7 @@ export function renderQueue(items, onOpen, now) {
       "button",
       { type: "button", class: "queue-item" },
       h("span", { class: "address" }, item.address),
-      h("span", { class: "summary" }, item.summary),
+      h("span", { class: "summary" }, visible(item.summary)),
       h("span", { class: "muted" }, `${item.id} of run ${item.run} · ${expiresIn(item.expiresAt, now)}`),
     );
     b.addEventListener("click", () => onOpen(item));

@@ -90,12 +90,12 @@ export function replace(parent, ...children) {
  * Text with the characters that change how it shows without showing
  * themselves (bidi controls, zero-width and tag characters, the soft
  * hyphen, C1 controls) written as \u escapes: "/tmp/\u202egnp.sh" cannot
- * pass for "/tmp/hs.png" in what a person approves.
- * @param {string} s
+ * pass for "/tmp/hs.png" in what a person approves. Absent text is "".
+ * @param {string | null | undefined} s
  * @returns {string}
  */
 export function visible(s) {
-  return s.replace(/[\p{Cf}\u007f-\u009f]/gu, (c) => {
+  return (s ?? "").replace(/[\p{Cf}\u007f-\u009f]/gu, (c) => {
     const cp = c.codePointAt(0) ?? 0;
     return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, "0")}`;
   });

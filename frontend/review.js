@@ -3,7 +3,7 @@
 // reviewed contract, the commands sources run, and reviewed tools their
 // source no longer lists. One key (a) accepts what is shown. Rendering
 // only: app.js wires it to the API and the keyboard.
-import { h } from "./dom.js";
+import { h, visible } from "./dom.js";
 
 /** @typedef {import("./api.js").Inbox} Inbox */
 /** @typedef {import("./api.js").ReviewItem} ReviewItem */
@@ -59,7 +59,7 @@ function renderChanges(changes) {
     ...lines.map((l) => {
       const t = l.trimStart();
       const cls = t.startsWith("+ ") || t === "+" ? "diff-add" : t.startsWith("- ") || t === "-" ? "diff-del" : "diff-ctx";
-      return h("span", { class: cls }, `${l}\n`);
+      return h("span", { class: cls }, `${visible(l)}\n`);
     }),
   );
 }
@@ -102,11 +102,11 @@ function renderItem(it, actions, readOnly, n) {
       h("span", { class: `badge status-${it.status}` }, it.status),
       it.effect === "destructive" ? h("span", { class: "badge flag" }, "! destructive") : null,
     ),
-    it.title ? h("p", { class: "title" }, it.title) : null,
-    h("p", { class: "summary" }, it.summary || "(the tool has no description)"),
+    it.title ? h("p", { class: "title" }, visible(it.title)) : null,
+    h("p", { class: "summary" }, visible(it.summary) || "(the tool has no description)"),
     it.sourceRule ? h("p", { class: "source-rule", "data-testid": "review-source-rule" }, sourceRuleText(it.sourceRule)) : null,
     it.changes && it.changes.length > 0 ? renderChanges(it.changes) : null,
-    h("details", { class: "description" }, h("summary", null, "Full description"), h("p", { class: "pre-line" }, it.description || "(none)")),
+    h("details", { class: "description" }, h("summary", null, "Full description"), h("p", { class: "pre-line" }, visible(it.description) || "(none)")),
     h("div", { class: "review-action" }, h("label", { for: selectId }, "Rule: "), select),
   );
 }
@@ -171,7 +171,7 @@ export function renderReview(inbox, actions, onAccept) {
               "li",
               { class: "review-item removed", "data-testid": "review-removed-item", "data-address": r.address },
               h("div", { class: "review-head" }, h("span", { class: "address" }, r.address), h("span", { class: "badge status-removed" }, "removed")),
-              h("p", { class: "summary" }, r.description || "(its reviewed description was not kept)"),
+              h("p", { class: "summary" }, visible(r.description) || "(its reviewed description was not kept)"),
             ),
           ),
         ),

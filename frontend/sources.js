@@ -1,7 +1,7 @@
 // The Sources screen: each source with its kind, health, tools (with
 // their effect) and the names of its connections (never a credential).
 // Rendering only: app.js wires it to the API.
-import { h } from "./dom.js";
+import { h, visible } from "./dom.js";
 import { when } from "./runs.js";
 
 /** @typedef {import("./api.js").SourceInfo} SourceInfo */
@@ -65,7 +65,7 @@ export function renderSources(sources, now) {
               { class: `effect-${t.effect}`, "data-testid": "source-tool", "data-address": t.address },
               h("span", { class: "address" }, t.address),
               h("span", { class: `badge effect effect-${t.effect}` }, EFFECTS[t.effect] ?? t.effect),
-              h("span", { class: "summary" }, t.title ? `${t.title}: ${t.summary}` : t.summary),
+              h("span", { class: "summary" }, visible(t.title ? `${t.title}: ${t.summary}` : t.summary)),
             ),
           ),
         ),

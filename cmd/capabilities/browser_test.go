@@ -231,6 +231,25 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.wantLines(writes, 8)
 	})
 
+	t.Run("a call arrives while one is open", func(t *testing.T) {
+		// The open call's head says where it stands as calls come: it said
+		// "Call 1 of 1" while the queue beside it grew.
+		first := h.exec(fmt.Sprintf(write, "open 1"), "awaiting_approval").RunID
+		p.reload()
+		if d := p.dialog(first, ""); !strings.HasPrefix(d.Head, "Call 1 of 1") {
+			t.Fatalf("the only call: %+v", d)
+		}
+		second := h.exec(fmt.Sprintf(write, "open 2"), "awaiting_approval").RunID
+		var head struct{ Text string }
+		p.do(map[string]any{"op": "text", "selector": "dialog#approval .position", "contains": "Call 1 of 2"}, &head)
+		if !strings.Contains(head.Text, first) {
+			t.Fatalf("after a second call the open card's head is %q, want the first call's", head.Text)
+		}
+		decide(first, "writer.record", "deny")
+		decide(second, "writer.record", "deny")
+		h.resumeAll([]string{first, second}, "completed")
+	})
+
 	t.Run("the whole arguments", func(t *testing.T) {
 		// A long item: the preview shows its head and tail; the person reads
 		// all of it before deciding.

@@ -401,3 +401,105 @@ func TestApprovalCardSaysUnderAMinute(t *testing.T) {
 		}
 	}
 }
+
+// TestTextShowsInvisibleCharacters: what an upstream wrote — a tool's
+// description and title, the summary and reason of a pending call, a
+// changed description's diff — reaches the Approval, Review and Sources
+// screens with its bidi overrides and zero-width characters as visible \u
+// escapes: "Deletes \u202eelif" cannot read "Deletes file" where a person
+// decides or reviews.
+func TestTextShowsInvisibleCharacters(t *testing.T) {
+	t.Parallel()
+	const (
+		desc    = "Deletes \u202eelif\u202c a\u200bfile."
+		shown   = `Deletes \u202eelif\u202c a\u200bfile.`
+		message = "s.t may change data \u2067(read-only)\u2069"
+	)
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := st.Put(ctx, store.Sources, "s", model.Source{Namespace: "s", Kind: model.KindHTTP, URL: "http://127.0.0.1:9/mcp", AddedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	m := hub.Manifest{Manifest: model.Manifest{Namespace: "s", ServerName: "s", FetchedAt: now, Tools: model.NewTools("s", []model.UpstreamTool{{Name: "t", Title: "Wipe \u202eelif", Description: desc}})}, Health: "ok", CheckedAt: now}
+	if err := st.Put(ctx, store.Manifests, "s", m); err != nil {
+		t.Fatal(err)
+	}
+	r := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, Code: "return 1", CreatedAt: now, UpdatedAt: now,
+		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "s.t", Summary: desc, Args: json.RawMessage(`{}`), Message: message, ExpiresAt: now.Add(time.Hour)}}}
+	if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	c := console.New(h, console.Options{})
+	dir := t.TempDir()
+
+	var list console.Approvals
+	if err := json.Unmarshal(newRecorderGet(t, c, "/api/approvals"), &list); err != nil {
+		t.Fatal(err)
+	}
+	items := filepath.Join(dir, "items.json")
+	arr, _ := json.Marshal(list.Approvals)
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(rctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var approvals struct{ Cards, Queue []string }
+	if err := json.Unmarshal(out, &approvals); err != nil || len(approvals.Cards) != 1 || len(approvals.Queue) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+
+	var in struct {
+		Inbox   console.Inbox     `json:"inbox"`
+		Runs    console.Runs      `json:"runs"`
+		Run     console.RunDetail `json:"run"`
+		Sources console.Sources   `json:"sources"`
+		Imports console.Imports   `json:"imports"`
+	}
+	for path, v := range map[string]any{"/api/review": &in.Inbox, "/api/runs": &in.Runs, "/api/runs/" + r.ID: &in.Run, "/api/sources": &in.Sources} {
+		if err := json.Unmarshal(newRecorderGet(t, c, path), v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	if len(in.Inbox.Items) != 1 {
+		t.Fatalf("the inbox holds %d tools, want 1", len(in.Inbox.Items))
+	}
+	in.Inbox.Items[0].Status = "changed"
+	in.Inbox.Items[0].Changes = []string{"description:\n  - Reads a file.\n  + " + desc}
+	in.Inbox.Removed = []hub.RemovedTool{{Address: "s.gone", Contract: "c", Description: desc}}
+	input := filepath.Join(dir, "input.json")
+	b, _ := json.Marshal(in)
+	if err := os.WriteFile(input, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	screens := renderScreens(t, input)
+
+	for _, s := range []struct{ name, text string }{
+		{"the approval card", approvals.Cards[0]},
+		{"the approval queue", approvals.Queue[0]},
+		{"the review screen", screens.Review},
+		{"the sources screen", screens.Sources},
+	} {
+		if strings.ContainsAny(s.text, "\u202e\u202c\u200b\u2067\u2069") {
+			t.Errorf("%s holds an invisible character as it is:\n%q", s.name, s.text)
+		}
+		if !strings.Contains(s.text, shown) {
+			t.Errorf("%s does not show %s:\n%s", s.name, shown, s.text)
+		}
+	}
+	if want := `s.t may change data \u2067(read-only)\u2069`; !strings.Contains(approvals.Cards[0], want) {
+		t.Errorf("the approval card does not show %s:\n%s", want, approvals.Cards[0])
+	}
+	if want := `Wipe \u202eelif`; !strings.Contains(screens.Review, want) || !strings.Contains(screens.Sources, want) {
+		t.Errorf("the review and sources screens do not both show the title as %s:\n%s\n%s", want, screens.Review, screens.Sources)
+	}
+}
