@@ -3,7 +3,7 @@
 // g then a/r/u/s/t, and kept in the address's fragment (#review, #runs/<run>).
 // Plain ES modules, no build step.
 import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
-import { choiceForKey, choiceText, positionText, renderApproval, renderDecided, renderQueue } from "./approval.js";
+import { SETTLE_MS, afterKey, choiceForKey, choiceText, positionText, renderApproval, renderDecided, renderQueue } from "./approval.js";
 import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
@@ -32,9 +32,6 @@ const AFTER_G = { a: "approvals", r: "review", u: "runs", s: "sources", t: "sett
 const G_MS = 1500;
 
 const POLL_MS = 3000;
-// A key held down, or pressed twice, must not decide the next call too:
-// shortcuts wait this long after a call is shown.
-const SETTLE_MS = 300;
 
 /**
  * @template {HTMLElement} T
@@ -84,6 +81,8 @@ const state = {
   autoOpen: true,
   stopped: false,
   shownAt: 0,
+  // When the shortcuts of the call shown work (performance.now()).
+  armedAt: 0,
   // What the last decision did, for the next call's card.
   /** @type {{label: string, address: string, next: string} | null} */
   decided: null,
@@ -177,14 +176,27 @@ function show(item) {
   replace(ui.dialog, card);
   const shownAt = performance.now();
   state.shownAt = shownAt;
-  // data-armed says the shortcuts work now (they wait SETTLE_MS after a
-  // call is shown): what a test waits for before it presses a key.
-  ui.dialog.removeAttribute("data-armed");
-  setTimeout(() => {
-    if (state.shownAt === shownAt) ui.dialog.setAttribute("data-armed", "true");
-  }, SETTLE_MS);
+  arm(shownAt, shownAt + SETTLE_MS);
   if (!ui.dialog.open) ui.dialog.showModal();
   if (first) first.focus();
+}
+
+/**
+ * Arms the shortcuts of the call shown at shownAt at armedAt
+ * (performance.now()). data-armed says they work now: what a test waits
+ * for before it presses a key.
+ * @param {number} shownAt
+ * @param {number} armedAt
+ */
+function arm(shownAt, armedAt) {
+  state.armedAt = armedAt;
+  ui.dialog.removeAttribute("data-armed");
+  setTimeout(
+    () => {
+      if (state.shownAt === shownAt && performance.now() >= state.armedAt) ui.dialog.setAttribute("data-armed", "true");
+    },
+    armedAt - performance.now(),
+  );
 }
 
 function closeDialog() {
@@ -264,7 +276,10 @@ async function refresh() {
 ui.dialog.addEventListener("keydown", (ev) => {
   const item = state.current;
   if (!item || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-  const settling = state.busy || ev.repeat || performance.now() - state.shownAt < SETTLE_MS;
+  const now = performance.now();
+  const early = now < state.armedAt;
+  if (early) arm(state.shownAt, afterKey(state.armedAt, now)); // still typing: wait again
+  const settling = state.busy || ev.repeat || early;
   // Enter on a focused button presses that button; elsewhere it is once.
   if (ev.key === "Enter" && ev.target instanceof HTMLButtonElement) {
     if (settling) ev.preventDefault();

@@ -33,15 +33,46 @@ export function choiceText(item, choice) {
   return (item.kind === "in_flight" ? IN_FLIGHT : CHOICES)[choice];
 }
 
+/** A key held down, or pressed twice, must not decide the next call too:
+ * shortcuts wait this long (ms) after a call is shown. */
+export const SETTLE_MS = 300;
+
+/** A key pressed while they wait makes them wait this long again after it:
+ * a window that came up while the person was typing elsewhere takes no
+ * decision from the words they go on typing. */
+export const SETTLE_AFTER_KEY_MS = 1000;
+
 /**
- * Which choice a key means for an item, or null. Enter is the safe
- * default, once.
+ * When a call's shortcuts work, after a key pressed at now.
+ * @param {number} armedAt when they were to work
+ * @param {number} now
+ * @returns {number} the new time, armedAt itself when the key came after it
+ */
+export function afterKey(armedAt, now) {
+  return now < armedAt ? now + SETTLE_AFTER_KEY_MS : armedAt;
+}
+
+/**
+ * Whether Enter (and the card's first focus) allows the call once. Not for
+ * a call whose tool may destroy data, nor for one that was in flight and
+ * may already have happened: the person says which with its key or a
+ * click, as `hub approve` has no default either.
+ * @param {Approval} item
+ * @returns {boolean}
+ */
+export function enterAllows(item) {
+  return item.effect !== "destructive" && item.kind !== "in_flight" && item.choices.includes("once");
+}
+
+/**
+ * Which choice a key means for an item, or null. Enter is once where
+ * that is the safe default (enterAllows).
  * @param {Approval} item
  * @param {string} key
  * @returns {Choice | null}
  */
 export function choiceForKey(item, key) {
-  if (key === "Enter") return item.choices.includes("once") ? "once" : null;
+  if (key === "Enter") return enterAllows(item) ? "once" : null;
   const k = key.toLowerCase();
   for (const c of item.choices) {
     if (choiceText(item, c).key === k) return c;
@@ -87,7 +118,7 @@ export function expiresIn(iso, now) {
  * @param {Node | null} [notice] what the last decision did, shown above the next call
  * @param {(item: Approval) => Promise<unknown>} [readAll] reads the whole arguments
  *   when the preview shortened them (item.argsSize)
- * @returns {{card: HTMLElement, first: HTMLButtonElement | null}}
+ * @returns {{card: HTMLElement, first: HTMLElement | null}}
  */
 export function renderApproval(item, where, onChoose, onClose, notice, readAll) {
   const flight = item.kind === "in_flight";
@@ -118,6 +149,7 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
       all.textContent = visible(`Could not read them: ${e instanceof Error ? e.message : String(e)}`);
     }
   });
+  const title = h("h2", { id: "approval-title", class: "address", tabindex: "-1" }, item.address);
   const close = h("button", { type: "button", class: "close", "aria-label": "Close (Esc)" }, "Close");
   close.addEventListener("click", onClose);
   const card = h(
@@ -130,7 +162,7 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
       close,
     ),
     notice ? h("div", { class: "status" }, notice) : null,
-    h("h2", { id: "approval-title", class: "address" }, item.address),
+    title,
     flight ? h("p", { class: "warn" }, "This call was in flight when the hub stopped: it may already have happened.") : null,
     item.effect === "destructive" ? h("p", { class: "warn" }, "This tool may destroy data (it does not say it is safe).") : null,
     h("p", { class: "summary" }, visible(item.summary) || "(the tool has no description)"),
@@ -149,9 +181,11 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
     all,
     h("div", { class: "choices", role: "group", "aria-label": "Your decision" }, ...buttons),
   );
-  const once = buttons[item.choices.indexOf("once")] ?? null;
+  // The first focus: "Allow once" where Enter may allow it, else the
+  // call's address (Enter there decides nothing).
+  const once = enterAllows(item) ? (buttons[item.choices.indexOf("once")] ?? null) : null;
   if (once) once.setAttribute("autofocus", "");
-  return { card, first: once };
+  return { card, first: once ?? title };
 }
 
 /**

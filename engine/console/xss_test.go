@@ -503,3 +503,50 @@ func TestTextShowsInvisibleCharacters(t *testing.T) {
 		t.Errorf("the review and sources screens do not both show the title as %s:\n%s\n%s", want, screens.Review, screens.Sources)
 	}
 }
+
+// TestEnterAllowsOnlyWhereSafe: Enter (and the first focus) allows a write
+// once; for a tool that may destroy data, or a call that was in flight and
+// may have happened, Enter decides nothing and the focus is on the call's
+// address: the person picks with a key or a click. And keys typed while a
+// newly shown call's shortcuts wait (a window that came up while the person
+// typed elsewhere) keep them waiting.
+func TestEnterAllowsOnlyWhereSafe(t *testing.T) {
+	t.Parallel()
+	items := filepath.Join(t.TempDir(), "items.json")
+	exp := time.Now().Add(time.Hour)
+	arr, _ := json.Marshal([]console.Approval{
+		{Run: "r1", ID: "c1", Kind: model.PendingApproval, Address: "up.record", Effect: model.EffectWrite, Summary: "Record.", Message: "asks", ExpiresAt: exp, Choices: model.Choices},
+		{Run: "r2", ID: "c1", Kind: model.PendingApproval, Address: "up.wipe", Effect: model.EffectDestructive, Summary: "Wipe.", Message: "asks", ExpiresAt: exp, Choices: model.Choices},
+		{Run: "r3", ID: "c1-in-flight", Kind: model.PendingInFlight, Address: "up.record", Effect: model.EffectWrite, Summary: "Record.", Message: "may have happened", ExpiresAt: exp, Choices: []model.Choice{model.ChoiceOnce, model.ChoiceDeny}},
+	})
+	if err := os.WriteFile(items, arr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), filepath.Join("testdata", "render.mjs"), filepath.Join(testenv.Root(t), "frontend"), items).Output()
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var got struct {
+		Enter                               []*string
+		First                               []string
+		ArmedAfterTyping, ArmedAfterLateKey float64
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	once := "once"
+	if diff := cmp.Diff([]*string{&once, nil, nil}, got.Enter); diff != "" {
+		t.Errorf("what Enter decides (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"once", "h2", "h2"}, got.First); diff != "" {
+		t.Errorf("the first focus (-want +got):\n%s", diff)
+	}
+	// Keys typed while the shortcuts wait make them wait again: typing
+	// that goes on (a key every 200 ms to 1900 ms) keeps them off until a
+	// second after its last key; a key after the wait changes nothing.
+	if got.ArmedAfterTyping != 1900+1000 || got.ArmedAfterLateKey != 300 {
+		t.Errorf("shortcuts armed at %v ms after typing through, %v after a late key; want 2900 and 300", got.ArmedAfterTyping, got.ArmedAfterLateKey)
+	}
+}
