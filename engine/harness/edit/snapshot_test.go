@@ -148,3 +148,52 @@ func TestSymlinkedConfigKeepsItsLink(t *testing.T) {
 		t.Errorf("rollback: (-want +got)\n%s", diff)
 	}
 }
+
+// TestReadOnlyRefusedOnlyWhenItWouldChange: a read-only config the edit
+// would change is refused, unwritten; one that already is as the edit wants
+// it (connect again, disconnect where there is no entry) is no error.
+func TestReadOnlyRefusedOnlyWhenItWouldChange(t *testing.T) {
+	connected, err := SetEntry(JSON, []byte("{\n  \"mcpServers\": {}\n}\n"), []string{"mcpServers"}, "capabilities", entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove := func(path string) Change {
+		return Change{Harness: "cursor", Path: path, Edit: func(src []byte) ([]byte, error) {
+			return RemoveEntry(JSON, src, []string{"mcpServers"}, "capabilities")
+		}}
+	}
+	for _, tc := range []struct {
+		name, orig string
+		change     func(path string) Change
+		wantErr    string // "" when no error
+	}{
+		{"connect, not connected", "{\n  \"mcpServers\": {}\n}\n", func(p string) Change { return setChange(p, nil) }, "the file is read-only"},
+		{"connect, connected already", string(connected), func(p string) Change { return setChange(p, nil) }, ""},
+		{"disconnect, connected", string(connected), remove, "the file is read-only"},
+		{"disconnect, no entry", "{\n  \"theme\": \"dark\"\n}\n", remove, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mcp.json")
+			if err := os.WriteFile(path, []byte(tc.orig), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			snap, res, err := Apply(filepath.Join(t.TempDir(), "snapshots"), "connect", []Change{tc.change(path)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if res[0].Err != nil {
+				got = res[0].Err.Error()
+			}
+			if (tc.wantErr == "") != (got == "") || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("the file's error is %q, want one with %q", got, tc.wantErr)
+			}
+			if res[0].Changed || snap != nil {
+				t.Errorf("Changed %v, snapshot %v: want nothing written", res[0].Changed, snap)
+			}
+			if diff := cmp.Diff(tc.orig, mustRead(t, path)); diff != "" {
+				t.Errorf("the file changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
