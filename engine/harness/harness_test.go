@@ -443,3 +443,50 @@ func TestDecodeLeavesTheBytesAlone(t *testing.T) {
 		t.Errorf("Decode changed its input:\n%s", src)
 	}
 }
+
+// TestClaudeCodeFromASubdirectory: run in a folder below a git repository's
+// root, Claude Code keys its local-scope servers by the repository's root
+// and reads the .mcp.json of every folder up from the current one; import
+// finds what `claude mcp list` there lists.
+func TestClaudeCodeFromASubdirectory(t *testing.T) {
+	tmp := t.TempDir()
+	repo := filepath.Join(tmp, "repo")
+	cwd := filepath.Join(repo, "sub", "deeper")
+	files := map[string]string{
+		filepath.Join(repo, ".git", "HEAD"):        "ref: refs/heads/main\n",
+		filepath.Join(tmp, "home", ".claude.json"): `{"projects": {` + string(mustJSON(t, repo)) + `: {"mcpServers": {"local": {"command": "local-mcp"}}}}}`,
+		filepath.Join(repo, ".mcp.json"):           `{"mcpServers": {"root": {"command": "root-mcp"}}}`,
+		filepath.Join(repo, "sub", ".mcp.json"):    `{"mcpServers": {"mid": {"command": "mid-mcp"}}}`,
+		filepath.Join(cwd, ".keep"):                "",
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	sc := ScanFiles(Env{Home: filepath.Join(tmp, "home"), Cwd: cwd}, []Harness{h})
+	got := map[string]string{} // server → the file it was read from
+	for _, f := range sc.Found {
+		for _, s := range f.Servers {
+			rel, _ := filepath.Rel(tmp, f.File.Path)
+			got[s.Name] = filepath.ToSlash(rel)
+		}
+	}
+	want := map[string]string{"local": "home/.claude.json", "root": "repo/.mcp.json", "mid": "repo/sub/.mcp.json"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("servers found (-want +got):\n%s\nunreadable: %v", diff, sc.Unreadable)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
