@@ -472,6 +472,13 @@ func restore(dir string, f SnapFile, force bool) error {
 	if f.Removed {
 		changed = existed
 	}
+	if !force && changed && !existed && !f.Removed {
+		what := "puts it back as it was before"
+		if !f.Existed {
+			what = "leaves it gone, as it was before"
+		}
+		return fmt.Errorf("%s was removed after it was written (%w; rollback --force %s)", f.Path, ErrChangedSinceWrite, what)
+	}
 	if !force && changed {
 		hint := "rollback --force restores it anyway, losing those changes"
 		if f.Harness != "" {

@@ -197,3 +197,39 @@ func TestReadOnlyRefusedOnlyWhenItWouldChange(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackOfAFileRemovedSince: a config removed after connect wrote it
+// is named as removed (not "changed", with a disconnect hint that cannot
+// apply), and --force puts back its bytes before.
+func TestRollbackOfAFileRemovedSince(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	orig := "{\n  \"theme\": \"dark\"\n}\n"
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snaps := filepath.Join(dir, "snapshots")
+	if _, res, err := Apply(snaps, "connect", []Change{setChange(path, nil)}); err != nil || res[0].Err != nil {
+		t.Fatalf("Apply: %v %+v", err, res)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := Rollback(snaps, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := path + " was removed after it was written (changed since it was written; rollback --force puts it back as it was before)"
+	if len(res) != 1 || res[0].Err == nil || res[0].Err.Error() != want || !errors.Is(res[0].Err, ErrChangedSinceWrite) {
+		t.Fatalf("Rollback: %+v, want the error %q", res, want)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused rollback wrote the file (%v)", err)
+	}
+	if _, res, err := Rollback(snaps, true); err != nil || res[0].Err != nil {
+		t.Fatalf("Rollback --force: %v %+v", err, res)
+	}
+	if diff := cmp.Diff(orig, mustRead(t, path)); diff != "" {
+		t.Errorf("rollback --force (-want +got):\n%s", diff)
+	}
+}
