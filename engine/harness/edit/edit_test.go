@@ -151,7 +151,7 @@ func TestRefusals(t *testing.T) {
 		{"json-not-object", "[1]", JSON, "not a JSON object"},
 		{"servers-not-object", `{"mcpServers": []}`, JSON, "not an object"},
 		{"duplicate", `{"mcpServers": {}, "mcpServers": {}}`, JSON, "appears twice"},
-		{"toml-inline", "mcp_servers = { memory = { command = \"x\" } }\n", TOML, "cannot edit"},
+		{"toml-inline", "mcp_servers = { memory = { command = \"x\" } }\n", TOML, "mcp_servers is an inline table (mcp_servers = { … }), to which no [mcp_servers.capabilities] table can be added; write each of its servers as a [mcp_servers.<name>] table"},
 		{"toml-inline-entry", "[mcp_servers]\ncapabilities = { command = \"x\" }\n", TOML, "not written as"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -223,7 +223,38 @@ func tomlSet(src []byte, keyPath []string, name string, entry Entry) ([]byte, er
 		}
 		out = append(out, text...)
 	}
-	return d.checked(out, path, wantV, true)
+	res, err := d.checked(out, path, wantV, true)
+	if err != nil && !s.found {
+		if parent := d.inline(keyPath); parent != "" {
+			return nil, fmt.Errorf("%w: %s is an inline table (%s = { … }), to which no [%s] table can be added; write each of its servers as a [%s.<name>] table and run connect again", ErrUnsupported, parent, parent, strings.Join(path, "."), parent)
+		}
+	}
+	return res, err
+}
+
+// inline is the first key of keyPath that is written as an inline table
+// (key = { … }) in the file, "" when none is.
+func (d *tomlDoc) inline(keyPath []string) string {
+	p := unstable.Parser{}
+	p.Reset(d.src)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		var keys []string
+		for it := e.Key(); it.Next(); {
+			keys = append(keys, string(it.Node().Data))
+		}
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = keys
+		case unstable.KeyValue:
+			full := append(append([]string(nil), table...), keys...)
+			if e.Value().Kind == unstable.InlineTable && len(full) <= len(keyPath) && reflect.DeepEqual(full, keyPath[:len(full)]) {
+				return strings.Join(full, ".")
+			}
+		}
+	}
+	return ""
 }
 
 func tomlRemove(src []byte, keyPath []string, name string) ([]byte, error) {
