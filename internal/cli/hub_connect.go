@@ -133,7 +133,7 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 			if theirs(src) {
 				return src, nil
 			}
-			out, err := edit.SetEntry(format, src, key, entryName, entry)
+			out, err := edit.SetEntry(format, src, key, entryName, entry, entryKeys...)
 			for _, name := range direct(src) {
 				if err != nil {
 					break
@@ -312,6 +312,11 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 // connectEntry is the hub's entry in the harness's own shape; env (the
 // hub's CAPABILITIES_HOME, see hubEnv) goes into its "env" object (Codex:
 // an env inline table), which every harness connect writes reads.
+// entryKeys are the keys of the hub's entry that connect writes: an update
+// sets them (or takes them out), and keeps the others the person added
+// (Codex's startup_timeout_sec, Gemini's timeout or trust).
+var entryKeys = []string{"type", "command", "args", "env"}
+
 func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
 	_, args := profileEntry(profile)
 	var e edit.Entry
