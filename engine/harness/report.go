@@ -22,6 +22,10 @@ type ReportServer struct {
 	// Existing is set when the server already is a source of the hub
 	// (under Namespace): it is not added again.
 	Existing bool `json:"existing,omitempty"`
+	// Notes say what of the server does not carry over as written (a
+	// header the harness fills in, a credential left in an argument),
+	// as the import that adds it says.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // NewReport gathers the proposals and what else the scan found.
@@ -42,9 +46,13 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		if args == nil {
 			args = []string{}
 		}
+		var notes []string
+		if p.Existing == "" && !s.Disabled {
+			_, notes, _ = p.Request() // an error (two credentials) is the secrets' line
+		}
 		r.Servers = append(r.Servers, ReportServer{
 			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, URL: s.URL,
-			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "",
+			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes,
 		})
 	}
 	return r

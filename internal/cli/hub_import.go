@@ -311,6 +311,9 @@ func printImport(e *env, r harness.Report) {
 		default:
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", secrets)
 		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(e.stdout, "    note:    %s\n", n)
+		}
 	}
 	if len(r.Unreadable) > 0 {
 		fmt.Fprintln(e.stdout, "Unreadable (skipped; the other files were read):")
