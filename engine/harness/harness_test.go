@@ -490,3 +490,66 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestProjectServerCwd: a project's server that names a file of the project
+// by a relative path runs there in the hub too (the agent starts it in the
+// project, the hub anywhere); other servers keep their working directory.
+func TestProjectServerCwd(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"server.mjs", filepath.Join("tools", "x", "main.py")} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdio := func(cwd, cmd string, args ...string) Server {
+		return Server{Kind: KindStdio, Command: cmd, Args: args, Cwd: cwd}
+	}
+	for _, tc := range []struct {
+		name string
+		s    Server
+		want string
+	}{
+		{"node server.mjs", stdio("", "node", "server.mjs"), dir},
+		{"./bin/server, not there yet", stdio("", "./bin/server"), dir},
+		{"uv run tools/x/main.py", stdio("", "uv", "run", "tools/x/main.py"), dir},
+		{"a relative cwd", stdio("tools", "node", "x.js"), filepath.Join(dir, "tools")},
+		{"an absolute cwd", stdio("/srv", "node", "server.mjs"), "/srv"},
+		{"npx and a package", stdio("", "npx", "-y", "@modelcontextprotocol/server-memory"), ""},
+		{"uvx and a name", stdio("", "uvx", "mcp-server-time"), ""},
+		{"a file not in the project", stdio("", "node", "missing.js"), ""},
+		{"absolute paths", stdio("", "/usr/bin/node", filepath.Join(dir, "server.mjs")), ""},
+		{"http", Server{Kind: KindHTTP, URL: "http://x/mcp"}, ""},
+	} {
+		if got := projectCwd(tc.s, dir); got != tc.want {
+			t.Errorf("%s: cwd %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Through the scan: the repository's .mcp.json gets it, the user's
+	// own config does not.
+	home := filepath.Join(dir, "home")
+	for p, data := range map[string]string{
+		filepath.Join(dir, ".mcp.json"):     `{"mcpServers": {"local": {"command": "node", "args": ["server.mjs"]}}}`,
+		filepath.Join(home, ".claude.json"): `{"mcpServers": {"user": {"command": "node", "args": ["server.mjs"]}}}`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	got := map[string]string{}
+	for _, f := range ScanFiles(Env{Home: home, Cwd: dir}, []Harness{h}).Found {
+		for _, s := range f.Servers {
+			got[s.Name] = s.Cwd
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"local": dir, "user": ""}, got); diff != "" {
+		t.Errorf("the servers' cwd (-want +got):\n%s", diff)
+	}
+}

@@ -15,6 +15,7 @@ type ReportServer struct {
 	Kind      string   `json:"kind"`
 	Command   string   `json:"command"`
 	Args      []string `json:"args"`
+	Cwd       string   `json:"cwd,omitempty"` // where it runs (a project's server naming its files)
 	URL       string   `json:"url"`
 	Disabled  bool     `json:"disabled"`
 	Harnesses []Origin `json:"harnesses"`
@@ -51,7 +52,7 @@ func NewReport(props []Proposal, sc *Scan) Report {
 			_, notes, _ = p.Request() // an error (two credentials) is the secrets' line
 		}
 		r.Servers = append(r.Servers, ReportServer{
-			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, URL: s.URL,
+			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: s.URL,
 			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes,
 		})
 	}

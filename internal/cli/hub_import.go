@@ -290,6 +290,9 @@ func printImport(e *env, r harness.Report) {
 			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
+		if s.Cwd != "" {
+			fmt.Fprintf(e.stdout, "    in:      %s\n", visible.Line(s.Cwd))
+		}
 		var from []string
 		for _, o := range s.Harnesses {
 			from = append(from, o.Harness+" "+o.Path)
