@@ -553,3 +553,41 @@ func TestProjectServerCwd(t *testing.T) {
 		t.Errorf("the servers' cwd (-want +got):\n%s", diff)
 	}
 }
+
+// TestGeminiAllowedExcluded: Gemini CLI starts only the servers its
+// mcp.allowed lists (when it is there) and none its mcp.excluded lists:
+// import reads the others as disabled, and says why.
+func TestGeminiAllowedExcluded(t *testing.T) {
+	h, _ := Lookup("gemini")
+	f := h.Files(Env{Home: "/h", GOOS: "linux"})[0]
+	servers := `"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}, "c": {"command": "c"}}`
+	for _, tc := range []struct {
+		name, doc string
+		want      map[string]string // server → why it is off ("" on)
+	}{
+		{"no lists", `{` + servers + `}`, map[string]string{"a": "", "b": "", "c": ""}},
+		{"excluded", `{"mcp": {"excluded": ["b"]}, ` + servers + `}`, map[string]string{"a": "", "b": "mcp.excluded lists it: take it out there", "c": ""}},
+		{"allowed", `{"mcp": {"allowed": ["a", "b"]}, ` + servers + `}`, map[string]string{"a": "", "b": "", "c": "mcp.allowed does not list it: add it there"}},
+		{"both", `{"mcp": {"allowed": ["a", "b"], "excluded": ["a"]}, ` + servers + `}`, map[string]string{"a": "mcp.excluded lists it: take it out there", "b": "", "c": "mcp.allowed does not list it: add it there"}},
+		{"an empty allowed list", `{"mcp": {"allowed": []}, ` + servers + `}`, map[string]string{"a": "mcp.allowed does not list it: add it there", "b": "mcp.allowed does not list it: add it there", "c": "mcp.allowed does not list it: add it there"}},
+	} {
+		doc, err := Decode(f.Format, []byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		ss, _, err := Servers(f, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			got[s.Name] = TurnedOff(f, doc, s.Name)
+			if s.Disabled != (got[s.Name] != "") {
+				t.Errorf("%s: %s is disabled %v, but TurnedOff says %q", tc.name, s.Name, s.Disabled, got[s.Name])
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
