@@ -59,13 +59,18 @@ func parents(e Env) []string {
 
 // claudeProject is what Claude Code keys the current project by in
 // ~/.claude.json: the root of the git repository the current directory is
-// in (a .git directory, or a worktree's .git file), else the directory.
+// in (a .git directory, or a worktree's .git file), else the directory;
+// by its real path (a folder reached through a symlink is keyed by where
+// it is).
 func claudeProject(e Env) string {
 	if e.goos() != runtime.GOOS || !filepath.IsAbs(e.Cwd) {
 		return e.Cwd
 	}
 	cwd := filepath.Clean(e.Cwd)
-	for _, d := range append([]string{cwd}, parents(e)...) {
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = r
+	}
+	for _, d := range append([]string{cwd}, parents(Env{Cwd: cwd, GOOS: e.GOOS})...) {
 		if exists(filepath.Join(d, ".git")) {
 			return d
 		}

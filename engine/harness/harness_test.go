@@ -449,7 +449,10 @@ func TestDecodeLeavesTheBytesAlone(t *testing.T) {
 // and reads the .mcp.json of every folder up from the current one; import
 // finds what `claude mcp list` there lists.
 func TestClaudeCodeFromASubdirectory(t *testing.T) {
-	tmp := t.TempDir()
+	tmp, err := filepath.EvalSymlinks(t.TempDir()) // Claude Code writes real paths (macOS: /private/var/…)
+	if err != nil {
+		t.Fatal(err)
+	}
 	repo := filepath.Join(tmp, "repo")
 	cwd := filepath.Join(repo, "sub", "deeper")
 	files := map[string]string{
@@ -468,17 +471,26 @@ func TestClaudeCodeFromASubdirectory(t *testing.T) {
 		}
 	}
 	h, _ := Lookup("claude-code")
-	sc := ScanFiles(Env{Home: filepath.Join(tmp, "home"), Cwd: cwd}, []Harness{h})
-	got := map[string]string{} // server → the file it was read from
-	for _, f := range sc.Found {
-		for _, s := range f.Servers {
-			rel, _ := filepath.Rel(tmp, f.File.Path)
-			got[s.Name] = filepath.ToSlash(rel)
-		}
+	// The same folder reached through a symlink: Claude Code keys the
+	// project by its real path.
+	link := filepath.Join(tmp, "link")
+	if err := os.Symlink(repo, link); err != nil {
+		t.Fatal(err)
 	}
-	want := map[string]string{"local": "home/.claude.json", "root": "repo/.mcp.json", "mid": "repo/sub/.mcp.json"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("servers found (-want +got):\n%s\nunreadable: %v", diff, sc.Unreadable)
+	for _, cwd := range []string{cwd, filepath.Join(link, "sub", "deeper")} {
+		sc := ScanFiles(Env{Home: filepath.Join(tmp, "home"), Cwd: cwd}, []Harness{h})
+		got := map[string]string{} // server → the file it was read from
+		for _, f := range sc.Found {
+			for _, s := range f.Servers {
+				p, _ := filepath.EvalSymlinks(f.File.Path)
+				rel, _ := filepath.Rel(tmp, p)
+				got[s.Name] = filepath.ToSlash(rel)
+			}
+		}
+		want := map[string]string{"local": "home/.claude.json", "root": "repo/.mcp.json", "mid": "repo/sub/.mcp.json"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("from %s: servers found (-want +got):\n%s\nunreadable: %v", cwd, diff, sc.Unreadable)
+		}
 	}
 }
 
