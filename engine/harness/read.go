@@ -27,6 +27,9 @@ type Server struct {
 	URL      string            `json:"url,omitempty"`
 	Headers  map[string]string `json:"headers,omitempty"`
 	Disabled bool              `json:"disabled,omitempty"`
+	// Transport is "sse" for an entry that says "type": "sse" (the legacy
+	// HTTP+SSE transport), "" otherwise.
+	Transport string `json:"transport,omitempty"`
 }
 
 // Kinds of servers.
@@ -395,6 +398,9 @@ func entry(name string, v any) (s Server, skip bool, err error) {
 			s.Headers = map[string]string{}
 		}
 		s.Headers[hk] = "${" + ev + "}"
+	}
+	if t, _ := m["type"].(string); strings.EqualFold(t, "sse") {
+		s.Transport = "sse"
 	}
 	if d, ok := m["disabled"].(bool); ok && d {
 		s.Disabled = true

@@ -1,5 +1,7 @@
 package harness
 
+import "errors"
+
 // Report is what `hub import --dry-run --json` prints. It names the
 // variables and headers that hold credentials, never their values.
 type Report struct {
@@ -49,7 +51,11 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		}
 		var notes []string
 		if p.Existing == "" && !s.Disabled {
-			_, notes, _ = p.Request() // an error (two credentials) is the secrets' line
+			var err error
+			_, notes, err = p.Request() // an error for two credentials is the secrets' line
+			if errors.Is(err, ErrSSE) {
+				notes = append(notes, err.Error())
+			}
 		}
 		r.Servers = append(r.Servers, ReportServer{
 			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: s.URL,
