@@ -100,7 +100,7 @@ type Watcher struct {
 	// Owned by Run's goroutine.
 	seen    map[string]map[string]bool // file id → entry keys read in it since Run began
 	watched map[string]bool            // directories watched
-	targets map[string]string          // a symlinked config's target → the config
+	targets map[string]string          // a config as events name it, when not by its path → the config
 
 	mu       sync.Mutex
 	declined *declined
@@ -417,7 +417,7 @@ func (w *Watcher) resync(fw *fsnotify.Watcher) []string {
 	want := map[string]bool{}
 	dirsOf := map[string][]string{} // config file → the directories its writes show in
 	byReal := map[string]string{}   // a directory's real path → the one watched for it
-	targets := map[string]string{}  // a symlinked config's target, as events name it → the config
+	targets := map[string]string{}  // a config as events name it, when not by its path → the config
 	watch := func(p, d string) string {
 		r, err := filepath.EvalSymlinks(d)
 		if err != nil {
@@ -439,7 +439,9 @@ func (w *Watcher) resync(fw *fsnotify.Watcher) []string {
 		if d == "" {
 			continue
 		}
-		watch(p, d)
+		if wd := watch(p, d); wd != d && d == filepath.Dir(p) {
+			targets[filepath.Join(wd, filepath.Base(p))] = p // its folder under another name
+		}
 		if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}

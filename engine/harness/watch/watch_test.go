@@ -271,6 +271,21 @@ func TestOffer(t *testing.T) {
 			want: Offer{Harness: "claude-code", Title: "Claude Code", Path: ".claude.json", Server: harness.Server{Name: "linear"}, Proposal: harness.Proposal{Namespace: "linear"}},
 		},
 		{
+			name: "Gemini CLI, whose folder is also Cursor's, through a symlink",
+			before: func(t *testing.T, h home) {
+				if err := os.MkdirAll(h.path(".gemini"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(".gemini", h.path(".cursor")); err != nil {
+					t.Skip("no symlinks here:", err)
+				}
+			},
+			write: func(t *testing.T, h home) {
+				writeJSON(t, h.path(".gemini", "settings.json"), map[string]any{"mcpServers": map[string]any{"sentry": stdio("npx", "-y", "@sentry/mcp-server")}})
+			},
+			want: Offer{Harness: "gemini", Title: "Gemini CLI", Path: ".gemini/settings.json", Server: harness.Server{Name: "sentry"}, Proposal: harness.Proposal{Namespace: "sentry"}},
+		},
+		{
 			name:   "Zed, whose directory and its parent are made after the watcher started",
 			before: func(t *testing.T, h home) {},
 			write: func(t *testing.T, h home) {
