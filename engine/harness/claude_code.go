@@ -1,8 +1,17 @@
 package harness
 
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
 // Claude Code: ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json): top-level
-// mcpServers (user scope) and projects[<abs path>].mcpServers (local
-// scope); <repo>/.mcp.json (project scope). Skills in ~/.claude/skills.
+// mcpServers (user scope) and projects[<project>].mcpServers (local scope,
+// the project being the root of the git repository the current directory
+// is in, else the directory); <dir>/.mcp.json (project scope) of the
+// current directory and of each directory above it. Skills in
+// ~/.claude/skills.
 func init() {
 	register(Harness{
 		Name: "claude-code", Title: "Claude Code", Connect: true,
@@ -13,10 +22,17 @@ func init() {
 			}
 			fs := []File{{Path: user, Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true}}
 			if e.Cwd != "" {
-				fs = append(fs, File{Path: user, Format: JSON, ServersKey: []string{"projects", e.Cwd, "mcpServers"},
-					DisabledKey: []string{"projects", e.Cwd, "disabledMcpServers"}, Project: true, InUserFile: true})
+				p := claudeProject(e)
+				fs = append(fs, File{Path: user, Format: JSON, ServersKey: []string{"projects", p, "mcpServers"},
+					DisabledKey: []string{"projects", p, "disabledMcpServers"}, Project: true, InUserFile: true})
 			}
-			return append(fs, File{Path: e.project(".mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Project: true})
+			fs = append(fs, File{Path: e.project(".mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Project: true})
+			for _, d := range parents(e) {
+				if p := filepath.Join(d, ".mcp.json"); exists(p) {
+					fs = append(fs, File{Path: p, Format: JSON, ServersKey: []string{"mcpServers"}, Project: true})
+				}
+			}
+			return fs
 		},
 		skills: func(e Env) string {
 			if d := e.get("CLAUDE_CONFIG_DIR"); d != "" {
@@ -25,4 +41,44 @@ func init() {
 			return e.home(".claude", "skills")
 		},
 	})
+}
+
+// parents lists the directories above the current one, nearest first
+// (none when the Env is another system's: its paths are not on this disk).
+func parents(e Env) []string {
+	if e.goos() != runtime.GOOS || !filepath.IsAbs(e.Cwd) {
+		return nil
+	}
+	var out []string
+	for d := filepath.Clean(e.Cwd); filepath.Dir(d) != d; {
+		d = filepath.Dir(d)
+		out = append(out, d)
+	}
+	return out
+}
+
+// claudeProject is what Claude Code keys the current project by in
+// ~/.claude.json: the root of the git repository the current directory is
+// in (a .git directory, or a worktree's .git file), else the directory;
+// by its real path (a folder reached through a symlink is keyed by where
+// it is).
+func claudeProject(e Env) string {
+	if e.goos() != runtime.GOOS || !filepath.IsAbs(e.Cwd) {
+		return e.Cwd
+	}
+	cwd := filepath.Clean(e.Cwd)
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = r
+	}
+	for _, d := range append([]string{cwd}, parents(Env{Cwd: cwd, GOOS: e.GOOS})...) {
+		if exists(filepath.Join(d, ".git")) {
+			return d
+		}
+	}
+	return cwd
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -131,6 +131,9 @@ type File struct {
 	// DisabledKey, when set, is the key path of a list of server names
 	// that are turned off (Claude Code's per-project disabledMcpServers).
 	DisabledKey []string
+	// AllowedKey, when set, is the key path of a list of the only server
+	// names turned on, when the list is there (Gemini CLI's mcp.allowed).
+	AllowedKey []string
 	// Project is true for a file of the current directory's project.
 	Project bool
 	// InUserFile is true for a project's entries kept in the person's own

@@ -443,3 +443,163 @@ func TestDecodeLeavesTheBytesAlone(t *testing.T) {
 		t.Errorf("Decode changed its input:\n%s", src)
 	}
 }
+
+// TestClaudeCodeFromASubdirectory: run in a folder below a git repository's
+// root, Claude Code keys its local-scope servers by the repository's root
+// and reads the .mcp.json of every folder up from the current one; import
+// finds what `claude mcp list` there lists.
+func TestClaudeCodeFromASubdirectory(t *testing.T) {
+	tmp, err := filepath.EvalSymlinks(t.TempDir()) // Claude Code writes real paths (macOS: /private/var/…)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(tmp, "repo")
+	cwd := filepath.Join(repo, "sub", "deeper")
+	files := map[string]string{
+		filepath.Join(repo, ".git", "HEAD"):        "ref: refs/heads/main\n",
+		filepath.Join(tmp, "home", ".claude.json"): `{"projects": {` + string(mustJSON(t, repo)) + `: {"mcpServers": {"local": {"command": "local-mcp"}}}}}`,
+		filepath.Join(repo, ".mcp.json"):           `{"mcpServers": {"root": {"command": "root-mcp"}}}`,
+		filepath.Join(repo, "sub", ".mcp.json"):    `{"mcpServers": {"mid": {"command": "mid-mcp"}}}`,
+		filepath.Join(cwd, ".keep"):                "",
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	// The same folder reached through a symlink: Claude Code keys the
+	// project by its real path.
+	link := filepath.Join(tmp, "link")
+	if err := os.Symlink(repo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{cwd, filepath.Join(link, "sub", "deeper")} {
+		sc := ScanFiles(Env{Home: filepath.Join(tmp, "home"), Cwd: cwd}, []Harness{h})
+		got := map[string]string{} // server → the file it was read from
+		for _, f := range sc.Found {
+			for _, s := range f.Servers {
+				p, _ := filepath.EvalSymlinks(f.File.Path)
+				rel, _ := filepath.Rel(tmp, p)
+				got[s.Name] = filepath.ToSlash(rel)
+			}
+		}
+		want := map[string]string{"local": "home/.claude.json", "root": "repo/.mcp.json", "mid": "repo/sub/.mcp.json"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("from %s: servers found (-want +got):\n%s\nunreadable: %v", cwd, diff, sc.Unreadable)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestProjectServerCwd: a project's server that names a file of the project
+// by a relative path runs there in the hub too (the agent starts it in the
+// project, the hub anywhere); other servers keep their working directory.
+func TestProjectServerCwd(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"server.mjs", filepath.Join("tools", "x", "main.py")} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdio := func(cwd, cmd string, args ...string) Server {
+		return Server{Kind: KindStdio, Command: cmd, Args: args, Cwd: cwd}
+	}
+	for _, tc := range []struct {
+		name string
+		s    Server
+		want string
+	}{
+		{"node server.mjs", stdio("", "node", "server.mjs"), dir},
+		{"./bin/server, not there yet", stdio("", "./bin/server"), dir},
+		{"uv run tools/x/main.py", stdio("", "uv", "run", "tools/x/main.py"), dir},
+		{"a relative cwd", stdio("tools", "node", "x.js"), filepath.Join(dir, "tools")},
+		{"an absolute cwd", stdio("/srv", "node", "server.mjs"), "/srv"},
+		{"npx and a package", stdio("", "npx", "-y", "@modelcontextprotocol/server-memory"), ""},
+		{"uvx and a name", stdio("", "uvx", "mcp-server-time"), ""},
+		{"a file not in the project", stdio("", "node", "missing.js"), ""},
+		{"absolute paths", stdio("", "/usr/bin/node", filepath.Join(dir, "server.mjs")), ""},
+		{"http", Server{Kind: KindHTTP, URL: "http://x/mcp"}, ""},
+	} {
+		if got := projectCwd(tc.s, dir); got != tc.want {
+			t.Errorf("%s: cwd %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Through the scan: the repository's .mcp.json gets it, the user's
+	// own config does not.
+	home := filepath.Join(dir, "home")
+	for p, data := range map[string]string{
+		filepath.Join(dir, ".mcp.json"):     `{"mcpServers": {"local": {"command": "node", "args": ["server.mjs"]}}}`,
+		filepath.Join(home, ".claude.json"): `{"mcpServers": {"user": {"command": "node", "args": ["server.mjs"]}}}`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	got := map[string]string{}
+	for _, f := range ScanFiles(Env{Home: home, Cwd: dir}, []Harness{h}).Found {
+		for _, s := range f.Servers {
+			got[s.Name] = s.Cwd
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"local": dir, "user": ""}, got); diff != "" {
+		t.Errorf("the servers' cwd (-want +got):\n%s", diff)
+	}
+}
+
+// TestGeminiAllowedExcluded: Gemini CLI starts only the servers its
+// mcp.allowed lists (when it is there) and none its mcp.excluded lists:
+// import reads the others as disabled, and says why.
+func TestGeminiAllowedExcluded(t *testing.T) {
+	h, _ := Lookup("gemini")
+	f := h.Files(Env{Home: "/h", GOOS: "linux"})[0]
+	servers := `"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}, "c": {"command": "c"}}`
+	for _, tc := range []struct {
+		name, doc string
+		want      map[string]string // server → why it is off ("" on)
+	}{
+		{"no lists", `{` + servers + `}`, map[string]string{"a": "", "b": "", "c": ""}},
+		{"excluded", `{"mcp": {"excluded": ["b"]}, ` + servers + `}`, map[string]string{"a": "", "b": "mcp.excluded lists it: take it out there", "c": ""}},
+		{"allowed", `{"mcp": {"allowed": ["a", "b"]}, ` + servers + `}`, map[string]string{"a": "", "b": "", "c": "mcp.allowed does not list it: add it there"}},
+		{"both", `{"mcp": {"allowed": ["a", "b"], "excluded": ["a"]}, ` + servers + `}`, map[string]string{"a": "mcp.excluded lists it: take it out there", "b": "", "c": "mcp.allowed does not list it: add it there"}},
+		{"an empty allowed list", `{"mcp": {"allowed": []}, ` + servers + `}`, map[string]string{"a": "mcp.allowed does not list it: add it there", "b": "mcp.allowed does not list it: add it there", "c": "mcp.allowed does not list it: add it there"}},
+	} {
+		doc, err := Decode(f.Format, []byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		ss, _, err := Servers(f, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			got[s.Name] = TurnedOff(f, doc, s.Name)
+			if s.Disabled != (got[s.Name] != "") {
+				t.Errorf("%s: %s is disabled %v, but TurnedOff says %q", tc.name, s.Name, s.Disabled, got[s.Name])
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Server struct {
 	URL      string            `json:"url,omitempty"`
 	Headers  map[string]string `json:"headers,omitempty"`
 	Disabled bool              `json:"disabled,omitempty"`
+	// Transport is "sse" for an entry that says "type": "sse" (the legacy
+	// HTTP+SSE transport), "" otherwise.
+	Transport string `json:"transport,omitempty"`
 }
 
 // Kinds of servers.
@@ -211,18 +214,7 @@ func Servers(f File, doc map[string]any) ([]Server, []Problem, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%s is a %s, not an object of servers", strings.Join(f.ServersKey, "."), typeName(v))
 	}
-	off := map[string]bool{}
-	if f.DisabledKey != nil {
-		if d, _ := at(doc, f.DisabledKey); d != nil {
-			if list, ok := d.([]any); ok {
-				for _, n := range list {
-					if s, ok := n.(string); ok {
-						off[s] = true
-					}
-				}
-			}
-		}
-	}
+	off := offBy(f, doc)
 	names := make([]string, 0, len(entries))
 	for n := range entries {
 		names = append(names, n)
@@ -239,10 +231,47 @@ func Servers(f File, doc map[string]any) ([]Server, []Problem, error) {
 		if skip {
 			continue
 		}
-		s.Disabled = s.Disabled || off[n]
+		s.Disabled = s.Disabled || off(n) != ""
 		out = append(out, s)
 	}
 	return out, probs, nil
+}
+
+// TurnedOff says why the file doc turns the server name off by a list
+// outside its entry (Claude Code's disabledMcpServers, Gemini CLI's
+// mcp.excluded, or its mcp.allowed that does not list it); "" when no list
+// does.
+func TurnedOff(f File, doc map[string]any, name string) string { return offBy(f, doc)(name) }
+
+func offBy(f File, doc map[string]any) func(name string) string {
+	names := func(key []string) (map[string]bool, bool) {
+		if key == nil {
+			return nil, false
+		}
+		d, _ := at(doc, key)
+		list, ok := d.([]any)
+		if !ok {
+			return nil, false
+		}
+		out := map[string]bool{}
+		for _, n := range list {
+			if s, ok := n.(string); ok {
+				out[s] = true
+			}
+		}
+		return out, true
+	}
+	excluded, _ := names(f.DisabledKey)
+	allowed, allowList := names(f.AllowedKey)
+	return func(name string) string {
+		switch {
+		case excluded[name]:
+			return fmt.Sprintf("%s lists it: take it out there", strings.Join(f.DisabledKey, "."))
+		case allowList && !allowed[name]:
+			return fmt.Sprintf("%s does not list it: add it there", strings.Join(f.AllowedKey, "."))
+		}
+		return ""
+	}
 }
 
 // at follows a key path; a missing key gives nil.
@@ -369,6 +398,9 @@ func entry(name string, v any) (s Server, skip bool, err error) {
 			s.Headers = map[string]string{}
 		}
 		s.Headers[hk] = "${" + ev + "}"
+	}
+	if t, _ := m["type"].(string); strings.EqualFold(t, "sse") {
+		s.Transport = "sse"
 	}
 	if d, ok := m["disabled"].(bool); ok && d {
 		s.Disabled = true

@@ -1,5 +1,7 @@
 package harness
 
+import "errors"
+
 // Report is what `hub import --dry-run --json` prints. It names the
 // variables and headers that hold credentials, never their values.
 type Report struct {
@@ -15,6 +17,7 @@ type ReportServer struct {
 	Kind      string   `json:"kind"`
 	Command   string   `json:"command"`
 	Args      []string `json:"args"`
+	Cwd       string   `json:"cwd,omitempty"` // where it runs (a project's server naming its files)
 	URL       string   `json:"url"`
 	Disabled  bool     `json:"disabled"`
 	Harnesses []Origin `json:"harnesses"`
@@ -22,6 +25,10 @@ type ReportServer struct {
 	// Existing is set when the server already is a source of the hub
 	// (under Namespace): it is not added again.
 	Existing bool `json:"existing,omitempty"`
+	// Notes say what of the server does not carry over as written (a
+	// header the harness fills in, a credential left in an argument),
+	// as the import that adds it says.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // NewReport gathers the proposals and what else the scan found.
@@ -42,9 +49,17 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		if args == nil {
 			args = []string{}
 		}
+		var notes []string
+		if p.Existing == "" && !s.Disabled {
+			var err error
+			_, notes, err = p.Request() // an error for two credentials is the secrets' line
+			if errors.Is(err, ErrSSE) {
+				notes = append(notes, err.Error())
+			}
+		}
 		r.Servers = append(r.Servers, ReportServer{
-			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, URL: s.URL,
-			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "",
+			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: s.URL,
+			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes,
 		})
 	}
 	return r

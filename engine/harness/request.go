@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -33,6 +34,9 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		credName = p.Secrets[0]
 	}
 	notes = plainNotes(s)
+	if s.Kind == KindHTTP && s.Transport == "sse" {
+		return req, nil, fmt.Errorf("%w: %s's entry says \"type\": \"sse\" (%s); add the server's streamable HTTP endpoint instead, with `capabilities hub add <url>` (often the same host, at /mcp)", ErrSSE, p.Namespace, s.URL)
+	}
 	if s.Kind == KindHTTP {
 		req.URL = s.URL
 		for _, h := range sortedKeys(s.Headers) {
@@ -81,6 +85,9 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	}
 	return req, notes, nil
 }
+
+// ErrSSE is a server that speaks only the legacy HTTP+SSE transport.
+var ErrSSE = errors.New("the hub does not speak the SSE transport (streamable HTTP only)")
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))

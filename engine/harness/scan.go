@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Found is a config file that was read and its servers.
@@ -68,6 +69,11 @@ func ScanFiles(env Env, hs []Harness) *Scan {
 			for _, p := range probs {
 				sc.Unreadable = append(sc.Unreadable, Unreadable{Harness: h.Name, Path: f.Path, Error: fmt.Sprintf("server %q: %v", p.Server, p.Err)})
 			}
+			if f.Project {
+				for i := range servers {
+					servers[i].Cwd = projectCwd(servers[i], env.Cwd)
+				}
+			}
 			if len(servers) > 0 {
 				sc.Found = append(sc.Found, Found{File: f, Servers: servers})
 			}
@@ -79,6 +85,37 @@ func ScanFiles(env Env, hs []Harness) *Scan {
 		}
 	}
 	return sc
+}
+
+// projectCwd is the working directory a project's stdio server needs in the
+// hub: the agent starts it in the project (dir), the hub anywhere. A
+// relative cwd is made absolute, and a server with none whose command or
+// an argument names a file of the project by a relative path (node
+// ./server.js) gets dir; any other keeps what it has.
+func projectCwd(s Server, dir string) string {
+	if s.Kind != KindStdio || dir == "" || !filepath.IsAbs(dir) {
+		return s.Cwd
+	}
+	if s.Cwd != "" {
+		if filepath.IsAbs(s.Cwd) {
+			return s.Cwd
+		}
+		return filepath.Join(dir, s.Cwd)
+	}
+	for _, a := range append([]string{s.Command}, s.Args...) {
+		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") || a == "." || a == ".." {
+			continue
+		}
+		if strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../") {
+			return dir
+		}
+		if strings.ContainsAny(a, `/\`) || filepath.Ext(a) != "" {
+			if _, err := os.Stat(filepath.Join(dir, a)); err == nil {
+				return dir
+			}
+		}
+	}
+	return ""
 }
 
 // countSkills counts <dir>/*/SKILL.md.

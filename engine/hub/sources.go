@@ -2,11 +2,13 @@ package hub
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -168,6 +170,11 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			return nil, &AlreadyAddedError{Namespace: ns, Kind: src.Kind}
 		}
 	}
+	if h.isOwnToken(req.Secret) {
+		// An agent's HTTP entry for this hub, imported, would make the
+		// hub its own upstream: each execute would run inside another.
+		return nil, fmt.Errorf("adding a source: %s is this hub (its credential is the hub's own token, from hub/http-token), not an MCP server to add: agents reach the hub directly (`capabilities hub connect`)", src.URL)
+	}
 	// Connect with no namespace yet (the real one may come from the
 	// server's name): errors name the source by what was typed.
 	var cred *source.Credential
@@ -203,6 +210,26 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	m.Namespace = ns
 	m.Tools = readdress(ns, m.Tools)
 	return &Proposal{Source: src, Manifest: *m}, nil
+}
+
+// isOwnToken reports whether secret (a credential for a source: a token,
+// or "Bearer <token>") is this hub's own bearer token, which `serve --http`
+// keeps in the store directory's http-token.
+func (h *Hub) isOwnToken(secret string) bool {
+	f, ok := h.store.(*store.File)
+	if !ok || secret == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(f.Dir(), "http-token"))
+	tok := strings.TrimSpace(string(b))
+	if err != nil || tok == "" {
+		return false
+	}
+	secret = strings.TrimSpace(secret)
+	if len(secret) > 7 && strings.EqualFold(secret[:7], "bearer ") {
+		secret = strings.TrimSpace(secret[7:])
+	}
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(tok)) == 1
 }
 
 // AlreadyAddedError is Propose's answer for a server the hub already has

@@ -133,7 +133,7 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 			if theirs(src) {
 				return src, nil
 			}
-			out, err := edit.SetEntry(format, src, key, entryName, entry)
+			out, err := edit.SetEntry(format, src, key, entryName, entry, entryKeys...)
 			for _, name := range direct(src) {
 				if err != nil {
 					break
@@ -312,6 +312,11 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 // connectEntry is the hub's entry in the harness's own shape; env (the
 // hub's CAPABILITIES_HOME, see hubEnv) goes into its "env" object (Codex:
 // an env inline table), which every harness connect writes reads.
+// entryKeys are the keys of the hub's entry that connect writes: an update
+// sets them (or takes them out), and keeps the others the person added
+// (Codex's startup_timeout_sec, Gemini's timeout or trust).
+var entryKeys = []string{"type", "command", "args", "env"}
+
 func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
 	_, args := profileEntry(profile)
 	var e edit.Entry
@@ -414,6 +419,38 @@ type editJSON struct {
 	// Own: the entries of the hub's name that connect did not write (the
 	// person's own), left as they are.
 	Own []ownJSON `json:"own,omitempty"`
+	// Off: the hub's entries the file turns off by a list outside them
+	// (Gemini CLI's mcp.allowed, mcp.excluded): the agent does not start
+	// them.
+	Off []offJSON `json:"off,omitempty"`
+}
+
+// offJSON is a hub entry a config turns off, and why.
+type offJSON struct {
+	Name string `json:"name"`
+	Why  string `json:"why"`
+}
+
+// hubEntriesOff lists the hub's entries in f's bytes src that the file
+// turns off by a list outside them (see harness.TurnedOff).
+func hubEntriesOff(f harness.File, src []byte) []offJSON {
+	doc, err := harness.Decode(f.Format, src)
+	if err != nil {
+		return nil
+	}
+	servers, _, err := harness.Servers(f, doc)
+	if err != nil {
+		return nil
+	}
+	var out []offJSON
+	for _, s := range servers {
+		if isHubEntry(s) {
+			if why := harness.TurnedOff(f, doc, s.Name); why != "" {
+				out = append(out, offJSON{Name: s.Name, Why: why})
+			}
+		}
+	}
+	return out
 }
 
 // ownLookup finds, for a result of one of files, the entries of names in
@@ -476,6 +513,9 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 		if own != nil {
 			j.Own = own(r)
 		}
+		if kind == "connect" && r.Err == nil {
+			j.Off = hubEntriesOff(byPath[[2]string{r.Harness, r.Path}], r.After)
+		}
 		switch {
 		case r.Err != nil:
 			j.Status, j.Error = "error", r.Err.Error()
@@ -509,6 +549,9 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 		}
 		if j.Status != "error" {
 			fmt.Fprint(e.stdout, ownNote(kind, j.Own))
+		}
+		for _, o := range j.Off {
+			fmt.Fprintf(e.stdout, "  warning: the agent will not start %q: %s\n", o.Name, o.Why)
 		}
 		if len(j.Replaced) > 0 && j.Status != "error" {
 			how := "moved into the snapshot"

@@ -290,6 +290,9 @@ func printImport(e *env, r harness.Report) {
 			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
+		if s.Cwd != "" {
+			fmt.Fprintf(e.stdout, "    in:      %s\n", visible.Line(s.Cwd))
+		}
 		var from []string
 		for _, o := range s.Harnesses {
 			from = append(from, o.Harness+" "+o.Path)
@@ -310,6 +313,9 @@ func printImport(e *env, r harness.Report) {
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: the hub keeps one per source, so the server is not added (add it with `capabilities hub add` and `capabilities hub auth`)\n", secrets)
 		default:
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", secrets)
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(e.stdout, "    note:    %s\n", n)
 		}
 	}
 	if len(r.Unreadable) > 0 {

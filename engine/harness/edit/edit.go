@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -73,17 +74,24 @@ func marshal(v any) ([]byte, error) {
 var ErrUnsupported = errors.New("cannot edit this file without changing more than the entry")
 
 // SetEntry returns src with the entry name set to entry in the object at
-// keyPath (created when missing). An entry that already holds the same
-// value leaves src unchanged.
-func SetEntry(format Format, src []byte, keyPath []string, name string, entry Entry) ([]byte, error) {
+// keyPath (created when missing). The keys the entry already has that are
+// neither entry's nor owned (a timeout, or trust, the person added) stay,
+// after entry's; owned are keys the caller writes, taken out when entry
+// does not set them. An entry that already holds the same value leaves src
+// unchanged.
+func SetEntry(format Format, src []byte, keyPath []string, name string, entry Entry, owned ...string) ([]byte, error) {
 	if len(keyPath) == 0 {
 		return nil, errors.New("setting an entry: empty key path")
 	}
 	switch format {
 	case JSON, JSONC:
+		entry, err := jsonKeep(src, keyPath, name, entry, owned)
+		if err != nil {
+			return nil, err
+		}
 		return jsonSet(src, keyPath, name, entry)
 	case TOML:
-		return tomlSet(src, keyPath, name, entry)
+		return tomlSet(src, keyPath, name, entry, owned)
 	}
 	return nil, fmt.Errorf("setting an entry: unknown format %q", format)
 }
@@ -164,6 +172,11 @@ func lineIndent(src []byte, offset int) string {
 func quoteTOML(s string) string {
 	b, _ := marshal(s)
 	return string(b)
+}
+
+// ownKey reports whether key is one entry sets or the caller owns.
+func ownKey(entry Entry, owned []string, key string) bool {
+	return slices.Contains(owned, key) || slices.ContainsFunc(entry, func(f Field) bool { return f.Key == key })
 }
 
 func keyPathString(keyPath []string, name string) string {

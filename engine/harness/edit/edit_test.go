@@ -111,28 +111,38 @@ func TestConnectDisconnectRoundTrip(t *testing.T) {
 }
 
 // TestUpdateInPlace: an existing entry with another value is replaced where
-// it is; the rest stays.
+// it is; the rest stays. Of the entry's keys, the owned ones that the new
+// entry does not set go, and the others (what the person added: a timeout,
+// a tool's approval) stay as written.
 func TestUpdateInPlace(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
 		format          Format
 	}{
-		{"json", "{\n  \"mcpServers\": {\n    \"capabilities\": {\"command\": \"/old\"},\n    \"b\": {} // b\n  }\n}\n",
+		{"json", "{\n  \"mcpServers\": {\n    \"capabilities\": {\"command\": \"/old\", \"args\": [\"x\"], \"timeout\": 60000, \"trust\": true /* mine */},\n    \"b\": {} // b\n  }\n}\n",
+			"{\n  \"mcpServers\": {\n    \"capabilities\": {\n      \"command\": \"/new\",\n      \"timeout\": 60000,\n      \"trust\": true\n    },\n    \"b\": {} // b\n  }\n}\n", JSONC},
+		{"json, nothing of the person's", "{\n  \"mcpServers\": {\n    \"capabilities\": {\"command\": \"/old\"},\n    \"b\": {} // b\n  }\n}\n",
 			"{\n  \"mcpServers\": {\n    \"capabilities\": {\n      \"command\": \"/new\"\n    },\n    \"b\": {} // b\n  }\n}\n", JSONC},
-		{"toml", "[mcp_servers.capabilities]\ncommand = \"/old\"\nargs = [\"x\"]\n\n# next\n[other]\na = 1\n",
-			"[mcp_servers.capabilities]\ncommand = \"/new\"\n\n# next\n[other]\na = 1\n", TOML},
+		{"toml", "[mcp_servers.capabilities]\ncommand = \"/old\"\nargs = [\"x\"]\n# it starts slowly here\nstartup_timeout_sec = 60 # slow start\n[mcp_servers.capabilities.env]\nCAPABILITIES_HOME = \"/h\"\n\n# ask for this one\n[mcp_servers.capabilities.tools.echo]\napproval_mode = \"approve\"\n\n# next\n[other]\na = 1\n",
+			"[mcp_servers.capabilities]\ncommand = \"/new\"\n# it starts slowly here\nstartup_timeout_sec = 60 # slow start\n\n# ask for this one\n[mcp_servers.capabilities.tools.echo]\napproval_mode = \"approve\"\n\n# next\n[other]\na = 1\n", TOML},
+		{"toml, CRLF", "[mcp_servers.capabilities]\r\ncommand = \"/old\"\r\nstartup_timeout_sec = 60\r\n\r\n[mcp_servers.capabilities.tools.echo]\r\napproval_mode = \"approve\"\r\n",
+			"[mcp_servers.capabilities]\r\ncommand = \"/new\"\r\nstartup_timeout_sec = 60\r\n\r\n[mcp_servers.capabilities.tools.echo]\r\napproval_mode = \"approve\"\r\n", TOML},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := []string{"mcpServers"}
 			if tc.format == TOML {
 				key = []string{"mcp_servers"}
 			}
-			got, err := SetEntry(tc.format, []byte(tc.src), key, "capabilities", Entry{{Key: "command", Value: "/new"}})
+			got, err := SetEntry(tc.format, []byte(tc.src), key, "capabilities", Entry{{Key: "command", Value: "/new"}}, "args", "env")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			again, err := SetEntry(tc.format, got, key, "capabilities", Entry{{Key: "command", Value: "/new"}}, "args", "env")
+			if err != nil || string(again) != string(got) {
+				t.Errorf("a second SetEntry changed the file (%v):\n%s", err, again)
 			}
 		})
 	}
@@ -151,7 +161,7 @@ func TestRefusals(t *testing.T) {
 		{"json-not-object", "[1]", JSON, "not a JSON object"},
 		{"servers-not-object", `{"mcpServers": []}`, JSON, "not an object"},
 		{"duplicate", `{"mcpServers": {}, "mcpServers": {}}`, JSON, "appears twice"},
-		{"toml-inline", "mcp_servers = { memory = { command = \"x\" } }\n", TOML, "cannot edit"},
+		{"toml-inline", "mcp_servers = { memory = { command = \"x\" } }\n", TOML, "mcp_servers is an inline table (mcp_servers = { … }), to which no [mcp_servers.capabilities] table can be added; write each of its servers as a [mcp_servers.<name>] table"},
 		{"toml-inline-entry", "[mcp_servers]\ncapabilities = { command = \"x\" }\n", TOML, "not written as"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -140,6 +141,39 @@ func jsonSet(src []byte, keyPath []string, name string, entry any) ([]byte, erro
 		return nil, fmt.Errorf("setting %s: %w", keyPathString(keyPath, name), err)
 	}
 	return jsonSetText(src, keyPath, name, want, false)
+}
+
+// jsonKeep is entry followed by the keys of the entry src already holds
+// that are neither entry's nor owned (a timeout the person added), with
+// their values.
+func jsonKeep(src []byte, keyPath []string, name string, entry Entry, owned []string) (Entry, error) {
+	d, err := parseJSON(src)
+	if err != nil {
+		return nil, err
+	}
+	objs, _, err := d.walk(keyPath)
+	if err != nil || len(objs) != len(keyPath)+1 {
+		return entry, nil // the edit says what is wrong, or makes the entry
+	}
+	i, err := member(objs[len(objs)-1], name)
+	if err != nil || i < 0 {
+		return entry, nil
+	}
+	old, ok := objs[len(objs)-1].Members[i].Value.Value.(*hujson.Object)
+	if !ok {
+		return entry, nil
+	}
+	out := slices.Clone(entry)
+	for _, m := range old.Members {
+		lit, ok := m.Name.Value.(hujson.Literal)
+		if !ok || ownKey(entry, owned, lit.String()) {
+			continue
+		}
+		v := m.Value.Clone()
+		v.Standardize()
+		out = append(out, Field{Key: lit.String(), Value: json.RawMessage(v.Pack())})
+	}
+	return out, nil
 }
 
 // jsonSetText sets the entry to want, a JSON text; verbatim keeps want's

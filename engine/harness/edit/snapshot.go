@@ -141,13 +141,10 @@ func Plan(changes []Change) []Result {
 	out := make([]Result, len(changes))
 	for i, c := range changes {
 		r := Result{Harness: c.Harness, Path: c.Path, Skill: c.Skill, Delete: c.Delete}
+		var mode fs.FileMode
 		t, err := target(c.Path)
 		if err == nil {
-			var mode fs.FileMode
 			r.Before, mode, r.Existed, err = read(t)
-			if err == nil && r.Existed && mode&0o200 == 0 {
-				err = fmt.Errorf("writing %s: the file is read-only (mode %v); make it writable or leave this harness out with --client", c.Path, mode)
-			}
 		}
 		if err == nil && c.Edit != nil {
 			r.After, err = c.Edit(r.Before)
@@ -157,6 +154,12 @@ func Plan(changes []Change) []Result {
 		}
 		if c.Delete {
 			r.After = nil
+		}
+		// A read-only file is refused only when it would change: one that
+		// already is as the edit wants it (connected, or without the entry
+		// disconnect takes out) is no error.
+		if err == nil && r.Existed && mode&0o200 == 0 && (c.Delete || !bytes.Equal(r.Before, r.After)) {
+			err = fmt.Errorf("writing %s: the file is read-only (mode %v); make it writable or leave this harness out with --client", c.Path, mode)
 		}
 		if err == nil && c.Replaced != nil {
 			r.Replaced = c.Replaced(r.Before)
@@ -468,6 +471,13 @@ func restore(dir string, f SnapFile, force bool) error {
 	changed := !existed || sum(now) != f.Written
 	if f.Removed {
 		changed = existed
+	}
+	if !force && changed && !existed && !f.Removed {
+		what := "puts it back as it was before"
+		if !f.Existed {
+			what = "leaves it gone, as it was before"
+		}
+		return fmt.Errorf("%s was removed after it was written (%w; rollback --force %s)", f.Path, ErrChangedSinceWrite, what)
 	}
 	if !force && changed {
 		hint := "rollback --force restores it anyway, losing those changes"

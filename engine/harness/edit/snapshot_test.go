@@ -148,3 +148,88 @@ func TestSymlinkedConfigKeepsItsLink(t *testing.T) {
 		t.Errorf("rollback: (-want +got)\n%s", diff)
 	}
 }
+
+// TestReadOnlyRefusedOnlyWhenItWouldChange: a read-only config the edit
+// would change is refused, unwritten; one that already is as the edit wants
+// it (connect again, disconnect where there is no entry) is no error.
+func TestReadOnlyRefusedOnlyWhenItWouldChange(t *testing.T) {
+	connected, err := SetEntry(JSON, []byte("{\n  \"mcpServers\": {}\n}\n"), []string{"mcpServers"}, "capabilities", entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove := func(path string) Change {
+		return Change{Harness: "cursor", Path: path, Edit: func(src []byte) ([]byte, error) {
+			return RemoveEntry(JSON, src, []string{"mcpServers"}, "capabilities")
+		}}
+	}
+	for _, tc := range []struct {
+		name, orig string
+		change     func(path string) Change
+		wantErr    string // "" when no error
+	}{
+		{"connect, not connected", "{\n  \"mcpServers\": {}\n}\n", func(p string) Change { return setChange(p, nil) }, "the file is read-only"},
+		{"connect, connected already", string(connected), func(p string) Change { return setChange(p, nil) }, ""},
+		{"disconnect, connected", string(connected), remove, "the file is read-only"},
+		{"disconnect, no entry", "{\n  \"theme\": \"dark\"\n}\n", remove, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mcp.json")
+			if err := os.WriteFile(path, []byte(tc.orig), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			snap, res, err := Apply(filepath.Join(t.TempDir(), "snapshots"), "connect", []Change{tc.change(path)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if res[0].Err != nil {
+				got = res[0].Err.Error()
+			}
+			if (tc.wantErr == "") != (got == "") || !strings.Contains(got, tc.wantErr) {
+				t.Errorf("the file's error is %q, want one with %q", got, tc.wantErr)
+			}
+			if res[0].Changed || snap != nil {
+				t.Errorf("Changed %v, snapshot %v: want nothing written", res[0].Changed, snap)
+			}
+			if diff := cmp.Diff(tc.orig, mustRead(t, path)); diff != "" {
+				t.Errorf("the file changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRollbackOfAFileRemovedSince: a config removed after connect wrote it
+// is named as removed (not "changed", with a disconnect hint that cannot
+// apply), and --force puts back its bytes before.
+func TestRollbackOfAFileRemovedSince(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	orig := "{\n  \"theme\": \"dark\"\n}\n"
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	snaps := filepath.Join(dir, "snapshots")
+	if _, res, err := Apply(snaps, "connect", []Change{setChange(path, nil)}); err != nil || res[0].Err != nil {
+		t.Fatalf("Apply: %v %+v", err, res)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err := Rollback(snaps, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := path + " was removed after it was written (changed since it was written; rollback --force puts it back as it was before)"
+	if len(res) != 1 || res[0].Err == nil || res[0].Err.Error() != want || !errors.Is(res[0].Err, ErrChangedSinceWrite) {
+		t.Fatalf("Rollback: %+v, want the error %q", res, want)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused rollback wrote the file (%v)", err)
+	}
+	if _, res, err := Rollback(snaps, true); err != nil || res[0].Err != nil {
+		t.Fatalf("Rollback --force: %v %+v", err, res)
+	}
+	if diff := cmp.Diff(orig, mustRead(t, path)); diff != "" {
+		t.Errorf("rollback --force (-want +got):\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -187,7 +188,7 @@ func lookup(v map[string]any, path []string) (any, bool) {
 	return cur, true
 }
 
-func tomlSet(src []byte, keyPath []string, name string, entry Entry) ([]byte, error) {
+func tomlSet(src []byte, keyPath []string, name string, entry Entry, owned []string) ([]byte, error) {
 	d, err := parseTOML(src)
 	if err != nil {
 		return nil, err
@@ -196,6 +197,13 @@ func tomlSet(src []byte, keyPath []string, name string, entry Entry) ([]byte, er
 	text, err := d.render(path, entry)
 	if err != nil {
 		return nil, err
+	}
+	if _, exists := lookup(d.values, path); exists {
+		kept, err := d.kept(path, entry, owned)
+		if err != nil {
+			return nil, err
+		}
+		text += kept
 	}
 	var want map[string]any
 	if err := toml.Unmarshal([]byte(text), &want); err != nil {
@@ -223,7 +231,103 @@ func tomlSet(src []byte, keyPath []string, name string, entry Entry) ([]byte, er
 		}
 		out = append(out, text...)
 	}
-	return d.checked(out, path, wantV, true)
+	res, err := d.checked(out, path, wantV, true)
+	if err != nil && !s.found {
+		if parent := d.inline(keyPath); parent != "" {
+			return nil, fmt.Errorf("%w: %s is an inline table (%s = { … }), to which no [%s] table can be added; write each of its servers as a [%s.<name>] table and run connect again", ErrUnsupported, parent, parent, strings.Join(path, "."), parent)
+		}
+	}
+	return res, err
+}
+
+// inline is the first key of keyPath that is written as an inline table
+// (key = { … }) in the file, "" when none is.
+func (d *tomlDoc) inline(keyPath []string) string {
+	p := unstable.Parser{}
+	p.Reset(d.src)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		var keys []string
+		for it := e.Key(); it.Next(); {
+			keys = append(keys, string(it.Node().Data))
+		}
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = keys
+		case unstable.KeyValue:
+			full := append(append([]string(nil), table...), keys...)
+			if e.Value().Kind == unstable.InlineTable && len(full) <= len(keyPath) && reflect.DeepEqual(full, keyPath[:len(full)]) {
+				return strings.Join(full, ".")
+			}
+		}
+	}
+	return ""
+}
+
+// kept is the text of the keys of the [path] table (and of its sub-tables)
+// that are neither entry's nor owned, line by line as written: what the person added
+// to the entry (startup_timeout_sec), which an update keeps.
+func (d *tomlDoc) kept(path []string, entry Entry, owned []string) (string, error) {
+	p := unstable.Parser{}
+	p.Reset(d.src)
+	ours := func(k string) bool { return ownKey(entry, owned, k) }
+	lineStart := func(off int) int { return bytes.LastIndexByte(d.src[:off], '\n') + 1 }
+	lineEnd := func(off int) int {
+		if i := bytes.IndexByte(d.src[off:], '\n'); i >= 0 {
+			return off + i + 1
+		}
+		return len(d.src)
+	}
+	// above is start moved up over the comment lines right above it.
+	above := func(start int) int {
+		for start > 0 {
+			prev := lineStart(start - 1)
+			if !bytes.HasPrefix(bytes.TrimLeft(d.src[prev:start], " \t"), []byte("#")) {
+				break
+			}
+			start = prev
+		}
+		return start
+	}
+	var b strings.Builder
+	var table []string
+	keep := false // the current table is the entry's own, or a sub-table entry does not set
+	for p.NextExpression() {
+		e := p.Expression()
+		var keys []string
+		first := -1
+		for it := e.Key(); it.Next(); {
+			n := it.Node()
+			keys = append(keys, string(n.Data))
+			if first < 0 {
+				first = int(n.Raw.Offset)
+			}
+		}
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			table = keys
+			under := len(keys) > len(path) && slices.Equal(keys[:len(path)], path)
+			keep = slices.Equal(keys, path) || (under && !ours(keys[len(path)]))
+			if under && keep {
+				start := above(lineStart(first))
+				if bytes.HasSuffix(d.src[:start], []byte(d.nl+d.nl)) {
+					b.WriteString(d.nl) // the blank line before a table
+				}
+				b.WriteString(strings.TrimRight(string(d.src[start:lineEnd(first)]), "\r\n") + d.nl)
+			}
+		case unstable.KeyValue:
+			if !keep || first < 0 || (slices.Equal(table, path) && ours(keys[0])) {
+				continue
+			}
+			text := string(d.src[above(lineStart(first)):lineEnd(int(e.Raw.Offset+e.Raw.Length))])
+			b.WriteString(strings.TrimRight(text, "\r\n") + d.nl)
+		}
+	}
+	if err := p.Error(); err != nil {
+		return "", fmt.Errorf("parsing: %w", err)
+	}
+	return b.String(), nil
 }
 
 func tomlRemove(src []byte, keyPath []string, name string) ([]byte, error) {

@@ -100,6 +100,7 @@ type Watcher struct {
 	// Owned by Run's goroutine.
 	seen    map[string]map[string]bool // file id → entry keys read in it since Run began
 	watched map[string]bool            // directories watched
+	targets map[string]string          // a config as events name it, when not by its path → the config
 
 	mu       sync.Mutex
 	declined *declined
@@ -387,7 +388,7 @@ func (w *Watcher) relevant(name string) []string {
 	name = filepath.Clean(name)
 	var out []string
 	for _, p := range w.Paths() {
-		if p == name {
+		if p == name || w.targets[name] == p {
 			out = append(out, p)
 		}
 	}
@@ -407,19 +408,51 @@ func (w *Watcher) onPathTo(name string) bool {
 
 // resync watches, for every config file, its directory or, while that does
 // not exist, the nearest existing parent, and stops watching directories
-// no longer needed. It returns the config files under directories it began
-// to watch: they may have been written before the watch was in place.
+// no longer needed. A config that is a symlink (into a dotfiles
+// repository) is written through the link, in its target's directory: that
+// directory is watched too. It returns the config files under directories
+// it began to watch: they may have been written before the watch was in
+// place.
 func (w *Watcher) resync(fw *fsnotify.Watcher) []string {
 	want := map[string]bool{}
-	dirOf := map[string]string{}
+	dirsOf := map[string][]string{} // config file → the directories its writes show in
+	byReal := map[string]string{}   // a directory's real path → the one watched for it
+	targets := map[string]string{}  // a config as events name it, when not by its path → the config
+	watch := func(p, d string) string {
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			r = d
+		}
+		// One watch per directory: two names for one directory would
+		// share the watch, and its events carry only one of them.
+		if o, ok := byReal[r]; ok {
+			d = o
+		} else {
+			byReal[r] = d
+			want[d] = true
+		}
+		dirsOf[p] = append(dirsOf[p], d)
+		return d
+	}
 	for _, p := range w.Paths() {
 		d := nearestDir(filepath.Dir(p))
 		if d == "" {
 			continue
 		}
-		want[d] = true
-		dirOf[p] = d
+		if wd := watch(p, d); wd != d && d == filepath.Dir(p) {
+			targets[filepath.Join(wd, filepath.Base(p))] = p // its folder under another name
+		}
+		if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if t, err := filepath.EvalSymlinks(p); err == nil {
+			td := watch(p, filepath.Dir(t))
+			if name := filepath.Join(td, filepath.Base(t)); name != p {
+				targets[name] = p
+			}
+		}
 	}
+	w.targets = targets
 	var fresh []string
 	for d := range want {
 		if w.watched[d] {
@@ -430,8 +463,8 @@ func (w *Watcher) resync(fw *fsnotify.Watcher) []string {
 			continue
 		}
 		w.watched[d] = true
-		for p, pd := range dirOf {
-			if pd == d && filepath.Dir(p) == d {
+		for p, ds := range dirsOf {
+			if slices.Contains(ds, d) && (filepath.Dir(p) == d || ds[0] != d) && !slices.Contains(fresh, p) {
 				fresh = append(fresh, p)
 			}
 		}

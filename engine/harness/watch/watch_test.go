@@ -232,6 +232,60 @@ func TestOffer(t *testing.T) {
 			want: Offer{Harness: "gemini", Title: "Gemini CLI", Path: ".gemini/settings.json", Server: harness.Server{Name: "sentry"}, Proposal: harness.Proposal{Namespace: "sentry"}},
 		},
 		{
+			name: "Gemini CLI, settings.json a symlink into a dotfiles folder, written through it",
+			before: func(t *testing.T, h home) {
+				for _, d := range []string{h.path("dotfiles", "gemini"), h.path(".gemini")} {
+					if err := os.MkdirAll(d, 0o700); err != nil {
+						t.Fatal(err)
+					}
+				}
+				writeJSON(t, h.path("dotfiles", "gemini", "settings.json"), map[string]any{"theme": "dark"})
+				if err := os.Symlink(filepath.Join("..", "dotfiles", "gemini", "settings.json"), h.path(".gemini", "settings.json")); err != nil {
+					t.Skip("no symlinks here:", err)
+				}
+			},
+			write: func(t *testing.T, h home) {
+				// Gemini CLI and Claude Code keep the link and write its target.
+				writeJSON(t, h.path(".gemini", "settings.json"), map[string]any{"theme": "dark", "mcpServers": map[string]any{"sentry": stdio("npx", "-y", "@sentry/mcp-server")}})
+			},
+			want: Offer{Harness: "gemini", Title: "Gemini CLI", Path: ".gemini/settings.json", Server: harness.Server{Name: "sentry"}, Proposal: harness.Proposal{Namespace: "sentry"}},
+		},
+		{
+			name: "Claude Code, .claude.json a symlink into a dotfiles folder, replaced there by a rename",
+			before: func(t *testing.T, h home) {
+				if err := os.MkdirAll(h.path("dotfiles"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				writeJSON(t, h.path("dotfiles", "claude.json"), claudeConfig(nil))
+				if err := os.Symlink(filepath.Join("dotfiles", "claude.json"), h.path(".claude.json")); err != nil {
+					t.Skip("no symlinks here:", err)
+				}
+			},
+			write: func(t *testing.T, h home) {
+				data, err := json.Marshal(claudeConfig(map[string]any{"linear": map[string]any{"type": "http", "url": "https://mcp.linear.app/mcp"}}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeRename(t, h.path("dotfiles", "claude.json"), string(data))
+			},
+			want: Offer{Harness: "claude-code", Title: "Claude Code", Path: ".claude.json", Server: harness.Server{Name: "linear"}, Proposal: harness.Proposal{Namespace: "linear"}},
+		},
+		{
+			name: "Gemini CLI, whose folder is also Cursor's, through a symlink",
+			before: func(t *testing.T, h home) {
+				if err := os.MkdirAll(h.path(".gemini"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(".gemini", h.path(".cursor")); err != nil {
+					t.Skip("no symlinks here:", err)
+				}
+			},
+			write: func(t *testing.T, h home) {
+				writeJSON(t, h.path(".gemini", "settings.json"), map[string]any{"mcpServers": map[string]any{"sentry": stdio("npx", "-y", "@sentry/mcp-server")}})
+			},
+			want: Offer{Harness: "gemini", Title: "Gemini CLI", Path: ".gemini/settings.json", Server: harness.Server{Name: "sentry"}, Proposal: harness.Proposal{Namespace: "sentry"}},
+		},
+		{
 			name:   "Zed, whose directory and its parent are made after the watcher started",
 			before: func(t *testing.T, h home) {},
 			write: func(t *testing.T, h home) {
