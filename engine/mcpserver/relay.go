@@ -127,6 +127,8 @@ type Shim struct {
 	client *http.Client
 	out    *lineWriter
 
+	renewMu sync.Mutex // one session renewal at a time
+
 	mu        sync.Mutex
 	sessionID string
 	version   string          // negotiated by initialize
@@ -285,6 +287,12 @@ func modernVersion(m shimMsg) string {
 
 // post sends one message to the hub and relays what comes back.
 func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg) {
+	s.send(ctx, wg, line, m, false)
+}
+
+// send is post; renewed says the session was already opened again for this
+// message.
+func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg, renewed bool) {
 	isInit := m.Method == "initialize" && m.isRequest()
 	rctx := ctx
 	if isInit {
@@ -332,8 +340,22 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
-		// The session is gone: another hub answers at that address now.
-		s.fail(ctx, line, m, errors.New("the hub no longer knows this session"))
+		// The session is gone, and nothing of this message was served: the
+		// hub closed it (unused for SessionIdle), or another hub answers at
+		// that address now. The session is opened again with the client's
+		// initialize, and a request is sent again, once.
+		resp.Body.Close()
+		if !renewed {
+			err := s.renew(ctx, wg, req.Header.Get("Mcp-Session-Id"))
+			if err == nil {
+				if m.isRequest() {
+					s.send(ctx, wg, line, m, true)
+				}
+				return
+			}
+			s.Logger.Warn("opening the session with the hub again", "url", s.Endpoint.URL, "err", err)
+		}
+		s.fail(ctx, line, m, errSessionGone)
 		return
 	case resp.StatusCode == http.StatusAccepted:
 		// A notification's answer: notifications/initialized opens the
@@ -402,6 +424,101 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	s.listenAfter(ctx, wg, m)
+}
+
+// errSessionGone is the hub's 404 to a session it does not know: the
+// message was not served.
+var errSessionGone = errors.New("the hub no longer knows this session")
+
+// renew opens a new session with the hub in place of old, which the hub no
+// longer knows: the client's initialize is given again (its answer kept from
+// the client), then notifications/initialized, and the event stream is
+// opened again. A session another request renewed meanwhile is kept.
+func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error {
+	s.renewMu.Lock()
+	defer s.renewMu.Unlock()
+	s.mu.Lock()
+	cur, params, listening := s.sessionID, s.initReq, s.listening
+	s.mu.Unlock()
+	if cur != old {
+		return nil
+	}
+	if params == nil {
+		return errors.New("no initialize to give again")
+	}
+	rctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, shimInitID, params)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Method", "initialize")
+	s.headers(req, "", true)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("initialize: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var version string
+	answered := false
+	take := func(msg []byte) {
+		var r shimMsg
+		if json.Unmarshal(msg, &r) != nil || r.Method != "" || string(r.ID) != shimInitID || len(r.Result) == 0 {
+			return
+		}
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(r.Result, &res)
+		version, answered = res.ProtocolVersion, true
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		err = readSSE(resp.Body, take)
+	} else {
+		var b []byte
+		if b, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err == nil {
+			take(b)
+		}
+	}
+	if !answered {
+		return fmt.Errorf("initialize: no answer (%v)", err)
+	}
+	s.mu.Lock()
+	s.sessionID, s.version = sid, version
+	s.mu.Unlock()
+	nreq, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if err != nil {
+		return err
+	}
+	nreq.Header.Set("Content-Type", "application/json")
+	nreq.Header.Set("Accept", "application/json, text/event-stream")
+	nreq.Header.Set("Mcp-Method", "notifications/initialized")
+	s.headers(nreq, "", false)
+	nresp, err := s.client.Do(nreq)
+	if err != nil {
+		return err
+	}
+	nresp.Body.Close()
+	if nresp.StatusCode >= 300 {
+		return fmt.Errorf("notifications/initialized: HTTP %d", nresp.StatusCode)
+	}
+	s.Logger.Info("the hub had closed this session; opened another", "url", s.Endpoint.URL)
+	if listening {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.listen(ctx)
+		}()
+	}
+	return nil
 }
 
 // listenAfter opens the session's event stream once the client sent
@@ -528,7 +645,7 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 		// A connection refused, or not made, sent nothing: that request
 		// did not happen, which the person and the model may rely on.
 		var op *net.OpError
-		sent := !(errors.As(cause, &op) && op.Op == "dial")
+		sent := !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errSessionGone)
 		s.write(hubStoppedReply(m.ID, reason, sent))
 	}
 }
