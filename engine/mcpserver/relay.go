@@ -20,6 +20,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/internal/peer"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/gofrs/flock"
 )
 
 // A long-running hub (`serve --http`, later the desktop app) announces
@@ -38,17 +39,33 @@ const endpointFile = "endpoint.json"
 
 // Announce writes this process's endpoint into the store directory dir; the
 // returned func removes it (only while it is still this process's: a later
-// hub's announcement stays).
+// hub's announcement stays). One hub serves a store at a time: while it
+// runs it holds hub/endpoint.lock (freed when its process ends, however it
+// ends), and a second hub's Announce fails naming the first.
 func Announce(dir, endpointURL string) (remove func(), err error) {
 	p := filepath.Join(dir, endpointFile)
+	lk := flock.New(filepath.Join(dir, "endpoint.lock"), flock.SetPermissions(0o600))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("announcing the hub: %w", err)
+	}
+	if !ok {
+		other := "another hub"
+		if ep, err := readEndpoint(dir); err == nil {
+			other = fmt.Sprintf("the hub at %s (pid %d)", ep.URL, ep.PID)
+		}
+		return nil, fmt.Errorf("announcing the hub: %s already serves %s, and agents relay to it: stop it first, or serve another hub (CAPABILITIES_HOME)", other, filepath.Dir(dir))
+	}
 	b, _ := json.Marshal(Endpoint{URL: endpointURL, PID: os.Getpid(), StartedAt: time.Now().UTC()})
 	if err := store.WriteFileAtomic(p, append(b, '\n')); err != nil {
+		_ = lk.Unlock()
 		return nil, fmt.Errorf("announcing the hub: %w", err)
 	}
 	return func() {
 		if ep, err := readEndpoint(dir); err == nil && ep.PID == os.Getpid() {
 			_ = os.Remove(p)
 		}
+		_ = lk.Unlock()
 	}, nil
 }
 
