@@ -36,9 +36,10 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			deny(w, http.StatusForbidden, fmt.Sprintf("Origin %q is not a loopback origin; browsers on other sites may not call this endpoint", o))
 			return
 		}
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is one.
 		auth := r.Header.Get("Authorization")
-		got, ok := strings.CutPrefix(auth, "Bearer ")
-		if auth == "" || !ok {
+		scheme, got, ok := strings.Cut(auth, " ")
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities"`)
 			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token in $CAPABILITIES_HOME/hub/http-token")
 			return
