@@ -403,16 +403,27 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	answered := false
+	var notHub error
 	relay := func(msg []byte) {
 		var r shimMsg
 		_ = json.Unmarshal(msg, &r)
 		if m.isRequest() && r.Method == "" && string(r.ID) == string(m.ID) {
 			answered = true
-			if isInit {
+			if isInit && len(r.Result) > 0 {
 				var res struct {
 					ProtocolVersion string `json:"protocolVersion"`
+					ServerInfo      struct {
+						Name string `json:"name"`
+					} `json:"serverInfo"`
 				}
 				_ = json.Unmarshal(r.Result, &res)
+				if res.ServerInfo.Name != serverName {
+					// Not a hub (a stale announcement whose pid and
+					// port other processes have now): the client is
+					// not handed to it.
+					notHub = fmt.Errorf("what answers there is not a capabilities hub (it calls itself %q)", res.ServerInfo.Name)
+					return
+				}
 				s.mu.Lock()
 				s.version = res.ProtocolVersion
 				s.mu.Unlock()
@@ -432,6 +443,10 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 				relay(c.Bytes())
 			}
 		}
+	}
+	if notHub != nil {
+		s.fail(ctx, line, m, notHub)
+		return
 	}
 	if m.isRequest() && !answered && ctx.Err() == nil {
 		if err == nil {

@@ -20,7 +20,8 @@ import (
 // session before the first tools/call, as serve --http does with a session
 // unused for SessionIdle (or a hub restarted at the same address).
 type fakeHub struct {
-	reinit int // HTTP status of every initialize after the first (0: 200)
+	reinit int    // HTTP status of every initialize after the first (0: 200)
+	name   string // the serverInfo name it answers with ("": capabilities)
 
 	mu    sync.Mutex
 	inits int
@@ -45,9 +46,13 @@ func (f *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "wrong bearer token", f.reinit)
 			return
 		}
+		name := f.name
+		if name == "" {
+			name = "capabilities"
+		}
 		w.Header().Set("Mcp-Session-Id", "s"+string(rune('0'+f.inits)))
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"capabilities","version":"0"}}}`)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"`+name+`","version":"0"}}}`)
 	case sid == "s1" && m.Method == "tools/call":
 		http.Error(w, "session not found", http.StatusNotFound)
 	case m.ID == nil:
@@ -138,3 +143,54 @@ func TestShimRenewsASessionTheHubClosed(t *testing.T) {
 		})
 	}
 }
+
+// An announcement whose pid is alive and whose port answers MCP, but not as
+// a hub (a hub killed -9, its pid and port since taken by other processes
+// of this user, such as another MCP server): the client is not handed to
+// that server; the session runs on this process's own engine from its
+// initialize.
+func TestShimRelaysOnlyToAHub(t *testing.T) {
+	f := &fakeHub{name: "mcp-servers/everything"}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	localStarted := make(chan struct{})
+	s := &Shim{
+		Endpoint: Endpoint{URL: srv.URL + "/mcp", PID: 1},
+		Token:    "t",
+		Local: func(context.Context) (*Server, func(), error) {
+			close(localStarted)
+			return nil, nil, io.ErrUnexpectedEOF
+		},
+	}
+	inR, inW := io.Pipe()
+	var out strings.Builder
+	var mu sync.Mutex
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(context.Background(), inR, writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return out.Write(p)
+		}))
+	}()
+	_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	select {
+	case <-localStarted:
+	case <-time.After(testenv.Timeout(10 * time.Second)):
+		t.Fatal("the shim did not turn to its own engine")
+	}
+	inW.Close()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(out.String(), `"result"`) {
+		t.Errorf("the other server's answer reached the client:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), `not a capabilities hub (it calls itself \"mcp-servers/everything\")`) {
+		t.Errorf("the client's answer does not say why:\n%s", out.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
