@@ -137,7 +137,10 @@ func dialOwn(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) 
 type Shim struct {
 	Endpoint Endpoint
 	Token    string
-	Logger   *slog.Logger
+	// TokenPath is the file the token was read from: read again when the
+	// hub refuses the token (a hub restarted with a new one).
+	TokenPath string
+	Logger    *slog.Logger
 	// Local starts this process's own engine; done releases it.
 	Local func(ctx context.Context) (srv *Server, done func(), err error)
 
@@ -272,9 +275,9 @@ func (s *Shim) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 
 // headers sets what every request to the hub carries.
 func (s *Shim) headers(req *http.Request, modern string, isInit bool) {
-	req.Header.Set("Authorization", "Bearer "+s.Token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+s.Token)
 	switch {
 	case modern != "":
 		req.Header.Set("Mcp-Protocol-Version", modern)
@@ -304,12 +307,13 @@ func modernVersion(m shimMsg) string {
 
 // post sends one message to the hub and relays what comes back.
 func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg) {
-	s.send(ctx, wg, line, m, false)
+	s.send(ctx, wg, line, m, 2)
 }
 
-// send is post; renewed says the session was already opened again for this
-// message.
-func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg, renewed bool) {
+// send is post; retries is how many more times the message may be sent
+// after the hub refused it unserved (a session it does not know, a token
+// it does not take).
+func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg, retries int) {
 	isInit := m.Method == "initialize" && m.isRequest()
 	rctx := ctx
 	if isInit {
@@ -362,17 +366,28 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		// that address now. The session is opened again with the client's
 		// initialize, and a request is sent again, once.
 		resp.Body.Close()
-		if !renewed {
+		if retries > 0 {
 			err := s.renew(ctx, wg, req.Header.Get("Mcp-Session-Id"))
 			if err == nil {
 				if m.isRequest() {
-					s.send(ctx, wg, line, m, true)
+					s.send(ctx, wg, line, m, retries-1)
 				}
 				return
 			}
 			s.Logger.Warn("opening the session with the hub again", "url", s.Endpoint.URL, "err", err)
 		}
 		s.fail(ctx, line, m, errSessionGone)
+		return
+	case resp.StatusCode == http.StatusUnauthorized && !isInit:
+		// The token is refused before anything is served: a hub restarted
+		// with a new token. Read it again and send again; else this
+		// process's own engine takes over.
+		resp.Body.Close()
+		if retries > 0 && s.reloadToken(req.Header.Get("Authorization")) {
+			s.send(ctx, wg, line, m, retries-1)
+			return
+		}
+		s.fail(ctx, line, m, errTokenRefused)
 		return
 	case resp.StatusCode == http.StatusAccepted:
 		// A notification's answer: notifications/initialized opens the
@@ -456,6 +471,29 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	s.listenAfter(ctx, wg, m)
+}
+
+// errTokenRefused is the hub's 401 to the token it was sent, read again.
+var errTokenRefused = errors.New("the hub refuses this session's bearer token (hub/http-token changed?)")
+
+// reloadToken reads the token again from TokenPath and reports whether it
+// is another than the one the refused request carried (auth).
+func (s *Shim) reloadToken(auth string) bool {
+	if s.TokenPath == "" {
+		return false
+	}
+	b, err := os.ReadFile(s.TokenPath)
+	if err != nil {
+		return false
+	}
+	tok := strings.TrimSpace(string(b))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tok == "" || "Bearer "+tok == auth {
+		return false
+	}
+	s.Token = tok
+	return true
 }
 
 // errSessionGone is the hub's 404 to a session it does not know: the
@@ -677,7 +715,7 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 		// A connection refused, or not made, sent nothing: that request
 		// did not happen, which the person and the model may rely on.
 		var op *net.OpError
-		sent := !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errSessionGone)
+		sent := !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errSessionGone) && !errors.Is(cause, errTokenRefused)
 		s.write(hubStoppedReply(m.ID, reason, sent))
 	}
 }

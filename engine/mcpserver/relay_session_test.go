@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 type fakeHub struct {
 	reinit int    // HTTP status of every initialize after the first (0: 200)
 	name   string // the serverInfo name it answers with ("": capabilities)
+	token  string // the bearer token it takes ("": any)
 
 	mu    sync.Mutex
 	inits int
@@ -39,6 +42,10 @@ func (f *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
+		http.Error(w, "wrong bearer token", http.StatusUnauthorized)
+		return
+	}
 	switch {
 	case m.Method == "initialize":
 		f.inits++
@@ -194,3 +201,94 @@ func TestShimRelaysOnlyToAHub(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A hub restarted with a new token (hub/http-token removed, or rotated)
+// refuses the session's token with 401 before serving anything: the shim
+// reads the token again and goes on with the new hub. When the token read
+// again is the refused one, the request is answered saying it was not
+// sent, and the own engine takes over; before, every later request failed
+// with the 401.
+func TestShimReadsARotatedTokenAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rotate    bool // the token file holds the new token
+		wantReply string
+		wantLocal bool
+	}{
+		{"rotated", true, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`, false},
+		{"refused", false, "this request was not sent to it, so nothing of it happened", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeHub{token: "old"}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			tokenPath := filepath.Join(t.TempDir(), TokenFile)
+			if err := os.WriteFile(tokenPath, []byte("old\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			local := false
+			s := &Shim{
+				Endpoint:  Endpoint{URL: srv.URL + "/mcp", PID: 1},
+				Token:     "old",
+				TokenPath: tokenPath,
+				Local: func(context.Context) (*Server, func(), error) {
+					mu.Lock()
+					local = true
+					mu.Unlock()
+					return nil, nil, io.ErrUnexpectedEOF
+				},
+			}
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- s.Serve(context.Background(), inR, outW) }()
+			lines := make(chan string, 16)
+			go func() {
+				sc := bufio.NewScanner(outR)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			next := func() string {
+				t.Helper()
+				select {
+				case l := <-lines:
+					return l
+				case <-time.After(testenv.Timeout(10 * time.Second)):
+					t.Fatal("no answer from the shim")
+					return ""
+				}
+			}
+			send := func(line string) { _, _ = io.WriteString(inW, line+"\n") }
+			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			next()
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			// The hub restarts with another token: the session is gone too.
+			f.mu.Lock()
+			f.token, f.inits = "new", 1
+			f.mu.Unlock()
+			if tc.rotate {
+				if err := os.WriteFile(tokenPath, []byte("new\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 1"}}}`)
+			if got := next(); !strings.Contains(got, tc.wantReply) {
+				t.Errorf("the answer after the token changed:\n%s\nwant it to hold %q", got, tc.wantReply)
+			}
+			inW.Close()
+			go func() {
+				for range lines {
+				}
+			}()
+			<-done
+			mu.Lock()
+			defer mu.Unlock()
+			if local != tc.wantLocal {
+				t.Errorf("the shim started its own engine: %v, want %v", local, tc.wantLocal)
+			}
+		})
+	}
+}
