@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,9 +38,10 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			deny(w, http.StatusForbidden, fmt.Sprintf("Origin %q is not a loopback origin; browsers on other sites may not call this endpoint", o))
 			return
 		}
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is one.
 		auth := r.Header.Get("Authorization")
-		got, ok := strings.CutPrefix(auth, "Bearer ")
-		if auth == "" || !ok {
+		scheme, got, ok := strings.Cut(auth, " ")
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities"`)
 			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token in $CAPABILITIES_HOME/hub/http-token")
 			return
@@ -82,22 +85,87 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 // closed.
 const SessionIdle = time.Hour
 
+// MaxSessions caps the HTTP sessions one server keeps open (each holds about
+// 17 KB): a new one past it closes the session used least recently, whose
+// client gets 404 on its next request and opens another, as the protocol
+// says (the stdio shim does so by itself).
+const MaxSessions = 1000
+
 func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	stateful = s.limitSessions(MaxSessions, mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		// A session no request used for this long is closed (a client
 		// that comes back starts another, as the protocol says): without
 		// it, every initialize a client never ends kept its memory.
 		SessionTimeout: SessionIdle,
-	})
+	}))
 	stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		Stateless:           true,
 	})
 	return stateful, stateless
+}
+
+// limitSessions serves next, keeping at most max of the server's sessions
+// open: before a request opens a new one, the least recently used sessions
+// are closed to make room.
+func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	used := map[string]time.Time{} // session id → last request
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			if _, ok := used[sid]; ok {
+				used[sid] = time.Now()
+			}
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			if len(used) >= max {
+				s.evictSessions(used, max-1)
+			}
+			mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			used[sid] = time.Now()
+			mu.Unlock()
+		}
+	})
+}
+
+// evictSessions forgets the sessions that are gone, then closes the least
+// recently used ones until at most keep remain.
+func (s *Server) evictSessions(used map[string]time.Time, keep int) {
+	open := map[string]*mcp.ServerSession{}
+	for ss := range s.mcp.Sessions() {
+		open[ss.ID()] = ss
+	}
+	for sid := range used {
+		if open[sid] == nil {
+			delete(used, sid)
+		}
+	}
+	if len(used) <= keep {
+		return
+	}
+	ids := make([]string, 0, len(used))
+	for sid := range used {
+		ids = append(ids, sid)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return used[a].Compare(used[b]) })
+	for _, sid := range ids[:len(ids)-keep] {
+		delete(used, sid)
+		s.opts.Logger.Info("closing the HTTP session used least recently: too many open", "session", sid, "max", keep+1)
+		_ = open[sid].Close()
+	}
 }
 
 // profileServer is another profile's server and its handlers.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/internal/peer"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/gofrs/flock"
 )
 
 // A long-running hub (`serve --http`, later the desktop app) announces
@@ -38,17 +39,33 @@ const endpointFile = "endpoint.json"
 
 // Announce writes this process's endpoint into the store directory dir; the
 // returned func removes it (only while it is still this process's: a later
-// hub's announcement stays).
+// hub's announcement stays). One hub serves a store at a time: while it
+// runs it holds hub/endpoint.lock (freed when its process ends, however it
+// ends), and a second hub's Announce fails naming the first.
 func Announce(dir, endpointURL string) (remove func(), err error) {
 	p := filepath.Join(dir, endpointFile)
+	lk := flock.New(filepath.Join(dir, "endpoint.lock"), flock.SetPermissions(0o600))
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("announcing the hub: %w", err)
+	}
+	if !ok {
+		other := "another hub"
+		if ep, err := readEndpoint(dir); err == nil {
+			other = fmt.Sprintf("the hub at %s (pid %d)", ep.URL, ep.PID)
+		}
+		return nil, fmt.Errorf("announcing the hub: %s already serves %s, and agents relay to it: stop it first, or serve another hub (CAPABILITIES_HOME)", other, filepath.Dir(dir))
+	}
 	b, _ := json.Marshal(Endpoint{URL: endpointURL, PID: os.Getpid(), StartedAt: time.Now().UTC()})
 	if err := store.WriteFileAtomic(p, append(b, '\n')); err != nil {
+		_ = lk.Unlock()
 		return nil, fmt.Errorf("announcing the hub: %w", err)
 	}
 	return func() {
 		if ep, err := readEndpoint(dir); err == nil && ep.PID == os.Getpid() {
 			_ = os.Remove(p)
 		}
+		_ = lk.Unlock()
 	}, nil
 }
 
@@ -120,12 +137,17 @@ func dialOwn(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) 
 type Shim struct {
 	Endpoint Endpoint
 	Token    string
-	Logger   *slog.Logger
+	// TokenPath is the file the token was read from: read again when the
+	// hub refuses the token (a hub restarted with a new one).
+	TokenPath string
+	Logger    *slog.Logger
 	// Local starts this process's own engine; done releases it.
 	Local func(ctx context.Context) (srv *Server, done func(), err error)
 
 	client *http.Client
 	out    *lineWriter
+
+	renewMu sync.Mutex // one session renewal at a time
 
 	mu        sync.Mutex
 	sessionID string
@@ -253,9 +275,9 @@ func (s *Shim) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 
 // headers sets what every request to the hub carries.
 func (s *Shim) headers(req *http.Request, modern string, isInit bool) {
-	req.Header.Set("Authorization", "Bearer "+s.Token)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+s.Token)
 	switch {
 	case modern != "":
 		req.Header.Set("Mcp-Protocol-Version", modern)
@@ -285,6 +307,13 @@ func modernVersion(m shimMsg) string {
 
 // post sends one message to the hub and relays what comes back.
 func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg) {
+	s.send(ctx, wg, line, m, 2)
+}
+
+// send is post; retries is how many more times the message may be sent
+// after the hub refused it unserved (a session it does not know, a token
+// it does not take).
+func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg, retries int) {
 	isInit := m.Method == "initialize" && m.isRequest()
 	rctx := ctx
 	if isInit {
@@ -332,8 +361,33 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "":
-		// The session is gone: another hub answers at that address now.
-		s.fail(ctx, line, m, errors.New("the hub no longer knows this session"))
+		// The session is gone, and nothing of this message was served: the
+		// hub closed it (unused for SessionIdle), or another hub answers at
+		// that address now. The session is opened again with the client's
+		// initialize, and a request is sent again, once.
+		resp.Body.Close()
+		if retries > 0 {
+			err := s.renew(ctx, wg, req.Header.Get("Mcp-Session-Id"))
+			if err == nil {
+				if m.isRequest() {
+					s.send(ctx, wg, line, m, retries-1)
+				}
+				return
+			}
+			s.Logger.Warn("opening the session with the hub again", "url", s.Endpoint.URL, "err", err)
+		}
+		s.fail(ctx, line, m, errSessionGone)
+		return
+	case resp.StatusCode == http.StatusUnauthorized && !isInit:
+		// The token is refused before anything is served: a hub restarted
+		// with a new token. Read it again and send again; else this
+		// process's own engine takes over.
+		resp.Body.Close()
+		if retries > 0 && s.reloadToken(req.Header.Get("Authorization")) {
+			s.send(ctx, wg, line, m, retries-1)
+			return
+		}
+		s.fail(ctx, line, m, errTokenRefused)
 		return
 	case resp.StatusCode == http.StatusAccepted:
 		// A notification's answer: notifications/initialized opens the
@@ -364,16 +418,27 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	answered := false
+	var notHub error
 	relay := func(msg []byte) {
 		var r shimMsg
 		_ = json.Unmarshal(msg, &r)
 		if m.isRequest() && r.Method == "" && string(r.ID) == string(m.ID) {
 			answered = true
-			if isInit {
+			if isInit && len(r.Result) > 0 {
 				var res struct {
 					ProtocolVersion string `json:"protocolVersion"`
+					ServerInfo      struct {
+						Name string `json:"name"`
+					} `json:"serverInfo"`
 				}
 				_ = json.Unmarshal(r.Result, &res)
+				if res.ServerInfo.Name != serverName {
+					// Not a hub (a stale announcement whose pid and
+					// port other processes have now): the client is
+					// not handed to it.
+					notHub = fmt.Errorf("what answers there is not a capabilities hub (it calls itself %q)", res.ServerInfo.Name)
+					return
+				}
 				s.mu.Lock()
 				s.version = res.ProtocolVersion
 				s.mu.Unlock()
@@ -394,6 +459,10 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 			}
 		}
 	}
+	if notHub != nil {
+		s.fail(ctx, line, m, notHub)
+		return
+	}
 	if m.isRequest() && !answered && ctx.Err() == nil {
 		if err == nil {
 			err = errors.New("the hub closed the response without an answer")
@@ -402,6 +471,124 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	s.listenAfter(ctx, wg, m)
+}
+
+// errTokenRefused is the hub's 401 to the token it was sent, read again.
+var errTokenRefused = errors.New("the hub refuses this session's bearer token (hub/http-token changed?)")
+
+// reloadToken reads the token again from TokenPath and reports whether it
+// is another than the one the refused request carried (auth).
+func (s *Shim) reloadToken(auth string) bool {
+	if s.TokenPath == "" {
+		return false
+	}
+	b, err := os.ReadFile(s.TokenPath)
+	if err != nil {
+		return false
+	}
+	tok := strings.TrimSpace(string(b))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tok == "" || "Bearer "+tok == auth {
+		return false
+	}
+	s.Token = tok
+	return true
+}
+
+// errSessionGone is the hub's 404 to a session it does not know: the
+// message was not served.
+var errSessionGone = errors.New("the hub no longer knows this session")
+
+// renew opens a new session with the hub in place of old, which the hub no
+// longer knows: the client's initialize is given again (its answer kept from
+// the client), then notifications/initialized, and the event stream is
+// opened again. A session another request renewed meanwhile is kept.
+func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error {
+	s.renewMu.Lock()
+	defer s.renewMu.Unlock()
+	s.mu.Lock()
+	cur, params, listening := s.sessionID, s.initReq, s.listening
+	s.mu.Unlock()
+	if cur != old {
+		return nil
+	}
+	if params == nil {
+		return errors.New("no initialize to give again")
+	}
+	rctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, shimInitID, params)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Method", "initialize")
+	s.headers(req, "", true)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("initialize: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var version string
+	answered := false
+	take := func(msg []byte) {
+		var r shimMsg
+		if json.Unmarshal(msg, &r) != nil || r.Method != "" || string(r.ID) != shimInitID || len(r.Result) == 0 {
+			return
+		}
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(r.Result, &res)
+		version, answered = res.ProtocolVersion, true
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		err = readSSE(resp.Body, take)
+	} else {
+		var b []byte
+		if b, err = io.ReadAll(io.LimitReader(resp.Body, 1<<20)); err == nil {
+			take(b)
+		}
+	}
+	if !answered {
+		return fmt.Errorf("initialize: no answer (%v)", err)
+	}
+	s.mu.Lock()
+	s.sessionID, s.version = sid, version
+	s.mu.Unlock()
+	nreq, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if err != nil {
+		return err
+	}
+	nreq.Header.Set("Content-Type", "application/json")
+	nreq.Header.Set("Accept", "application/json, text/event-stream")
+	nreq.Header.Set("Mcp-Method", "notifications/initialized")
+	s.headers(nreq, "", false)
+	nresp, err := s.client.Do(nreq)
+	if err != nil {
+		return err
+	}
+	nresp.Body.Close()
+	if nresp.StatusCode >= 300 {
+		return fmt.Errorf("notifications/initialized: HTTP %d", nresp.StatusCode)
+	}
+	s.Logger.Info("the hub had closed this session; opened another", "url", s.Endpoint.URL)
+	if listening {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.listen(ctx)
+		}()
+	}
+	return nil
 }
 
 // listenAfter opens the session's event stream once the client sent
@@ -528,7 +715,7 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 		// A connection refused, or not made, sent nothing: that request
 		// did not happen, which the person and the model may rely on.
 		var op *net.OpError
-		sent := !(errors.As(cause, &op) && op.Op == "dial")
+		sent := !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errSessionGone) && !errors.Is(cause, errTokenRefused)
 		s.write(hubStoppedReply(m.ID, reason, sent))
 	}
 }

@@ -26,6 +26,9 @@ import (
 // Version is reported in serverInfo.
 const Version = "0.1.0"
 
+// serverName is the name in serverInfo, by which the stdio shim knows a hub.
+const serverName = "capabilities"
+
 // Options configure the server. The zero value is useful.
 type Options struct {
 	Logger *slog.Logger
@@ -73,7 +76,7 @@ func New(h *hub.Hub, opts Options) *Server {
 	}
 	s := &Server{hub: h, store: h.Store(), opts: opts, profile: opts.Profile, name: opts.Profile.Name}
 	if s.profile.Mode == hub.ModeDirect {
-		s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub (" + s.name + ")", Version: Version}, &mcp.ServerOptions{
+		s.mcp = mcp.NewServer(&mcp.Implementation{Name: serverName, Title: "capabilities hub (" + s.name + ")", Version: Version}, &mcp.ServerOptions{
 			Instructions: directInstructions,
 			Logger:       opts.Logger,
 			// Tools come and go with the hub's sources and the profile.
@@ -87,7 +90,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		s.serveSkills()
 		return s
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "capabilities", Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: serverName, Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions + profileInstructions(s.profile),
 		Logger:       opts.Logger,
 		Capabilities: codeCapabilities(),

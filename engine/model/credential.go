@@ -354,5 +354,15 @@ func (s *Source) PlainCredentials() []string {
 	for _, a := range CredentialArgs(s.Args) {
 		out = append(out, a.Secrets...)
 	}
+	// A remote server's URL with a password (imported from an agent's
+	// config; hub add refuses one): the password, and user:password, which
+	// the server gets as HTTP Basic (its base64 form is scrubbed with it).
+	if u, err := url.Parse(s.URL); s.URL != "" && err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			p, _ := PlainSecrets("URL", s.URL)
+			out = append(out, p...)
+			out = append(out, u.User.Username()+":"+pw)
+		}
+	}
 	return out
 }

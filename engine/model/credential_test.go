@@ -229,3 +229,23 @@ func FuzzPlainSecrets(f *testing.F) {
 		}
 	})
 }
+
+// A remote server's URL holding a password (imported from an agent's
+// config) gives the password, and user:password, which the server is sent
+// as HTTP Basic: an echoing server handed both to the model.
+func TestPlainCredentialsOfAURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want []string
+	}{
+		{"http://bob:pw-Kq72mZ8xR4tY@127.0.0.1:3012/mcp", []string{"bob:pw-Kq72mZ8xR4tY", "pw-Kq72mZ8xR4tY"}},
+		{"https://bob@mcp.example.com/mcp", nil},
+		{"https://mcp.example.com/mcp", nil},
+	} {
+		got := (&Source{Kind: KindHTTP, URL: tc.url}).PlainCredentials()
+		sort.Strings(got)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("PlainCredentials of %s (-want +got):\n%s", tc.url, diff)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/internal/peer"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
@@ -107,6 +108,12 @@ func SignIn(ctx context.Context, o Options) (*Tokens, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing in: listening for the redirect on 127.0.0.1: %w", err)
 	}
+	// The authorization URL (state and code challenge) is on the browser's
+	// command line for every user to read: another user's answer, an error
+	// or a code of their own account, is not taken.
+	ln = peer.SameUser(ln, func(uid int) {
+		log.Warn("refused a redirect to the sign-in's listener from another user's process", "uid", uid)
+	})
 	defer ln.Close()
 	redirectURI := fmt.Sprintf("http://127.0.0.1:%d%s", ln.Addr().(*net.TCPAddr).Port, redirectPath)
 

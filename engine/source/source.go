@@ -248,7 +248,7 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 			return nil, err
 		}
 		s.proc = p
-		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: 64 << 20}
+		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessageBytes}
 	case model.KindHTTP:
 		hc := http.DefaultClient
 		if opts.HTTPClient != nil {
@@ -387,8 +387,46 @@ func (r *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && req.Method == http.MethodPost && resp.StatusCode >= 400 {
 		r.status.CompareAndSwap(0, int32(resp.StatusCode))
 	}
+	if err == nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// go-sdk reads a JSON answer whole (its event streams have a
+		// per-event bound): the same bound as a stdio upstream's line.
+		if resp.ContentLength > MaxMessageBytes {
+			resp.Body.Close()
+			return nil, fmt.Errorf("the upstream's answer is %d bytes, over the limit of %d (64 MB)", resp.ContentLength, MaxMessageBytes)
+		}
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxMessageBytes}
+	}
 	return resp, err
 }
+
+// MaxMessageBytes bounds one message from an upstream: a stdio line, or an
+// HTTP answer that is not an event stream.
+const MaxMessageBytes = 64 << 20
+
+// limitedBody fails a read past left bytes, so that an answer is not held
+// whole when it is over the bound.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooBig
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		b.left = -1
+		return 0, errTooBig
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+var errTooBig = fmt.Errorf("the upstream's answer is over the limit of %d bytes (64 MB)", int64(MaxMessageBytes))
 
 // code is the recorded status, 0 for none (or no recorder).
 func (r *statusRecorder) code() int {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,6 +118,15 @@ for once (or read with --secret-stdin).`,
 					req.Document, req.URL, req.Server = req.URL, "", server
 				} else if !strings.Contains(req.URL, "://") {
 					return usagef("%q is not a URL; to run a local command put it after --: capabilities hub add -- %s", req.URL, req.URL)
+				} else if u, err := url.Parse(req.URL); err == nil && u.User != nil {
+					if _, hasPassword := u.User.Password(); hasPassword {
+						// The URL is kept in the hub's config and shown
+						// in list and review; the password in it was
+						// sent to the server and scrubbed from nothing.
+						name := u.User.Username()
+						u.User = nil
+						return usagef("the URL holds a password (%s:…@): the hub keeps credentials out of its config and out of the model's sight, so add %s and give the credential with --auth (sent as Authorization: Bearer) or --secret-header NAME --secret-stdin", name, u.String())
+					}
 				}
 			}
 			if len(envs) > 0 {

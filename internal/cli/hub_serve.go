@@ -187,5 +187,5 @@ func (e *env) findShim(ctx context.Context, profile string) *mcpserver.Shim {
 		ep.URL = strings.TrimSuffix(ep.URL, "/") + "/" + profile
 	}
 	e.log.Info("relaying to the long-running hub", "url", ep.URL, "pid", ep.PID)
-	return &mcpserver.Shim{Endpoint: ep, Token: tok, Logger: e.log}
+	return &mcpserver.Shim{Endpoint: ep, Token: tok, TokenPath: filepath.Join(dir, mcpserver.TokenFile), Logger: e.log}
 }

@@ -132,6 +132,7 @@ func TestBadInput(t *testing.T) {
 		{"no bearer token", map[string]string{"Authorization": "", "Mcp-Method": "tools/list"}, list, 401, "missing bearer token"},
 		{"wrong bearer token", map[string]string{"Authorization": "Bearer " + strings.Repeat("0", 64), "Mcp-Method": "tools/list"}, list, 401, "wrong bearer token"},
 		{"not a bearer scheme", map[string]string{"Authorization": "Basic " + token, "Mcp-Method": "tools/list"}, list, 401, "missing bearer token"},
+		{"the scheme in lower case", map[string]string{"Authorization": "bearer " + token, "Mcp-Method": "tools/list"}, list, 200, `"execute"`},
 		{"foreign Host", map[string]string{"Host": "evil.example:4790", "Mcp-Method": "tools/list"}, list, 403, `Host "evil.example:4790" is not a loopback address`},
 		{"foreign Origin", map[string]string{"Origin": "https://evil.example", "Mcp-Method": "tools/list"}, list, 403, `Origin "https://evil.example" is not a loopback origin`},
 		{"malformed JSON-RPC", map[string]string{"Mcp-Method": "tools/list"}, `{"jsonrpc":"2.0","id":1,"method":`, 400, "malformed payload"},
