@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+
+	"github.com/capabilities-sh/capabilities/app/screen"
 )
 
 // watcherName is the tray host (StatusNotifierWatcher) on the session bus.
@@ -30,6 +32,18 @@ func (a *App) openPage(screen string) {
 	if err := a.win.Show(screen, false); err != nil {
 		a.log.Warn("opening the console", "screen", screen, "err", err)
 	}
+}
+
+// openCall opens the console at the i-th pending call of the tray's menu
+// (the calls in the order the menu lists them), or at the pending calls
+// when it is gone.
+func (a *App) openCall(i int) {
+	calls := a.sorted()
+	if i >= len(calls) {
+		a.openPage("")
+		return
+	}
+	a.openPage(screen.Call(calls[i].run, calls[i].id))
 }
 
 // openFolder shows a folder in the system's file manager.

@@ -51,7 +51,7 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		for i := range t.calls {
 			t.calls[i] = systray.AddMenuItem("", "Open the call's approval in the console")
 			t.calls[i].Hide()
-			on(t.calls[i], events, func() { a.openPage("") })
+			on(t.calls[i], events, func() { a.openCall(i) })
 		}
 		t.signIn = systray.AddMenuItem("Sign in…", "Sign in to the sources that ask for it, on the Sources screen")
 		t.signIn.Hide()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/app/screen"
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -450,7 +451,8 @@ func (a *App) act(note uint32, action string) {
 			a.log.Info("recorded the decision from a notification", "run", run, "call", id, "choice", choice)
 		})
 	case "default":
-		if err := a.win.Show("", false); err != nil {
+		// This call, open: not the oldest, which the person did not pick.
+		if err := a.win.Show(screen.Call(c.run, c.id), false); err != nil {
 			a.log.Warn("opening the approval page", "err", err)
 		}
 	}

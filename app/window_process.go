@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/capabilities-sh/capabilities/app/screen"
 )
 
 // windowBinary is the window process's program, looked for beside the
@@ -54,14 +56,14 @@ func newWindows(ctx context.Context, o windowsOptions) windows {
 }
 
 // Show shows a screen, starting the window's process if it is not running.
-func (w *windowProcess) Show(screen string, auto bool) error {
-	if !screens[screen] {
-		return fmt.Errorf("showing the window: no screen %q", screen)
+func (w *windowProcess) Show(name string, auto bool) error {
+	if !screen.Valid(name) {
+		return fmt.Errorf("showing the window: no screen %q", name)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.broken != "" {
-		return w.pages.Show(screen, auto)
+		return w.pages.Show(name, auto)
 	}
 	if !w.checked {
 		// Once: can the window start here (its libraries, GTK and
@@ -73,7 +75,7 @@ func (w *windowProcess) Show(screen string, auto bool) error {
 		if err != nil {
 			w.broken = fmt.Sprintf("%v: %s", err, out)
 			w.log.Warn("the window cannot start here: the screens open in the browser", "window", w.bin, "err", w.broken)
-			return w.pages.Show(screen, auto)
+			return w.pages.Show(name, auto)
 		}
 	}
 	if w.cmd == nil {
@@ -81,8 +83,8 @@ func (w *windowProcess) Show(screen string, auto bool) error {
 			return err
 		}
 	}
-	w.screen = screen
-	return w.send("show " + strconv.Quote(screen) + " " + strconv.FormatBool(auto))
+	w.screen = name
+	return w.send("show " + strconv.Quote(name) + " " + strconv.FormatBool(auto))
 }
 
 // start runs the window's process (w.mu held).

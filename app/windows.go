@@ -32,6 +32,3 @@ type windowsOptions struct {
 	log  *slog.Logger
 	open func(link string) error // the browser, for the pure-Go build
 }
-
-// screens are the screens a window shows.
-var screens = map[string]bool{"": true, "review": true, "runs": true, "sources": true, "settings": true}

@@ -81,6 +81,10 @@ const state = {
   autoOpen: true,
   stopped: false,
   shownAt: 0,
+  // The call the fragment names (#approvals/<run>/<call>), opened at the
+  // next refresh.
+  /** @type {{run: string, id: string} | null} */
+  wanted: null,
   // When the shortcuts of the call shown work (performance.now()).
   armedAt: 0,
   // What the last decision did, for the next call's card.
@@ -267,7 +271,23 @@ async function refresh() {
     const position = ui.dialog.querySelector(".position");
     if (position) position.textContent = positionText(cur, state.queue.findIndex((q) => same(q, cur)), state.queue.length);
   }
-  if (!ui.dialog.open && state.autoOpen && state.screen === "approvals" && state.queue.length > 0) {
+  const wanted = state.wanted;
+  state.wanted = null;
+  const item = wanted && state.queue.find((q) => q.run === wanted.run && q.id === wanted.id);
+  if (wanted) {
+    // Once: a reload shows the queue as usual.
+    history.replaceState(null, "", location.pathname + location.search);
+    state.autoOpen = true;
+    if (!item) {
+      if (ui.dialog.open) closeDialog();
+      const next = `The call you opened (${wanted.id} of run ${wanted.run}) was decided elsewhere or expired.`;
+      replace(ui.status, renderDecided("No longer waiting", "", next));
+      state.decided = { label: "No longer waiting", address: "", next };
+    }
+  }
+  if (item && state.screen === "approvals") {
+    show(item);
+  } else if (!ui.dialog.open && state.autoOpen && state.screen === "approvals" && state.queue.length > 0) {
     show(state.queue[0]);
   }
   state.decided = null;
@@ -302,19 +322,24 @@ ui.dialog.addEventListener("cancel", () => {
 // ---- Screens ----
 
 /**
- * The screen (and run) the address's fragment names.
- * @returns {{screen: Screen, run: string}}
+ * The screen (and run) the address's fragment names; #approvals/<run>/<call>
+ * names one pending call (what the desktop app opens for a notification or
+ * a tray item the person picked).
+ * @returns {{screen: Screen, run: string, call: string}}
  */
 function route() {
   const [name, ...rest] = location.hash.replace(/^#/, "").split("/");
   const screen = SCREENS.find((s) => s === name) ?? "approvals";
   let run = "";
+  let call = "";
   try {
-    run = screen === "runs" ? decodeURIComponent(rest.join("/")) : "";
+    if (screen === "runs") run = decodeURIComponent(rest.join("/"));
+    if (screen === "approvals" && rest.length === 2) [run, call] = rest.map(decodeURIComponent);
   } catch {
     run = "";
+    call = "";
   }
-  return { screen, run };
+  return { screen, run, call };
 }
 
 /**
@@ -341,7 +366,7 @@ let focusNext = false;
 /** Shows the screen the fragment names and reads what it shows. */
 async function follow() {
   if (state.stopped) return;
-  const { screen, run } = route();
+  const { screen, run, call } = route();
   const focus = focusNext;
   focusNext = false;
   const changed = screen !== state.screen;
@@ -358,6 +383,8 @@ async function follow() {
   if (screen !== "approvals" && ui.dialog.open) closeDialog();
   if (screen === "approvals") {
     if (changed) state.autoOpen = true;
+    // The call the person picked opens, in place of any other.
+    state.wanted = call ? { run, id: call } : null;
     await refresh();
   } else if (screen === "review") {
     if (changed) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/capabilities-sh/capabilities/app/screen"
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -97,13 +98,13 @@ type window struct {
 // itself (auto) comes up minimised, so it never takes the focus from what
 // the person is typing. Before the page has loaded the window stays
 // hidden (no blank window): domReady shows it.
-func (w *window) show(screen string, auto bool) {
-	if _, ok := titles[screen]; !ok {
+func (w *window) show(name string, auto bool) {
+	if !screen.Valid(name) {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.screen, w.auto, w.asked = screen, auto, true
+	w.screen, w.auto, w.asked = name, auto, true
 	if w.ready {
 		w.present()
 	}
@@ -111,7 +112,11 @@ func (w *window) show(screen string, auto bool) {
 
 // present brings the window up at w.screen (w.mu held, the page loaded).
 func (w *window) present() {
-	wruntime.WindowSetTitle(w.ctx, titles[w.screen])
+	title, ok := titles[w.screen]
+	if !ok { // one pending call
+		title = titles[""]
+	}
+	wruntime.WindowSetTitle(w.ctx, title)
 	wruntime.WindowExecJS(w.ctx, follow(w.screen))
 	wruntime.WindowShow(w.ctx)
 	if w.auto {

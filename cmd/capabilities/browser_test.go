@@ -250,6 +250,31 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.resumeAll([]string{first, second}, "completed")
 	})
 
+	t.Run("the call picked opens", func(t *testing.T) {
+		// The desktop app opens #approvals/<run>/<call> for the
+		// notification or tray item the person picked: that call opens,
+		// not the oldest waiting.
+		first := h.exec(fmt.Sprintf(write, "picked 1"), "awaiting_approval").RunID
+		second := h.exec(fmt.Sprintf(write, "picked 2"), "awaiting_approval").RunID
+		p.reload()
+		p.dialog(first, "")
+		p.do(map[string]any{"op": "hash", "hash": "#approvals/" + second + "/c1"}, nil)
+		if d := p.dialog(second, ""); !strings.Contains(d.Args, "picked 2") {
+			t.Fatalf("the call picked: %+v", d)
+		}
+		decide(second, "writer.record", "deny")
+		decide(first, "writer.record", "deny")
+		// A call picked that no longer waits: the page says so on the
+		// next call it opens.
+		third := h.exec(fmt.Sprintf(write, "picked 3"), "awaiting_approval").RunID
+		p.do(map[string]any{"op": "hash", "hash": "#approvals/" + second + "/c1"}, nil)
+		if d := p.dialog(third, ""); !strings.Contains(d.Notice, "No longer waiting") || !strings.Contains(d.Notice, second) {
+			t.Fatalf("after picking a call decided elsewhere: %+v", d)
+		}
+		decide(third, "writer.record", "deny")
+		h.resumeAll([]string{first, second, third}, "completed")
+	})
+
 	t.Run("the whole arguments", func(t *testing.T) {
 		// A long item: the preview shows its head and tail; the person reads
 		// all of it before deciding.

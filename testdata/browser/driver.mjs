@@ -29,6 +29,7 @@
 //   screenshot {path, width, height, scheme, scrollTo?}  (scrollTo: a selector
 //                        scrolled into view first)
 //   click {selector}     clicks the element
+//   hash {hash}          sets the page's location.hash (the page follows it)
 //   press {keys}         presses the keys in turn
 //   text {selector, contains?}  waits for the element (holding the text,
 //                        when given) and answers its text
@@ -200,6 +201,12 @@ const ops = {
   },
   async select({ selector, value }) {
     await page.selectOption(selector, value);
+    return {};
+  },
+  async hash({ hash }) {
+    await page.evaluate((h) => {
+      location.hash = h;
+    }, hash);
     return {};
   },
   async press({ keys }) {

@@ -1,0 +1,61 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/app/screen"
+	"github.com/google/go-cmp/cmp"
+)
+
+// shownWindows records the screens the app asks to show.
+type shownWindows struct{ shown []string }
+
+func (w *shownWindows) Show(s string, _ bool) error { w.shown = append(w.shown, s); return nil }
+func (*shownWindows) Withdraw()                     {}
+func (*shownWindows) NoTray()                       {}
+func (*shownWindows) Close()                        {}
+
+// TestOpensTheCallPicked: a notification's Open, or a call's item in the
+// tray's menu, opens the call the person picked, not the oldest of the
+// calls waiting (whose "Allow once" they would be deciding unawares).
+func TestOpensTheCallPicked(t *testing.T) {
+	f := &fakeNotifications{}
+	win := &shownWindows{}
+	a := &App{
+		log:     slog.New(slog.DiscardHandler),
+		notes:   &notifier{obj: f, actions: true},
+		win:     win,
+		pending: map[string]*call{},
+		byNote:  map[uint32]string{},
+	}
+	start := time.Now()
+	for i := range 3 {
+		c := &call{run: fmt.Sprintf("r%d", i), id: "c1", address: "memory.createEntities", message: "it asks", created: start.Add(time.Duration(i) * time.Second)}
+		a.pending[c.key()] = c
+	}
+	a.fillNotes()
+	var second uint32
+	for note, k := range a.byNote {
+		if a.pending[k].run == "r1" {
+			second = note
+		}
+	}
+	if second == 0 {
+		t.Fatalf("no notification for the second call: %v", a.byNote)
+	}
+	a.act(second, "default")
+	a.openCall(2)
+	a.openCall(7) // gone since the menu was drawn
+	want := []string{screen.Call("r1", "c1"), screen.Call("r2", "c1"), ""}
+	if diff := cmp.Diff(want, win.shown); diff != "" {
+		t.Errorf("screens shown (-want +got):\n%s", diff)
+	}
+	for _, s := range want {
+		if !screen.Valid(s) {
+			t.Errorf("%q is not a screen the window shows", s)
+		}
+	}
+}
