@@ -17,6 +17,7 @@
  * @property {number} [argsSize] the whole arguments' size when args shows them shortened
  * @property {string} [reason]
  * @property {string} message
+ * @property {string[]} [changes] what changed in a tool that changed upstream since it was reviewed
  * @property {string} [expiresAt]
  * @property {Choice[]} choices
  */

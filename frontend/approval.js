@@ -176,6 +176,8 @@ export function renderApproval(item, where, onChoose, onClose, notice, readAll) 
       h("dt", null, "Expiry"),
       h("dd", null, expiresIn(item.expiresAt, where.now)),
     ),
+    item.changes?.length ? h("h3", null, "What changed since it was reviewed") : null,
+    item.changes?.length ? h("pre", { class: "changes", tabindex: "0", "aria-label": "What changed" }, visible(item.changes.join("\n"))) : null,
     h("h3", null, "Arguments"),
     args,
     all,

@@ -228,9 +228,13 @@ type Approval struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// ArgsSize is the whole arguments' size in bytes when Args shows them
 	// shortened: GET /api/approvals/{run}/{call}/args reads them.
-	ArgsSize  int       `json:"argsSize,omitempty"`
-	Reason    string    `json:"reason,omitempty"` // the policy's reason code
-	Message   string    `json:"message"`          // why it asks, in a sentence
+	ArgsSize int    `json:"argsSize,omitempty"`
+	Reason   string `json:"reason,omitempty"` // the policy's reason code
+	Message  string `json:"message"`          // why it asks, in a sentence
+	// Changes are, for a call that asks because its tool changed upstream
+	// since it was reviewed, line diffs of what changed (as the Review
+	// screen shows them): the person decides on what the tool says now.
+	Changes   []string  `json:"changes,omitempty"`
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Choices are what the person may answer: once, run, always, deny; a
 	// call that was in flight takes once (retry) or deny (skip).
@@ -269,6 +273,7 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 	}
 	sc := c.hub.Scrubber()
 	out := []Approval{}
+	reviews := map[string]*hub.Review{} // by namespace, read once a request
 	for _, r := range runs {
 		if !r.Status.Paused() {
 			continue
@@ -295,11 +300,40 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 			if _, t, _, err := c.hub.Tool(ctx, p.Address); err == nil {
 				a.Effect = t.Effect()
 			}
+			if p.Reason == policy.ReasonChanged {
+				a.Changes = c.changes(ctx, reviews, &p)
+			}
 			out = append(out, a)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ExpiresAt.Before(out[j].ExpiresAt) })
 	return out, nil
+}
+
+// changes is what changed in the tool of a call that asks because it
+// changed upstream: its review item's diffs, scrubbed; nil when the tool
+// changed again since the call (the Review screen shows the newest).
+func (c *Handler) changes(ctx context.Context, reviews map[string]*hub.Review, p *model.Pending) []string {
+	ns, _, _ := model.SplitAddress(p.Address)
+	r, ok := reviews[ns]
+	if !ok {
+		r, _ = c.hub.PendingReview(ctx, ns)
+		reviews[ns] = r
+	}
+	if r == nil {
+		return nil
+	}
+	for _, it := range r.Items {
+		if it.Tool.Address != p.Address || it.Tool.Contract != p.Contract {
+			continue
+		}
+		out := make([]string, len(it.Changes))
+		for i, ch := range it.Changes {
+			out[i] = c.hub.Scrub(ch)
+		}
+		return out
+	}
+	return nil
 }
 
 // capArgs keeps arguments within MaxArgsBytes (scrubbing may have made
