@@ -268,7 +268,7 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 			return nil, err
 		}
 		runs = []model.Run{*r}
-	} else if runs, err = eng.List(ctx, ""); err != nil { // a run awaiting a connection may also wait on an approval
+	} else if runs, err = eng.Paused(ctx); err != nil { // a run awaiting a connection may also wait on an approval
 		return nil, err
 	}
 	sc := c.hub.Scrubber()
