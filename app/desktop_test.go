@@ -448,8 +448,8 @@ func (d *desktop) trayScenario() {
 	// (c) Decided elsewhere (`hub approve`) → the notification is withdrawn.
 	run2 := d.exec("awaiting_approval", `try { return await writer.record({item: "decided elsewhere"}) } catch (e) { return "caught " + e.code }`)
 	note2 := d.mon.notifyAfter(t, "writer.record", note.serial)
-	// The default action (a click on the notification) opens the console's
-	// pending calls; the tray's "Runs…" opens its runs screen.
+	// The default action (a click on the notification) opens the console
+	// at that call; the tray's "Runs…" opens its runs screen.
 	if out, err := exec.Command("dunstctl", "action", "0").CombinedOutput(); err != nil {
 		t.Fatalf("dunstctl action: %v\n%s", err, out)
 	}
@@ -459,8 +459,8 @@ func (d *desktop) trayScenario() {
 	}
 	d.waitFor("Runs… to open the console", func() bool { return len(d.links()) == 2 })
 	link := regexp.MustCompile(`^http://127\.0\.0\.1:[0-9]+/\?token=[A-Za-z0-9_-]+$`)
-	if l := d.links(); !link.MatchString(l[0]) || !link.MatchString(strings.TrimSuffix(l[1], "#runs")) || !strings.HasSuffix(l[1], "#runs") {
-		t.Fatalf("the browser got %q; want the console's one-time link, then the same with #runs", l)
+	if l := d.links(); !link.MatchString(strings.TrimSuffix(l[0], "#approvals/"+run2+"/c1")) || !strings.HasSuffix(l[0], "#approvals/"+run2+"/c1") || !link.MatchString(strings.TrimSuffix(l[1], "#runs")) || !strings.HasSuffix(l[1], "#runs") {
+		t.Fatalf("the browser got %q; want the console's one-time link at the call (#approvals/%s/c1), then the same with #runs", l, run2)
 	}
 	d.cli("hub", "approve", run2, "--choice", "deny")
 	d.waitFor("the app to close the notification of the call decided with hub approve", func() bool {

@@ -119,7 +119,10 @@ func (d *desktop) soakScenario() {
 					t.Logf("call %d: pressing again: %v", i, err)
 				}
 			}
-			for range 10 {
+			// A key pressed while the call's shortcuts settle makes them
+			// wait a second again (frontend/approval.js): the next press
+			// comes after that.
+			for range 60 {
 				if decided() {
 					return true
 				}

@@ -127,7 +127,7 @@ func (w *windowProcess) send(line string) error {
 func (w *windowProcess) Withdraw() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cmd == nil || w.screen != "" || w.noTray {
+	if w.cmd == nil || !screen.Approvals(w.screen) || w.noTray {
 		return
 	}
 	w.log.Info("withdrew the window")

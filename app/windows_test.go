@@ -239,7 +239,8 @@ func (d *desktop) closeWindow() {
 // decideInWindow presses key in the approval window until run's one pending
 // call is decided, and returns the decision. The page lists the call once
 // its request returns, so a press may come before: it is pressed again (a
-// second press finds nothing left to decide).
+// second press finds nothing left to decide), 1.5 s later, past the second
+// an early key makes the call's shortcuts wait again.
 func (d *desktop) decideInWindow(run, key string) *model.Decision {
 	d.t.Helper()
 	decided := func() bool {
@@ -250,7 +251,7 @@ func (d *desktop) decideInWindow(run, key string) *model.Decision {
 		if err := d.tryKey(key); err != nil {
 			d.t.Logf("pressing again: %v", err)
 		}
-		for range 20 {
+		for range 30 {
 			if decided() {
 				return true
 			}

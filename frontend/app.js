@@ -195,12 +195,14 @@ function show(item) {
 function arm(shownAt, armedAt) {
   state.armedAt = armedAt;
   ui.dialog.removeAttribute("data-armed");
-  setTimeout(
-    () => {
-      if (state.shownAt === shownAt && performance.now() >= state.armedAt) ui.dialog.setAttribute("data-armed", "true");
-    },
-    armedAt - performance.now(),
-  );
+  const check = () => {
+    if (state.shownAt !== shownAt) return;
+    // A timer may fire a little early, and a key may have moved the time.
+    const left = state.armedAt - performance.now();
+    if (left > 0) setTimeout(check, left + 1);
+    else ui.dialog.setAttribute("data-armed", "true");
+  };
+  setTimeout(check, armedAt - performance.now() + 1);
 }
 
 function closeDialog() {

@@ -14,6 +14,9 @@ var Names = map[string]bool{"": true, "review": true, "runs": true, "sources": t
 // opens the call they picked, not the oldest).
 func Call(run, id string) string { return "approvals/" + run + "/" + id }
 
+// Approvals says whether s shows the pending calls: "" or a Call screen.
+func Approvals(s string) bool { return s == "" || strings.HasPrefix(s, "approvals/") }
+
 // Valid says whether s is one of Names or a Call screen.
 func Valid(s string) bool {
 	if Names[s] {

@@ -22,3 +22,11 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestApprovals(t *testing.T) {
+	for s, want := range map[string]bool{"": true, Call("r1", "c1"): true, "review": false, "runs": false} {
+		if got := Approvals(s); got != want {
+			t.Errorf("Approvals(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

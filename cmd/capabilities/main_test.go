@@ -94,6 +94,7 @@ func TestScripts(t *testing.T) {
 			"modes":    cmdModes,
 			"freeport": cmdFreePort,
 			"waitport": cmdWaitPort,
+			"waitfile": cmdWaitFile,
 			"snapshot": cmdSnapshot,
 			"lines":    cmdLines,
 			"nosecret": cmdNoSecret,
@@ -180,6 +181,22 @@ func cmdWaitPort(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ts.Fatalf("nothing listens on %s after %v", addr, wait)
+}
+
+// cmdWaitFile waits for a file to exist: `waitfile PATH` (a background
+// command writes it after it listens).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	p := ts.MkAbs(args[0])
+	wait := testenv.Timeout(15 * time.Second)
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s does not exist after %v", args[0], wait)
 }
 
 // cmdExpand replaces @NAME@ in files with the script's variable NAME:
