@@ -120,6 +120,9 @@ func (h *Hub) Prepare(ctx context.Context) {
 	}()
 }
 
+// Prepared waits until what Prepare started is built (or failed).
+func (h *Hub) Prepared() { h.preparing.Wait() }
+
 // sandbox builds the sandbox once.
 func (h *Hub) sandbox() (*sandbox.Driver, error) {
 	h.runs.sbOnce.Do(func() {
