@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"net"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/harness"
 	"github.com/capabilities-sh/capabilities/engine/harness/watch"
@@ -70,6 +73,12 @@ func (a *App) watchHarnesses(ctx context.Context) (wait func(), err error) {
 // — add it to the hub?" with Add and Not now. Without a notification
 // daemon that shows actions, it says so in the log (`hub import` adds it).
 func (a *App) offer(o watch.Offer) {
+	if a.ownEndpoint(o.Server.URL) {
+		// An agent connected to this app's endpoint by hand: it reaches
+		// the hub already, and the hub refuses itself as a source.
+		a.log.Info("an agent's config names this app's own endpoint: nothing to offer", "harness", o.Harness, "server", o.Server.Name)
+		return
+	}
 	a.log.Info("import offer", "harness", o.Harness, "server", o.Server.Name, "namespace", o.Proposal.Namespace, "seen", o.At)
 	if a.notes == nil || !a.notes.actions {
 		a.log.Warn("an agent's config gained a server; no notification can offer it: run `capabilities hub import`", "message", o.Message())
@@ -174,4 +183,22 @@ func (n *notifier) offer(o watch.Offer) (uint32, error) {
 		return 0, fmt.Errorf("raising an import offer: %w", err)
 	}
 	return id, nil
+}
+
+// ownEndpoint says whether raw is the address of the MCP endpoint this app
+// serves (its port on a loopback name: 127.0.0.1, localhost or ::1).
+func (a *App) ownEndpoint(raw string) bool {
+	if raw == "" || a.endpoint == "" {
+		return false
+	}
+	u, err1 := url.Parse(raw)
+	me, err2 := url.Parse(a.endpoint)
+	if err1 != nil || err2 != nil || u.Port() != me.Port() {
+		return false
+	}
+	loopback := func(h string) bool {
+		ip := net.ParseIP(h)
+		return strings.EqualFold(h, "localhost") || ip != nil && ip.IsLoopback()
+	}
+	return loopback(u.Hostname()) && loopback(me.Hostname())
 }

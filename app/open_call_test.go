@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/app/screen"
+	"github.com/capabilities-sh/capabilities/engine/harness"
+	"github.com/capabilities-sh/capabilities/engine/harness/watch"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -57,5 +59,31 @@ func TestOpensTheCallPicked(t *testing.T) {
 		if !screen.Valid(s) {
 			t.Errorf("%q is not a screen the window shows", s)
 		}
+	}
+}
+
+// TestOwnEndpointIsNotOffered: an agent's config that names this app's own
+// MCP endpoint (by any loopback name) is not offered for import; another
+// port or host is.
+func TestOwnEndpointIsNotOffered(t *testing.T) {
+	a := &App{endpoint: "http://127.0.0.1:4790/mcp"}
+	for raw, want := range map[string]bool{
+		"http://127.0.0.1:4790/mcp":     true,
+		"http://localhost:4790/mcp":     true,
+		"http://[::1]:4790/mcp/default": true,
+		"http://127.0.0.1:4791/mcp":     false,
+		"http://example.com:4790/mcp":   false,
+		"":                              false,
+	} {
+		if got := a.ownEndpoint(raw); got != want {
+			t.Errorf("ownEndpoint(%q) = %v, want %v", raw, got, want)
+		}
+	}
+	f := &fakeNotifications{}
+	a.log, a.notes, a.offers = slog.New(slog.DiscardHandler), &notifier{obj: f, actions: true}, map[uint32]watch.Offer{}
+	a.offer(watch.Offer{Harness: "claude-code", Server: harness.Server{Name: "hub", URL: "http://localhost:4790/mcp"}})
+	a.offer(watch.Offer{Harness: "claude-code", Server: harness.Server{Name: "other", URL: "http://127.0.0.1:9999/mcp"}})
+	if diff := cmp.Diff([]string{"Notify 1"}, f.calls); diff != "" {
+		t.Errorf("offers raised (-want +got):\n%s", diff)
 	}
 }

@@ -359,8 +359,11 @@ func (w *Watcher) read(path string, sc *harness.Scan) {
 		}
 		var added []harness.Server
 		for _, s := range servers {
-			if s.Disabled || harness.IsHub(s) {
-				continue // a server turned on later is new then
+			if s.Disabled || harness.IsHub(s) || s.Transport == "sse" {
+				// A server turned on later is new then. The legacy
+				// HTTP+SSE transport is not one the hub speaks: import
+				// refuses it, so there is nothing to offer.
+				continue
 			}
 			k := serverKey(s)
 			if known && !seen[k] && !w.isDeclined(f.Harness, f.Path, s) {

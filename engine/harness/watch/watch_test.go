@@ -176,6 +176,20 @@ func TestOffer(t *testing.T) {
 			want: Offer{Harness: "claude-code", Title: "Claude Code", Path: ".claude.json", Server: harness.Server{Name: "linear"}, Proposal: harness.Proposal{Namespace: "linear"}},
 		},
 		{
+			name: "Claude Code, an SSE server beside a stdio one: only the one the hub can add",
+			before: func(t *testing.T, h home) {
+				writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"old": stdio("uvx", "mcp-server-time")}))
+			},
+			write: func(t *testing.T, h home) {
+				writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{
+					"old":        stdio("uvx", "mcp-server-time"),
+					"aaa-legacy": map[string]any{"type": "sse", "url": "http://127.0.0.1:9/sse"},
+					"linear":     stdio("npx", "-y", "linear-mcp"),
+				}))
+			},
+			want: Offer{Harness: "claude-code", Title: "Claude Code", Path: ".claude.json", Server: harness.Server{Name: "linear"}, Proposal: harness.Proposal{Namespace: "linear"}},
+		},
+		{
 			name: "Codex, temporary file renamed over config.toml",
 			before: func(t *testing.T, h home) {
 				if err := os.MkdirAll(h.path(".codex"), 0o700); err != nil {
