@@ -114,11 +114,14 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 	return e.finish(ctx, r, h, out, !h.stored, fresh != nil)
 }
 
+// ErrRunningElsewhere: an attempt of the run holds it in another process.
+var ErrRunningElsewhere = errors.New("is running in another process")
+
 // hold takes the run's cross-process hold for an attempt.
 func (e *Engine) hold(ctx context.Context, id string) (release func(), err error) {
 	release, err = e.store.Hold(ctx, store.Runs, id)
 	if errors.Is(err, store.ErrBusy) {
-		return nil, fmt.Errorf("run %s is running in another process; wait for it, or cancel it with `capabilities hub cancel %s`", id, id)
+		return nil, fmt.Errorf("run %s %w; wait for it, or cancel it with `capabilities hub cancel %s`", id, ErrRunningElsewhere, id)
 	}
 	return release, err
 }

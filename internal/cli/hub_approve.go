@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/engine/visible"
 	"github.com/spf13/cobra"
 )
@@ -154,6 +156,12 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 				}
 			}
 			env, err := h.Resume(c.Context(), runID)
+			if errors.Is(err, run.ErrRunningElsewhere) {
+				// Another process (the agent's, the desktop app) went on
+				// with the run as the decision landed: it is going on.
+				fmt.Fprintf(e.stdout, "Run %s goes on in another process (the agent's, or the desktop app): `capabilities hub runs show %s` shows how it ends.\n", runID, runID)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
