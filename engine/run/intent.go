@@ -150,24 +150,7 @@ func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) boo
 	if t, err := h.e.tools.Tool(h.ctx, call.Address); err == nil {
 		summary = typegen.FirstSentence(t.Description)
 	}
-	preview, size := h.preview(id, call.Args)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.paused = true
-	h.pending = append(h.pending, model.Pending{
-		ID:         id,
-		Kind:       model.PendingInFlight,
-		Seq:        call.Seq,
-		Address:    call.Address,
-		Connection: call.Connection,
-		ArgsDigest: argsDigest,
-		Summary:    summary,
-		Args:       preview,
-		ArgsSize:   size,
-		Reason:     model.PendingInFlight,
-		Message:    "this call was made but the hub could not record its outcome (" + cause.Error() + "); it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
-		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
-	})
+	h.pauseInFlight(call, argsDigest, id, summary, "this call was made but the hub could not record its outcome ("+cause.Error()+"); it may have happened. Retry makes it again; skip gives the code a ToolError "+CodeSkippedInFlight)
 	return true
 }
 
@@ -225,8 +208,16 @@ func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest st
 	if t != nil {
 		summary = typegen.FirstSentence(t.Description)
 	}
+	h.pauseInFlight(call, argsDigest, id, summary, "this call was in flight when the hub stopped; it may have happened. Retry makes it again; skip gives the code a ToolError "+CodeSkippedInFlight)
+	return sandbox.CallResult{Pause: true}, false
+}
+
+// pauseInFlight pauses the attempt on a call that may have happened: the
+// person's retry (once) or skip (deny) decides it.
+func (h *host) pauseInFlight(call sandbox.Call, argsDigest, id, summary, message string) {
 	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.paused = true
 	h.pending = append(h.pending, model.Pending{
 		ID:         id,
@@ -239,9 +230,7 @@ func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest st
 		Args:       preview,
 		ArgsSize:   size,
 		Reason:     model.PendingInFlight,
-		Message:    "this call was in flight when the hub stopped; it may have happened. Retry makes it again; skip gives the code a ToolError " + CodeSkippedInFlight,
+		Message:    message,
 		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
 	})
-	h.mu.Unlock()
-	return sandbox.CallResult{Pause: true}, false
 }
