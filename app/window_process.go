@@ -38,6 +38,10 @@ type windowProcess struct {
 	in      io.WriteCloser
 	done    chan struct{} // closed when the process has exited
 	screen  string        // the screen it shows
+	auto    bool          // shown by the app itself, not the person
+	// retried: a window that failed as it started was started again
+	// (once, until one runs a while).
+	retried bool
 	// noTray: there is no tray, and the window is the one way to the app,
 	// so it stays when nothing waits any more.
 	noTray bool
@@ -83,8 +87,13 @@ func (w *windowProcess) Show(name string, auto bool) error {
 			return err
 		}
 	}
-	w.screen = name
-	return w.send("show " + strconv.Quote(name) + " " + strconv.FormatBool(auto))
+	w.screen, w.auto = name, auto
+	return w.send(w.showLine())
+}
+
+// showLine tells the window what to show (w.mu held).
+func (w *windowProcess) showLine() string {
+	return "show " + strconv.Quote(w.screen) + " " + strconv.FormatBool(w.auto)
 }
 
 // start runs the window's process (w.mu held).
@@ -101,18 +110,37 @@ func (w *windowProcess) start() error {
 	done := make(chan struct{})
 	w.cmd, w.in, w.done = cmd, in, done
 	w.log.Info("started the window", "pid", cmd.Process.Pid)
+	started := time.Now()
 	go func() {
 		err := cmd.Wait()
-		w.mu.Lock()
-		if w.cmd == cmd {
-			w.cmd, w.in = nil, nil
-		}
-		w.mu.Unlock()
 		close(done)
 		w.log.Info("the window closed", "pid", cmd.Process.Pid, "err", err)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.cmd != cmd {
+			return
+		}
+		w.cmd, w.in = nil, nil
+		if time.Since(started) >= windowSettled {
+			w.retried = false
+			return
+		}
+		// It failed as it started (GTK could not open the display of a
+		// loaded session, once in a while): once more, since it may be
+		// the one way to the app (no tray, no notifications).
+		if err != nil && !w.retried {
+			w.retried = true
+			if serr := w.start(); serr == nil {
+				_ = w.send(w.showLine())
+			}
+		}
 	}()
 	return nil
 }
+
+// windowSettled is how long a window runs before its failing is no
+// longer a failure to start.
+const windowSettled = 10 * time.Second
 
 // send writes one line to the window's process (w.mu held).
 func (w *windowProcess) send(line string) error {
