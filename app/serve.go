@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -45,13 +44,6 @@ func (a *App) serveMCP(ctx context.Context, port int) (endpoint string, stop fun
 	// The sandbox and the catalog are built in the background now, so an
 	// agent's first execute does not wait for them.
 	a.hub.Prepare(ctx)
-	go func() {
-		// The first start on a machine compiles QuickJS (then cached):
-		// some 60 MB of the heap that the app, running all day, would
-		// otherwise keep in its RSS for minutes (92 MB idle, not 41).
-		a.hub.Prepared()
-		debug.FreeOSMemory()
-	}()
 	endpoint = "http://" + ln.Addr().String() + "/mcp"
 	unannounce, err := mcpserver.Announce(a.dir, endpoint)
 	if err != nil {

@@ -243,8 +243,8 @@ func (h *Hub) DirectCall(ctx context.Context, address string, args json.RawMessa
 		return env, err
 	}
 	env, err := h.Execute(ctx, code)
-	if err == nil {
-		h.NoteDirect(ctx, address, args, env)
+	if err == nil && strings.HasPrefix(env.Status, "awaiting_") {
+		h.NoteDirect(ctx, address, args, env) // a new call has no record to forget
 	}
 	return env, err
 }

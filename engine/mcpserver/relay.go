@@ -291,6 +291,23 @@ func (s *Shim) headers(req *http.Request, modern string, isInit bool) {
 	}
 }
 
+// newPost is a message posted to the hub with what every request carries;
+// method, when set, goes in Mcp-Method too (2026-07-28 wants the method in
+// a header as well).
+func (s *Shim) newPost(ctx context.Context, body io.Reader, method, modern string, isInit bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint.URL, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if method != "" {
+		req.Header.Set("Mcp-Method", method)
+	}
+	s.headers(req, modern, isInit)
+	return req, nil
+}
+
 // modernVersion is the protocol version a 2026-07-28 request names in its
 // _meta, or "".
 func modernVersion(m shimMsg) string {
@@ -324,17 +341,12 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		rctx, cancel = context.WithTimeout(ctx, initTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, bytes.NewReader(line))
+	req, err := s.newPost(rctx, bytes.NewReader(line), m.Method, modernVersion(m), isInit)
 	if err != nil {
 		s.fail(ctx, line, m, err)
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	s.headers(req, modernVersion(m), isInit)
 	if m.Method != "" {
-		// 2026-07-28 wants the method and the name in headers as well.
-		req.Header.Set("Mcp-Method", m.Method)
 		var p struct {
 			Name string `json:"name"`
 			URI  string `json:"uri"`
@@ -519,14 +531,10 @@ func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error 
 	rctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, shimInitID, params)
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(body))
+	req, err := s.newPost(rctx, strings.NewReader(body), "initialize", "", true)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Method", "initialize")
-	s.headers(req, "", true)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
@@ -564,14 +572,10 @@ func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error 
 	s.mu.Lock()
 	s.sessionID, s.version = sid, version
 	s.mu.Unlock()
-	nreq, err := http.NewRequestWithContext(rctx, http.MethodPost, s.Endpoint.URL, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	nreq, err := s.newPost(rctx, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), "notifications/initialized", "", false)
 	if err != nil {
 		return err
 	}
-	nreq.Header.Set("Content-Type", "application/json")
-	nreq.Header.Set("Accept", "application/json, text/event-stream")
-	nreq.Header.Set("Mcp-Method", "notifications/initialized")
-	s.headers(nreq, "", false)
 	nresp, err := s.client.Do(nreq)
 	if err != nil {
 		return err

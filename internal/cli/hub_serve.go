@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,12 +97,6 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 				pages := newPageOpener(ectx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
 				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p})
 				h.Prepare(ectx)
-				go func() {
-					// The first start on a machine compiles QuickJS (then
-					// cached): give the heap it took back to the system.
-					h.Prepared()
-					debug.FreeOSMemory()
-				}()
 				go func() {
 					if err := h.Watch(ectx); err != nil {
 						e.log.Warn("live configuration is off", "err", err)

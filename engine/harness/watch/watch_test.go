@@ -255,7 +255,7 @@ func TestOffer(t *testing.T) {
 				}
 				writeJSON(t, h.path("dotfiles", "gemini", "settings.json"), map[string]any{"theme": "dark"})
 				if err := os.Symlink(filepath.Join("..", "dotfiles", "gemini", "settings.json"), h.path(".gemini", "settings.json")); err != nil {
-					t.Skip("no symlinks here:", err)
+					t.Fatal(err)
 				}
 			},
 			write: func(t *testing.T, h home) {
@@ -272,7 +272,7 @@ func TestOffer(t *testing.T) {
 				}
 				writeJSON(t, h.path("dotfiles", "claude.json"), claudeConfig(nil))
 				if err := os.Symlink(filepath.Join("dotfiles", "claude.json"), h.path(".claude.json")); err != nil {
-					t.Skip("no symlinks here:", err)
+					t.Fatal(err)
 				}
 			},
 			write: func(t *testing.T, h home) {
@@ -291,7 +291,7 @@ func TestOffer(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.Symlink(".gemini", h.path(".cursor")); err != nil {
-					t.Skip("no symlinks here:", err)
+					t.Fatal(err)
 				}
 			},
 			write: func(t *testing.T, h home) {
