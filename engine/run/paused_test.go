@@ -24,6 +24,7 @@ func TestPausedFollowsEveryWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() }) // its spare files are made in runs/ in the background
 	ctx := context.Background()
 	eng := run.New(st, nil, nil, run.Options{})
 	now := time.Now().UTC()
@@ -99,6 +100,7 @@ func BenchmarkApprovalsPoll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	now := time.Now().UTC()
 	big := strings.Repeat("x", 8<<10)
