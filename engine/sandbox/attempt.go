@@ -449,6 +449,9 @@ func (a *attempt) onHost(op, payload string) (int, error) {
 		}
 		a.nextSeq++
 		a.queue = append(a.queue, Call{Seq: a.nextSeq, Address: c.Address, Args: c.Args, Connection: c.Connection})
+		// The call goes out now, while the guest runs on to its next await,
+		// not after: its upstream round trip is most of a run's time.
+		a.dispatch()
 		return a.nextSeq, nil
 	case "log":
 		a.logs = append(a.logs, payload)
