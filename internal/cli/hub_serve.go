@@ -55,7 +55,8 @@ process's own engine. When that hub runs but answers nothing (stopped or stuck) 
 request waits on it, the request is answered with an error naming the hub's pid once the
 hub has left the shim's liveness probe unanswered for CAPABILITIES_HUB_LIVENESS (default
 20s), and the next request goes to the hub again; a long execute (a person deciding, a slow
-tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
+tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or
+CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 		Example: `  capabilities hub serve --stdio
   capabilities hub serve --http --port 4790`,
 		Args: exactArgs(0, "no arguments"),
