@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ const MaxBodyBytes = 1 << 20
 //
 // Each other profile is served at /mcp/<profile> (/mcp is this server's,
 // the default profile's), by a server made on the profile's first request.
+// AlivePath, behind the same checks, answers that the process serves.
 func (s *Server) HTTPHandler(token string) http.Handler {
 	stateful, stateless := s.streamHandlers()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +51,10 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities", error="invalid_token"`)
 			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token in $CAPABILITIES_HOME/hub/http-token")
+			return
+		}
+		if r.URL.Path == AlivePath {
+			serveAlive(w, r)
 			return
 		}
 		stateful, stateless := stateful, stateless
@@ -208,6 +214,25 @@ func modernRequest(r *http.Request) bool {
 }
 
 const modernProtocol = "2026-07-28"
+
+// AlivePath is the hub's liveness probe: a GET there is answered at once,
+// by the HTTP server alone, with {"pid": N}. The stdio shim asks it while a
+// relayed request is outstanding, so that it can tell a hub at work on a
+// long request (an execute waiting for a person, a slow tool) from one that
+// is stopped or stuck (Shim.Liveness). It proves only that the process
+// serves: it touches no session and no engine state.
+const AlivePath = "/alive"
+
+func serveAlive(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		deny(w, http.StatusMethodNotAllowed, "method not allowed: "+AlivePath+" answers GET")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprintf(w, "{\"pid\":%d}\n", os.Getpid())
+}
 
 func deny(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

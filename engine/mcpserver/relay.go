@@ -143,11 +143,16 @@ type Shim struct {
 	Logger    *slog.Logger
 	// Local starts this process's own engine; done releases it.
 	Local func(ctx context.Context) (srv *Server, done func(), err error)
+	// Liveness is how long the hub may leave the liveness probe unanswered,
+	// while a message relayed to it is outstanding, before that message is
+	// given up on (relay_alive.go); zero means DefaultLiveness.
+	Liveness time.Duration
 
 	client *http.Client
 	out    *lineWriter
 
 	renewMu sync.Mutex // one session renewal at a time
+	alive   liveness
 
 	mu        sync.Mutex
 	sessionID string
@@ -340,6 +345,17 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithTimeout(ctx, initTimeout)
 		defer cancel()
+	} else {
+		// Anything else is given up on if the hub stops answering
+		// meanwhile; if it is known to have stopped, it is not sent
+		// unless the hub answers again.
+		if s.stillFrozen(ctx) {
+			s.answerFrozen(m, false)
+			return
+		}
+		var done func()
+		rctx, done = s.track(ctx, wg)
+		defer done()
 	}
 	req, err := s.newPost(rctx, bytes.NewReader(line), m.Method, modernVersion(m), isInit)
 	if err != nil {
@@ -358,7 +374,9 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		if ctx.Err() == nil {
+		if errors.Is(context.Cause(rctx), errHubFrozen) {
+			s.answerFrozen(m, true)
+		} else if ctx.Err() == nil {
 			s.fail(ctx, line, m, err)
 		}
 		return
@@ -473,6 +491,10 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 	}
 	if notHub != nil {
 		s.fail(ctx, line, m, notHub)
+		return
+	}
+	if m.isRequest() && !answered && errors.Is(context.Cause(rctx), errHubFrozen) {
+		s.answerFrozen(m, true)
 		return
 	}
 	if m.isRequest() && !answered && ctx.Err() == nil {

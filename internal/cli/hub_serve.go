@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/elicit"
 	"github.com/capabilities-sh/capabilities/engine/hub"
@@ -50,7 +51,12 @@ While a long-running hub serves (serve --http announces itself in
 $CAPABILITIES_HOME/hub/endpoint.json), serve --stdio relays its session there and starts no
 engine and no upstream of its own: every agent shares one process per source. When that hub
 stops, the next request is answered with an error saying so and the ones after run on this
-process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
+process's own engine. When that hub runs but answers nothing (stopped or stuck) while a
+request waits on it, the request is answered with an error naming the hub's pid once the
+hub has left the shim's liveness probe unanswered for CAPABILITIES_HUB_LIVENESS (default
+20s), and the next request goes to the hub again; a long execute (a person deciding, a slow
+tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or
+CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 		Example: `  capabilities hub serve --stdio
   capabilities hub serve --http --port 4790`,
 		Args: exactArgs(0, "no arguments"),
@@ -106,7 +112,12 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 			}
 			if stdio {
 				if !noShim && os.Getenv("CAPABILITIES_NO_SHIM") == "" {
+					live, err := shimLiveness()
+					if err != nil {
+						return err
+					}
 					if shim := e.findShim(ctx, profile); shim != nil {
+						shim.Liveness = live
 						shim.Local = func(ctx context.Context) (*mcpserver.Server, func(), error) {
 							srv, _, done, err := engine(ctx)
 							return srv, done, err
@@ -168,6 +179,19 @@ process's own engine. --no-shim (or CAPABILITIES_NO_SHIM=1) always runs its own 
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "the profile `NAME` to serve with --stdio (see capabilities hub profiles)")
 	return c
+}
+
+// shimLiveness is CAPABILITIES_HUB_LIVENESS, or 0 for the shim's default.
+func shimLiveness() (time.Duration, error) {
+	v := os.Getenv("CAPABILITIES_HUB_LIVENESS")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("CAPABILITIES_HUB_LIVENESS=%q: write a positive duration such as 20s or 1m", v)
+	}
+	return d, nil
 }
 
 // findShim returns a relay to the long-running hub announced in the store,
