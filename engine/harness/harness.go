@@ -156,9 +156,13 @@ type Harness struct {
 	// Off is how the harness turns one server off in its entry (Codex:
 	// enabled = false); the zero Off means it has no such key, and
 	// connect --replace moves the entry out of the file instead.
-	Off    Flag
-	files  func(Env) []File
-	skills func(Env) string // the skills directory, "" for none
+	Off   Flag
+	files func(Env) []File
+	// offElsewhere, when set, says where else in the user file doc than
+	// beside the entry (Claude Code's per-project disabledMcpServers) the
+	// server name is turned off, one reason each.
+	offElsewhere func(doc map[string]any, name string) []string
+	skills       func(Env) string // the skills directory, "" for none
 }
 
 // Flag is a key of a server entry and the value that turns the server off.
@@ -183,6 +187,20 @@ func (h Harness) Files(env Env) []File {
 		out = append(out, f)
 	}
 	return out
+}
+
+// OffElsewhere lists where the user file f (its decoded doc) turns the
+// server name off for some of the agent's sessions by a list kept apart
+// from the entry and from f.DisabledKey: Claude Code's disabledMcpServers
+// of each project in ~/.claude.json (and the top-level one). Each reason
+// says which list and how to turn the server on again; none for a project
+// file or a harness without such lists.
+func OffElsewhere(f File, doc map[string]any, name string) []string {
+	h, ok := Lookup(f.Harness)
+	if !ok || h.offElsewhere == nil || f.Project || doc == nil {
+		return nil
+	}
+	return h.offElsewhere(doc, name)
 }
 
 // SkillsDir is where the harness keeps skills (<dir>/<name>/SKILL.md), or "".

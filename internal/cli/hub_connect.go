@@ -448,6 +448,9 @@ func hubEntriesOff(f harness.File, src []byte) []offJSON {
 			if why := harness.TurnedOff(f, doc, s.Name); why != "" {
 				out = append(out, offJSON{Name: s.Name, Why: why})
 			}
+			for _, why := range harness.OffElsewhere(f, doc, s.Name) {
+				out = append(out, offJSON{Name: s.Name, Why: why})
+			}
 		}
 	}
 	return out
