@@ -156,9 +156,9 @@ const offerCommandChars = 240
 // command is shortened, head and tail, saying how much is not shown, so it
 // cannot push the rest out of the notification.
 func offerText(o watch.Offer, markup bool) (summary, body string) {
-	what := o.Server.URL
-	if what == "" {
-		what = model.QuoteCommand(append([]string{o.Server.Command}, o.Server.Args...))
+	what := model.Redact("URL", o.Server.URL)
+	if o.Server.URL == "" {
+		what = model.QuoteCommand(append([]string{o.Server.Command}, model.RedactArgs(o.Server.Args)...))
 	}
 	if r := []rune(what); len(r) > offerCommandChars {
 		head := offerCommandChars * 2 / 3

@@ -185,6 +185,7 @@ export async function fullArgs(item) {
  * @typedef {object} CommandConsent
  * @property {string} namespace
  * @property {string} command
+ * @property {string} [shown] the command as shown: credentials in its arguments masked
  */
 
 /**

@@ -625,11 +625,12 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 		sel.Items = append(sel.Items, cur.Items[i])
 	}
 	for _, want := range a.Commands {
-		if !slices.Contains(cur.Commands, want) {
+		i := slices.IndexFunc(cur.Commands, func(c hub.CommandConsent) bool { return c.Namespace == want.Namespace && c.Command == want.Command })
+		if i < 0 {
 			fail(w, http.StatusConflict, "changed", fmt.Sprintf("the command of %s changed (or was consented to) since it was shown; reload the inbox", want.Namespace))
 			return
 		}
-		sel.Commands = append(sel.Commands, want)
+		sel.Commands = append(sel.Commands, cur.Commands[i])
 	}
 	if len(sel.Items) > 0 || len(sel.Commands) > 0 {
 		if err := c.hub.AcceptReview(ctx, sel, decisions, c.opts.Channel); err != nil {
@@ -908,9 +909,9 @@ func (c *Handler) sources(w http.ResponseWriter, r *http.Request) {
 	out := Sources{Sources: []SourceInfo{}}
 	for _, rec := range recs {
 		s := rec.Source
-		si := SourceInfo{Namespace: s.Namespace, Kind: s.Kind, Command: c.hub.Scrub(s.CommandLine()), Health: "unknown", Tools: []ToolInfo{}, Connections: []ConnectionInfo{}}
+		si := SourceInfo{Namespace: s.Namespace, Kind: s.Kind, Command: c.hub.Scrub(s.ShownCommandLine()), Health: "unknown", Tools: []ToolInfo{}, Connections: []ConnectionInfo{}}
 		if s.URL != "" {
-			si.URL = c.hub.Scrub(withoutUserInfo(s.URL))
+			si.URL = c.hub.Scrub(withoutUserInfo(s.ShownURL()))
 		}
 		if m := rec.Manifest; m != nil {
 			si.ServerName, si.ServerVersion = m.ServerName, m.ServerVersion

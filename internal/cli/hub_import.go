@@ -201,9 +201,9 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 		if f.yes {
 			return "", notRun(fmt.Sprintf("it is only in %s, which this directory's repository wrote; --yes accepts what your agents run, not a repository's commands: run `capabilities hub import` without --yes to be asked, or `capabilities hub add`", repoFiles(p)))
 		}
-		verb, what := "Connect to", req.URL
+		verb, what := "Connect to", model.Redact("URL", req.URL)
 		if len(req.Command) > 0 {
-			verb, what = "Start", model.QuoteCommand(req.Command)
+			verb, what = "Start", model.QuoteCommand(append(req.Command[:1:1], model.RedactArgs(req.Command[1:])...))
 		}
 		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), visible.Line(what))
 		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
@@ -287,7 +287,9 @@ func printImport(e *env, r harness.Report) {
 	for _, s := range r.Servers {
 		what := s.URL
 		if s.Kind == harness.KindStdio {
-			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
+			what = model.QuoteCommand(append([]string{s.Command}, model.RedactArgs(s.Args)...))
+		} else {
+			what = model.Redact("URL", s.URL)
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
 		if s.Cwd != "" {

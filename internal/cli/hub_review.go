@@ -136,7 +136,7 @@ func printReview(e *env, r *hub.Review) {
 	if len(r.Commands) > 0 {
 		fmt.Fprintln(e.stdout, "\nCommands these sources run on this machine (accepting consents to them):")
 		for _, c := range r.Commands {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Command))
+			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Shown))
 		}
 	}
 	groups := []struct {
