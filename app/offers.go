@@ -31,7 +31,7 @@ func (a *App) watchHarnesses(ctx context.Context) (wait func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("watching the agents' configs: %w", err)
 	}
-	w, err := watch.New(harness.Env{Home: home, Getenv: os.Getenv}, watch.Options{
+	w, err := watch.New(harness.Env{Home: home, Getenv: os.Getenv, LookupEnv: os.LookupEnv}, watch.Options{
 		Dir: a.dir,
 		Sources: func(ctx context.Context) ([]model.Source, error) {
 			recs, err := a.hub.Sources(ctx)

@@ -17,6 +17,9 @@ import (
 func init() {
 	register(Harness{
 		Name: "claude-code", Title: "Claude Code", Connect: true,
+		// ${VAR} and ${VAR:-default} in command, args, env, url and
+		// headers, in every scope's entries.
+		vars: Vars{Braces: true, Default: true},
 		files: func(e Env) []File {
 			user := e.home(".claude.json")
 			if d := e.get("CLAUDE_CONFIG_DIR"); d != "" {

@@ -31,7 +31,9 @@ type Env struct {
 	Home   string
 	Cwd    string
 	Getenv func(string) string // nil: no variables set
-	GOOS   string              // "" is runtime.GOOS
+	// LookupEnv, when set, tells a variable set empty from one not set.
+	LookupEnv func(string) (string, bool)
+	GOOS      string // "" is runtime.GOOS
 }
 
 // FromOS is the Env of this process.
@@ -44,7 +46,7 @@ func FromOS() (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	return Env{Home: home, Cwd: cwd, Getenv: os.Getenv, GOOS: runtime.GOOS}, nil
+	return Env{Home: home, Cwd: cwd, Getenv: os.Getenv, LookupEnv: os.LookupEnv, GOOS: runtime.GOOS}, nil
 }
 
 func (e Env) get(k string) string {
@@ -144,6 +146,8 @@ type File struct {
 	// Writable is true when connect may write its entry here; false when it
 	// only prints what to add (or the file is not where connect writes).
 	Writable bool
+	// Vars is the variable syntax the harness fills in in its entries.
+	Vars Vars
 }
 
 // Harness is one agent harness: its name and its config files.
@@ -157,6 +161,7 @@ type Harness struct {
 	// enabled = false); the zero Off means it has no such key, and
 	// connect --replace moves the entry out of the file instead.
 	Off   Flag
+	vars  Vars
 	files func(Env) []File
 	// offElsewhere, when set, says where else in the user file doc than
 	// beside the entry (Claude Code's per-project disabledMcpServers) the
@@ -184,6 +189,7 @@ func (h Harness) Files(env Env) []File {
 			f.Format = JSON
 		}
 		f.Writable = h.Connect && !f.Project && f.Writable
+		f.Vars = h.vars
 		out = append(out, f)
 	}
 	return out

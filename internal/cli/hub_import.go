@@ -247,7 +247,11 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 			return "", fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
 		}
 		if !f.asJSON {
-			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (the harness file still holds it)\n", p.Secrets[0], ns, hub.DefaultConnection)
+			held := "the harness file still holds it"
+			if v := p.Server.FromSecret[p.Secrets[0]]; v != "" {
+				held = fmt.Sprintf("filled in from $%s, as the agent does; the harness file refers to it", v)
+			}
+			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (%s)\n", p.Secrets[0], ns, hub.DefaultConnection, held)
 		}
 	}
 	if f.asJSON {
@@ -287,9 +291,7 @@ func printImport(e *env, r harness.Report) {
 	for _, s := range r.Servers {
 		what := s.URL
 		if s.Kind == harness.KindStdio {
-			what = model.QuoteCommand(append([]string{s.Command}, model.RedactArgs(s.Args)...))
-		} else {
-			what = model.Redact("URL", s.URL)
+			what = model.QuoteCommand(append([]string{s.Command}, s.Args...)) // masked by NewReport
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
 		if s.Cwd != "" {

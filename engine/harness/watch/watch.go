@@ -359,6 +359,7 @@ func (w *Watcher) read(path string, sc *harness.Scan) {
 		}
 		var added []harness.Server
 		for _, s := range servers {
+			s = harness.ExpandServer(w.env, f, s)
 			if s.Disabled || harness.IsHub(s) || s.Transport == "sse" {
 				// A server turned on later is new then. The legacy
 				// HTTP+SSE transport is not one the hub speaks: import
