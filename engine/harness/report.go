@@ -33,6 +33,9 @@ type ReportServer struct {
 	// header the harness fills in, a credential left in an argument),
 	// as the import that adds it says.
 	Notes []string `json:"notes,omitempty"`
+	// Filled says which values were filled in from the environment, as
+	// the harness does ("args[0] from $SCRIPTS"): names, never values.
+	Filled []string `json:"filled,omitempty"`
 }
 
 // NewReport gathers the proposals and what else the scan found.
@@ -66,7 +69,7 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		}
 		r.Servers = append(r.Servers, ReportServer{
 			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: model.Redact("URL", s.URL),
-			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes,
+			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes, Filled: s.FilledFrom(),
 		})
 	}
 	return r

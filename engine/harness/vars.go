@@ -226,3 +226,22 @@ func refVar(v string) string {
 	}
 	return name
 }
+
+// FilledFrom says which values of the entry were filled in from which
+// variables of the environment ("args[0] from $SCRIPTS"), in the entry's
+// order: what import, and a person asked to start a repository's server,
+// are told. Names only, never values.
+func (s Server) FilledFrom() []string {
+	var out []string
+	for _, fl := range s.Filled {
+		if len(fl.Vars) == 0 {
+			continue
+		}
+		vars := make([]string, len(fl.Vars))
+		for i, v := range fl.Vars {
+			vars[i] = "$" + v
+		}
+		out = append(out, fl.Field+" from "+strings.Join(vars, ", "))
+	}
+	return out
+}

@@ -206,6 +206,11 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 			verb, what = "Start", model.QuoteCommand(append(req.Command[:1:1], model.RedactArgs(req.Command[1:])...))
 		}
 		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), visible.Line(what))
+		if f := p.Server.FilledFrom(); len(f) > 0 {
+			// What the repository has the server read from the person's
+			// environment: a credential there would reach its command.
+			fmt.Fprintf(e.stdout, "  It fills in from your environment: %s\n", strings.Join(f, "; "))
+		}
 		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
 		if err != nil {
 			return "", err
@@ -317,6 +322,9 @@ func printImport(e *env, r harness.Report) {
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: the hub keeps one per source, so the server is not added (add it with `capabilities hub add` and `capabilities hub auth`)\n", secrets)
 		default:
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", secrets)
+		}
+		if len(s.Filled) > 0 {
+			fmt.Fprintf(e.stdout, "    filled:  %s (from this environment, as the agent does)\n", strings.Join(s.Filled, "; "))
 		}
 		for _, n := range s.Notes {
 			fmt.Fprintf(e.stdout, "    note:    %s\n", n)
