@@ -556,3 +556,16 @@ func TestOfferFilledIn(t *testing.T) {
 		t.Errorf("offered server (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoOfferUnfillable: a server whose entry refers to a variable not set
+// here, with no default, is not offered (Add would fail); the next one is.
+func TestNoOfferUnfillable(t *testing.T) {
+	h := newHome(t)
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{}))
+	r := start(t, h, Options{})
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"broken": stdio("node", "${NOT_SET_ANYWHERE}/server.js")}))
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"broken": stdio("node", "${NOT_SET_ANYWHERE}/server.js"), "marker": stdio("uvx", "mcp-server-time")}))
+	if diff := cmp.Diff([]string{"marker"}, untilMarker(t, r, "marker")); diff != "" {
+		t.Errorf("offers (-want +got):\n%s", diff)
+	}
+}
