@@ -144,11 +144,11 @@ func (p Proposal) unsetErr() error {
 			case kind == "headers" && IsReference(s.Headers[name]) && (model.CredentialName(name) || model.CredentialName(u.Var)):
 				continue
 			}
-			fix := "write the value in the agent's config in its place"
+			part := fmt.Sprintf("%s refers to %s: %s", fl.Field, u.Ref, u.Why) // an editor variable's says the fix
 			if u.Var != "" {
-				fix = fmt.Sprintf("set %s where you run import (export %s=…), or write the value in the agent's config", u.Var, u.Var)
+				part += fmt.Sprintf("; set %s where you run import (export %s=…), or write the value in the agent's config", u.Var, u.Var)
 			}
-			parts = append(parts, fmt.Sprintf("%s refers to %s: %s; %s", fl.Field, u.Ref, u.Why, fix))
+			parts = append(parts, part)
 		}
 	}
 	if len(parts) == 0 {

@@ -118,6 +118,14 @@ func TestRequestUnset(t *testing.T) {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 
+	folder := Proposal{Namespace: "local", Origins: []Origin{{Harness: "cursor", Path: "/home/u/.cursor/mcp.json"}}, Server: Server{Name: "local", Kind: KindStdio, Command: "node", Args: []string{"${workspaceFolder}/s.js"},
+		Filled: []Filled{{Field: "args[0]", Unset: []UnsetRef{{Ref: "${workspaceFolder}", Why: "Cursor fills it in with the folder it has open, and a server of the user's file runs in no one folder: write the path in its place, or import from the project whose own file has the server"}}}}}}
+	_, _, err = folder.Request()
+	want = `server "local" in /home/u/.cursor/mcp.json is not added: its entry refers to a value import cannot fill in: args[0] refers to ${workspaceFolder}: Cursor fills it in with the folder it has open, and a server of the user's file runs in no one folder: write the path in its place, or import from the project whose own file has the server; then run import again`
+	if err == nil || err.Error() != want {
+		t.Errorf("an editor variable with no value:\n got %v\nwant %s", err, want)
+	}
+
 	cred := Proposal{Namespace: "gh", Origins: origin, Server: Server{Name: "gh", Kind: KindStdio, Command: "mcp-gh", Env: map[string]string{"GITHUB_TOKEN": "${GH_TOKEN}"},
 		Filled: []Filled{{Field: "env.GITHUB_TOKEN", Unset: []UnsetRef{{Ref: "${GH_TOKEN}", Var: "GH_TOKEN", Why: "GH_TOKEN is not set"}}}}}}
 	req, notes, err := cred.Request()
