@@ -31,7 +31,7 @@ func (a *App) watchHarnesses(ctx context.Context) (wait func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("watching the agents' configs: %w", err)
 	}
-	w, err := watch.New(harness.Env{Home: home, Getenv: os.Getenv}, watch.Options{
+	w, err := watch.New(harness.Env{Home: home, Getenv: os.Getenv, LookupEnv: os.LookupEnv}, watch.Options{
 		Dir: a.dir,
 		Sources: func(ctx context.Context) ([]model.Source, error) {
 			recs, err := a.hub.Sources(ctx)
@@ -156,9 +156,9 @@ const offerCommandChars = 240
 // command is shortened, head and tail, saying how much is not shown, so it
 // cannot push the rest out of the notification.
 func offerText(o watch.Offer, markup bool) (summary, body string) {
-	what := o.Server.URL
-	if what == "" {
-		what = model.QuoteCommand(append([]string{o.Server.Command}, o.Server.Args...))
+	what := model.Redact("URL", o.Server.URL)
+	if o.Server.URL == "" {
+		what = model.QuoteCommand(append([]string{o.Server.Command}, model.RedactArgs(o.Server.Args)...))
 	}
 	if r := []rune(what); len(r) > offerCommandChars {
 		head := offerCommandChars * 2 / 3

@@ -184,7 +184,8 @@ export async function fullArgs(item) {
  * A stdio command awaiting consent.
  * @typedef {object} CommandConsent
  * @property {string} namespace
- * @property {string} command
+ * @property {string} command the digest (sha256:…) the page consents to the command by
+ * @property {string} [shown] the command as shown: credentials in its arguments masked
  */
 
 /**

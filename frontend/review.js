@@ -139,7 +139,7 @@ export function renderReview(inbox, actions, onAccept) {
         h(
           "ul",
           { class: "plain" },
-          ...commands.map((c) => h("li", { "data-testid": "review-command", "data-namespace": c.namespace }, h("span", { class: "address" }, `${c.namespace}: `), h("code", null, c.command))),
+          ...commands.map((c) => h("li", { "data-testid": "review-command", "data-namespace": c.namespace }, h("span", { class: "address" }, `${c.namespace}: `), h("code", null, c.shown || c.command))),
         ),
       ),
     );

@@ -13,6 +13,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -545,7 +547,13 @@ func (c *Handler) review(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, "reading the review inbox", err)
 		return
 	}
-	in := Inbox{Items: []ReviewItem{}, Commands: rv.Commands, Removed: removed, ReadOnly: c.opts.Run != ""}
+	in := Inbox{Items: []ReviewItem{}, Commands: []hub.CommandConsent{}, Removed: removed, ReadOnly: c.opts.Run != ""}
+	for _, cmd := range rv.Commands {
+		// The page shows the command with its arguments' credentials
+		// masked, and consents to it by its digest: the real command line
+		// never reaches the page.
+		in.Commands = append(in.Commands, hub.CommandConsent{Namespace: cmd.Namespace, Command: commandKey(cmd.Command), Shown: cmd.Shown})
+	}
 	for _, it := range rv.Items {
 		item := ReviewItem{
 			Address: it.Tool.Address, Contract: it.Tool.Contract, Title: it.Tool.Title,
@@ -625,11 +633,14 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 		sel.Items = append(sel.Items, cur.Items[i])
 	}
 	for _, want := range a.Commands {
-		if !slices.Contains(cur.Commands, want) {
+		i := slices.IndexFunc(cur.Commands, func(c hub.CommandConsent) bool {
+			return c.Namespace == want.Namespace && commandKey(c.Command) == want.Command
+		})
+		if i < 0 {
 			fail(w, http.StatusConflict, "changed", fmt.Sprintf("the command of %s changed (or was consented to) since it was shown; reload the inbox", want.Namespace))
 			return
 		}
-		sel.Commands = append(sel.Commands, want)
+		sel.Commands = append(sel.Commands, cur.Commands[i])
 	}
 	if len(sel.Items) > 0 || len(sel.Commands) > 0 {
 		if err := c.hub.AcceptReview(ctx, sel, decisions, c.opts.Channel); err != nil {
@@ -908,9 +919,9 @@ func (c *Handler) sources(w http.ResponseWriter, r *http.Request) {
 	out := Sources{Sources: []SourceInfo{}}
 	for _, rec := range recs {
 		s := rec.Source
-		si := SourceInfo{Namespace: s.Namespace, Kind: s.Kind, Command: c.hub.Scrub(s.CommandLine()), Health: "unknown", Tools: []ToolInfo{}, Connections: []ConnectionInfo{}}
+		si := SourceInfo{Namespace: s.Namespace, Kind: s.Kind, Command: c.hub.Scrub(s.ShownCommandLine()), Health: "unknown", Tools: []ToolInfo{}, Connections: []ConnectionInfo{}}
 		if s.URL != "" {
-			si.URL = c.hub.Scrub(withoutUserInfo(s.URL))
+			si.URL = c.hub.Scrub(withoutUserInfo(s.ShownURL()))
 		}
 		if m := rec.Manifest; m != nil {
 			si.ServerName, si.ServerVersion = m.ServerName, m.ServerVersion
@@ -1050,4 +1061,11 @@ func (c *Handler) internal(w http.ResponseWriter, doing string, err error) {
 	msg := c.hub.Scrub(fmt.Sprintf("%s: %v", doing, err))
 	c.log.Warn("console request failed", "err", msg)
 	fail(w, http.StatusInternalServerError, "error", msg)
+}
+
+// commandKey is what the review page consents to a command by: the digest
+// of its command line, which holds the credentials of its arguments.
+func commandKey(line string) string {
+	sum := sha256.Sum256([]byte(line))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 )
 
 // Claude Code: ~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json): top-level
@@ -15,6 +17,9 @@ import (
 func init() {
 	register(Harness{
 		Name: "claude-code", Title: "Claude Code", Connect: true,
+		// ${VAR} and ${VAR:-default} in command, args, env, url and
+		// headers, in every scope's entries.
+		vars: Vars{Braces: true, Default: true},
 		files: func(e Env) []File {
 			user := e.home(".claude.json")
 			if d := e.get("CLAUDE_CONFIG_DIR"); d != "" {
@@ -34,6 +39,7 @@ func init() {
 			}
 			return fs
 		},
+		offElsewhere: claudeDisabled,
 		skills: func(e Env) string {
 			if d := e.get("CLAUDE_CONFIG_DIR"); d != "" {
 				return e.join(d, "skills")
@@ -41,6 +47,39 @@ func init() {
 			return e.home(".claude", "skills")
 		},
 	})
+}
+
+// claudeDisabled lists where ~/.claude.json turns the server name off:
+// the disabledMcpServers of each project (what /mcp's "disable" writes:
+// Claude Code does not start the server in that project, whatever scope
+// its entry is in), and a top-level disabledMcpServers. Projects in the
+// order of their paths.
+func claudeDisabled(doc map[string]any, name string) []string {
+	lists := func(v any) bool {
+		l, _ := v.([]any)
+		for _, n := range l {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	if lists(doc["disabledMcpServers"]) {
+		out = append(out, "the top-level disabledMcpServers lists it: take it out of that list")
+	}
+	projects, _ := doc["projects"].(map[string]any)
+	paths := make([]string, 0, len(projects))
+	for p := range projects {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if pr, ok := projects[p].(map[string]any); ok && lists(pr["disabledMcpServers"]) {
+			out = append(out, fmt.Sprintf("in the project %s (projects[%q].disabledMcpServers lists it): take it out of that list, or turn it on with /mcp in Claude Code there", p, p))
+		}
+	}
+	return out
 }
 
 // parents lists the directories above the current one, nearest first

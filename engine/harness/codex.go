@@ -6,6 +6,9 @@ package harness
 func init() {
 	register(Harness{
 		Name: "codex", Title: "Codex CLI", Connect: true, Off: Flag{Key: "enabled", Value: false},
+		// Nothing written in an entry; bearer_token_env_var and
+		// env_http_headers name variables (read as ${VAR} headers).
+		vars: Vars{Braces: true, HeadersOnly: true},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.join(codexHome(e), "config.toml"), Format: TOML, ServersKey: []string{"mcp_servers"}, Writable: true},

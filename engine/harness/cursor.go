@@ -4,6 +4,9 @@ package harness
 func init() {
 	register(Harness{
 		Name: "cursor", Title: "Cursor", Connect: true,
+		// ${env:NAME}, ${userHome}, ${workspaceFolder},
+		// ${workspaceFolderBasename}, ${pathSeparator} and ${/}.
+		vars: Vars{EnvPrefix: true, Editor: true},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.home(".cursor", "mcp.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true},

@@ -6,6 +6,8 @@ package harness
 func init() {
 	register(Harness{
 		Name: "gemini", Title: "Gemini CLI", Connect: true,
+		// $VAR, ${VAR} and ${VAR:-default} in every string of its settings.
+		vars: Vars{Braces: true, Default: true, Bare: true},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.home(".gemini", "settings.json"), Format: JSONC, ServersKey: []string{"mcpServers"}, DisabledKey: geminiExcluded, AllowedKey: geminiAllowed, Writable: true},

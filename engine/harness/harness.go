@@ -31,7 +31,9 @@ type Env struct {
 	Home   string
 	Cwd    string
 	Getenv func(string) string // nil: no variables set
-	GOOS   string              // "" is runtime.GOOS
+	// LookupEnv, when set, tells a variable set empty from one not set.
+	LookupEnv func(string) (string, bool)
+	GOOS      string // "" is runtime.GOOS
 }
 
 // FromOS is the Env of this process.
@@ -44,7 +46,7 @@ func FromOS() (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	return Env{Home: home, Cwd: cwd, Getenv: os.Getenv, GOOS: runtime.GOOS}, nil
+	return Env{Home: home, Cwd: cwd, Getenv: os.Getenv, LookupEnv: os.LookupEnv, GOOS: runtime.GOOS}, nil
 }
 
 func (e Env) get(k string) string {
@@ -144,6 +146,8 @@ type File struct {
 	// Writable is true when connect may write its entry here; false when it
 	// only prints what to add (or the file is not where connect writes).
 	Writable bool
+	// Vars is the variable syntax the harness fills in in its entries.
+	Vars Vars
 }
 
 // Harness is one agent harness: its name and its config files.
@@ -156,9 +160,14 @@ type Harness struct {
 	// Off is how the harness turns one server off in its entry (Codex:
 	// enabled = false); the zero Off means it has no such key, and
 	// connect --replace moves the entry out of the file instead.
-	Off    Flag
-	files  func(Env) []File
-	skills func(Env) string // the skills directory, "" for none
+	Off   Flag
+	vars  Vars
+	files func(Env) []File
+	// offElsewhere, when set, says where else in the user file doc than
+	// beside the entry (Claude Code's per-project disabledMcpServers) the
+	// server name is turned off, one reason each.
+	offElsewhere func(doc map[string]any, name string) []string
+	skills       func(Env) string // the skills directory, "" for none
 }
 
 // Flag is a key of a server entry and the value that turns the server off.
@@ -180,9 +189,24 @@ func (h Harness) Files(env Env) []File {
 			f.Format = JSON
 		}
 		f.Writable = h.Connect && !f.Project && f.Writable
+		f.Vars = h.vars
 		out = append(out, f)
 	}
 	return out
+}
+
+// OffElsewhere lists where the user file f (its decoded doc) turns the
+// server name off for some of the agent's sessions by a list kept apart
+// from the entry and from f.DisabledKey: Claude Code's disabledMcpServers
+// of each project in ~/.claude.json (and the top-level one). Each reason
+// says which list and how to turn the server on again; none for a project
+// file or a harness without such lists.
+func OffElsewhere(f File, doc map[string]any, name string) []string {
+	h, ok := Lookup(f.Harness)
+	if !ok || h.offElsewhere == nil || f.Project || doc == nil {
+		return nil
+	}
+	return h.offElsewhere(doc, name)
 }
 
 // SkillsDir is where the harness keeps skills (<dir>/<name>/SKILL.md), or "".

@@ -97,8 +97,9 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 // Direct lists the entries of f (its bytes src) that run a server the hub
 // has as a source (sameServer's rule): what connect --replace turns off,
 // so that the agent reaches those servers only through the hub. The hub's
-// own entry and entries already off are left out.
-func Direct(f File, src []byte, sources []model.Source) ([]string, error) {
+// own entry and entries already off are left out. Each entry is compared
+// as import read it: filled in from env (ExpandServer).
+func Direct(env Env, f File, src []byte, sources []model.Source) ([]string, error) {
 	if len(src) == 0 {
 		return nil, nil
 	}
@@ -115,7 +116,7 @@ func Direct(f File, src []byte, sources []model.Source) ([]string, error) {
 		if IsHub(s) || s.Disabled {
 			continue
 		}
-		if existing(s, sources) != "" {
+		if existing(ExpandServer(env, f, s), sources) != "" {
 			out = append(out, s.Name)
 		}
 	}
@@ -191,15 +192,23 @@ func headerShape(h map[string]string, sh *shape) {
 	}
 }
 
-// entryShape is the shape of a harness entry.
+// entryShape is the shape of a harness entry. A value filled in from a
+// variable named like a credential (Server.FromSecret) is one too: import
+// moved it into the keychain.
 func entryShape(s Server) shape {
 	sh := shape{plain: map[string]string{}, creds: map[string]string{}}
 	if s.Kind == KindHTTP {
 		headerShape(s.Headers, &sh)
+		for k := range s.FromSecret {
+			if lk := strings.ToLower(k); sh.plain[lk] != "" {
+				delete(sh.plain, lk)
+				sh.creds[lk] = s.Headers[k]
+			}
+		}
 		return sh
 	}
 	for k, v := range s.Env {
-		if credentialEnv(k, v) {
+		if credentialEnv(k, v) || s.FromSecret[k] != "" {
 			sh.creds[k] = v
 		} else {
 			sh.plain[k] = v

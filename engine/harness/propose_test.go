@@ -168,26 +168,29 @@ func TestProposeKeepsOtherEnvironmentsApart(t *testing.T) {
 // they are: not one with another environment, nor one holding a credential
 // the hub's source does not take.
 func TestDirect(t *testing.T) {
-	f := File{Harness: "claude-code", Format: JSON, ServersKey: []string{"mcpServers"}}
+	f := File{Harness: "claude-code", Format: JSON, ServersKey: []string{"mcpServers"}, Vars: Vars{Braces: true, Default: true}}
 	src := []byte(`{"mcpServers": {
   "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/tmp/agent-memory.jsonl"}},
   "other": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/tmp/other.jsonl"}},
   "ghsecret": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "` + fakeToken1 + `"}},
   "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "` + fakeToken2 + `"}},
   "linear": {"type": "http", "url": "https://mcp.linear.example/mcp", "headers": {"Authorization": "Bearer FAKE-token-0001"}},
-  "linear-eu": {"type": "http", "url": "https://mcp.linear.example/mcp", "headers": {"X-Region": "eu"}}
+  "linear-eu": {"type": "http", "url": "https://mcp.linear.example/mcp", "headers": {"X-Region": "eu"}},
+  "filled": {"command": "${BIN:-npx}", "args": ["-y", "@modelcontextprotocol/server-${NAME}"], "env": {"MEMORY_FILE_PATH": "${TMP}/agent-memory.jsonl"}}
 }}`)
+	vars := map[string]string{"NAME": "memory", "TMP": "/tmp"}
+	env := Env{Getenv: func(k string) string { return vars[k] }}
 	sources := []model.Source{
 		{Namespace: "gmem", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}},
 		{Namespace: "memory2", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"}, Env: map[string]string{"MEMORY_FILE_PATH": "/tmp/agent-memory.jsonl"}},
 		{Namespace: "github", Kind: model.KindStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"}, SecretEnv: "GITHUB_PERSONAL_ACCESS_TOKEN"},
 		{Namespace: "linear", Kind: model.KindHTTP, URL: "https://mcp.linear.example/mcp"},
 	}
-	got, err := Direct(f, src, sources)
+	got, err := Direct(env, f, src, sources)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"github", "linear", "memory"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"filled", "github", "linear", "memory"}, got); diff != "" {
 		t.Errorf("Direct (-want +got):\n%s", diff)
 	}
 }

@@ -30,6 +30,12 @@ type Server struct {
 	// Transport is "sse" for an entry that says "type": "sse" (the legacy
 	// HTTP+SSE transport), "" otherwise.
 	Transport string `json:"transport,omitempty"`
+	// Filled says which values ExpandServer filled in from variables, and
+	// which references it left as written.
+	Filled []Filled `json:"-"`
+	// FromSecret: the env variables and headers filled in from a variable
+	// named like a credential (name → variable).
+	FromSecret map[string]string `json:"-"`
 }
 
 // Kinds of servers.

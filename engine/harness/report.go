@@ -1,6 +1,10 @@
 package harness
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+)
 
 // Report is what `hub import --dry-run --json` prints. It names the
 // variables and headers that hold credentials, never their values.
@@ -29,6 +33,9 @@ type ReportServer struct {
 	// header the harness fills in, a credential left in an argument),
 	// as the import that adds it says.
 	Notes []string `json:"notes,omitempty"`
+	// Filled says which values were filled in from the environment, as
+	// the harness does ("args[0] from $SCRIPTS"): names, never values.
+	Filled []string `json:"filled,omitempty"`
 }
 
 // NewReport gathers the proposals and what else the scan found.
@@ -49,17 +56,20 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		if args == nil {
 			args = []string{}
 		}
+		// A credential in an argument or the URL (written there, or filled
+		// in from a variable) is masked: the report names, never holds.
+		args = model.RedactArgs(args)
 		var notes []string
 		if p.Existing == "" && !s.Disabled {
 			var err error
 			_, notes, err = p.Request() // an error for two credentials is the secrets' line
-			if errors.Is(err, ErrSSE) {
+			if errors.Is(err, ErrSSE) || errors.Is(err, ErrUnset) {
 				notes = append(notes, err.Error())
 			}
 		}
 		r.Servers = append(r.Servers, ReportServer{
-			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: s.URL,
-			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes,
+			Namespace: p.Namespace, Name: s.Name, Kind: s.Kind, Command: s.Command, Args: args, Cwd: s.Cwd, URL: model.Redact("URL", s.URL),
+			Disabled: s.Disabled, Harnesses: p.Origins, Secrets: secrets, Existing: p.Existing != "", Notes: notes, Filled: s.FilledFrom(),
 		})
 	}
 	return r

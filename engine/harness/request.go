@@ -34,6 +34,9 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		credName = p.Secrets[0]
 	}
 	notes = plainNotes(s)
+	if err := p.unsetErr(); err != nil {
+		return req, nil, err
+	}
 	if s.Kind == KindHTTP && s.Transport == "sse" {
 		return req, nil, fmt.Errorf("%w: %s's entry says \"type\": \"sse\" (%s); add the server's streamable HTTP endpoint instead, with `capabilities hub add <url>` (often the same host, at /mcp)", ErrSSE, p.Namespace, s.URL)
 	}
@@ -49,7 +52,11 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 					notes = append(notes, fmt.Sprintf("header %s is left out: the hub sends a credential in it as Bearer; store one with `capabilities hub auth %s`", h, p.Namespace))
 				}
 			case IsReference(v):
-				notes = append(notes, fmt.Sprintf("header %s refers to %s, which the harness fills in: store the value with `capabilities hub auth %s --header %s`", h, v, p.Namespace, h))
+				why := "which the harness fills in"
+				if s.unset("headers." + h) {
+					why = "which the harness fills in from a variable not set where import runs"
+				}
+				notes = append(notes, fmt.Sprintf("header %s refers to %s, %s: store the value with `capabilities hub auth %s --header %s`", h, v, why, p.Namespace, h))
 			case strings.EqualFold(h, "authorization"):
 				notes = append(notes, fmt.Sprintf("header %s is left out: a credential goes in with `capabilities hub auth %s`", h, p.Namespace))
 			default:
@@ -71,12 +78,16 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		delete(req.Env, credName)
 	}
 	for _, k := range sortedKeys(req.Env) {
-		if v := req.Env[k]; req.SecretEnv == "" && model.CredentialName(k) && model.OnlyReference(v) {
+		if v := req.Env[k]; req.SecretEnv == "" && credentialRef(k, v) {
 			// A credential the harness fills in from elsewhere: the source
 			// reads it from its connection, which a person stores.
 			req.SecretEnv = k
 			delete(req.Env, k)
-			notes = append(notes, fmt.Sprintf("env %s=%s is a credential the harness fills in: store it with `capabilities hub auth %s`; until then its calls wait for it", k, v, p.Namespace))
+			why := "a credential the harness fills in"
+			if name := refVar(v); name != "" && s.unset("env."+k) {
+				why = fmt.Sprintf("a credential the harness fills in from %s, which is not set where import runs", name)
+			}
+			notes = append(notes, fmt.Sprintf("env %s=%s is %s: store it with `capabilities hub auth %s`; until then its calls wait for it", k, v, why, p.Namespace))
 			continue
 		}
 		if IsReference(req.Env[k]) {
@@ -96,4 +107,56 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// credentialRef reports whether the env variable name's value is only a
+// reference to a credential: the variable or the one it refers to is
+// named like one (GITHUB_TOKEN=${GITHUB_TOKEN}, API=${env:MY_SECRET}).
+func credentialRef(name, value string) bool {
+	v := strings.TrimSpace(value)
+	return model.OnlyReference(v) && (model.CredentialName(name) || model.CredentialName(refVar(v)))
+}
+
+// unset reports whether expansion left a reference of field as written.
+func (s Server) unset(field string) bool {
+	for _, fl := range s.Filled {
+		if fl.Field == field && len(fl.Unset) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unsetErr is the error of a server whose entry refers to what import
+// cannot fill in (ErrUnset), naming the server, each field and each
+// reference, and how to fix it. A credential that is only a reference
+// (an env variable or header the source reads from its connection) is
+// not one: it is stored with hub auth, and the notes say so.
+func (p Proposal) unsetErr() error {
+	s := p.Server
+	var parts []string
+	for _, fl := range s.Filled {
+		kind, name, _ := strings.Cut(fl.Field, ".")
+		for _, u := range fl.Unset {
+			switch {
+			case kind == "env" && credentialRef(name, s.Env[name]):
+				continue
+			case kind == "headers" && IsReference(s.Headers[name]) && (model.CredentialName(name) || model.CredentialName(u.Var)):
+				continue
+			}
+			part := fmt.Sprintf("%s refers to %s: %s", fl.Field, u.Ref, u.Why) // an editor variable's says the fix
+			if u.Var != "" {
+				part += fmt.Sprintf("; set %s where you run import (export %s=…), or write the value in the agent's config", u.Var, u.Var)
+			}
+			parts = append(parts, part)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	in := ""
+	if len(p.Origins) > 0 {
+		in = " in " + p.Origins[0].Path
+	}
+	return fmt.Errorf("server %q%s is not added: %w: %s; then run import again", s.Name, in, ErrUnset, strings.Join(parts, "; "))
 }

@@ -69,6 +69,9 @@ func ScanFiles(env Env, hs []Harness) *Scan {
 			for _, p := range probs {
 				sc.Unreadable = append(sc.Unreadable, Unreadable{Harness: h.Name, Path: f.Path, Error: fmt.Sprintf("server %q: %v", p.Server, p.Err)})
 			}
+			for i := range servers {
+				servers[i] = ExpandServer(env, f, servers[i])
+			}
 			if f.Project {
 				for i := range servers {
 					servers[i].Cwd = projectCwd(servers[i], env.Cwd)

@@ -22,7 +22,7 @@ func Secrets(s Server) []string {
 	var out []string
 	for _, m := range []map[string]string{s.Env, s.Headers} {
 		for k, v := range m {
-			if IsSecret(k, v) {
+			if IsSecret(k, v) || (s.FromSecret[k] != "" && !IsReference(v)) {
 				out = append(out, k)
 			}
 		}

@@ -6,6 +6,9 @@ package harness
 func init() {
 	register(Harness{
 		Name: "vscode", Title: "VS Code", Connect: true,
+		// ${env:NAME} and the predefined variables (${workspaceFolder}…);
+		// ${input:id} is asked for when the server starts: left as written.
+		vars: Vars{EnvPrefix: true, Editor: true},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.userConfig("Code", "User", "mcp.json"), Format: JSONC, ServersKey: []string{"servers"}, Writable: true},

@@ -248,6 +248,10 @@ type ReviewItem struct {
 type CommandConsent struct {
 	Namespace string `json:"namespace"`
 	Command   string `json:"command"`
+	// Shown is the command as a person is shown it: the credentials of
+	// its arguments masked (model.ShownCommand). Command is what is
+	// consented to.
+	Shown string `json:"shown,omitempty"`
 }
 
 // Review is every new or changed tool, and every stdio command awaiting
@@ -274,7 +278,7 @@ func (h *Hub) PendingReview(ctx context.Context, ns string) (*Review, error) {
 			continue
 		}
 		if rec.Source.Kind == model.KindStdio && p.Consented[rec.Source.Namespace] != rec.Source.CommandLine() {
-			r.Commands = append(r.Commands, CommandConsent{Namespace: rec.Source.Namespace, Command: rec.Source.CommandLine()})
+			r.Commands = append(r.Commands, CommandConsent{Namespace: rec.Source.Namespace, Command: rec.Source.CommandLine(), Shown: rec.Source.ShownCommandLine()})
 		}
 		if rec.Manifest == nil {
 			continue

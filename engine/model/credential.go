@@ -133,10 +133,11 @@ type embedded struct {
 }
 
 // passwords returns the passwords v holds inside it: the password of each
-// URL with one in its userinfo (postgres://user:password@host/db), and the
+// URL with one in its userinfo (postgres://user:password@host/db), the
 // value of each password, passwd, pwd or passphrase key of a connection
 // string, DSN or query (Server=db;Password=x; host=db password=x
-// ?password=x). A password that is only a reference (${DB_PASSWORD}) is
+// ?password=x), and of each query parameter of a URL named like a
+// credential (?token=x, &api_key=x). A password that is only a reference (${DB_PASSWORD}) is
 // not one.
 func passwords(v string) []embedded {
 	var out []embedded
@@ -164,6 +165,9 @@ func passwords(v string) []embedded {
 			raw, plain := unquoted(m[2], semicolon)
 			add(raw, plain, !semicolon) // a query's value is percent-encoded
 		}
+	}
+	for _, q := range queryCredentials(v) {
+		add(q.raw, q.plain, false)
 	}
 	return out
 }
@@ -365,4 +369,130 @@ func (s *Source) PlainCredentials() []string {
 		}
 	}
 	return out
+}
+
+// Mask stands for a credential's value in what a person is shown.
+const Mask = "****"
+
+// urlQuery is a URL's query: what follows its "?" up to a "#" or a space.
+var urlQuery = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*\?([^\s#]*)`)
+
+// queryCredentials returns the values of the query parameters named like a
+// credential (?token=…, &api_key=…, ?access_token=…) of each URL v holds,
+// as written and percent-decoded; a number, a switch, a path or a
+// reference is none. Those named like a password are passwords' already.
+func queryCredentials(v string) []embedded {
+	var out []embedded
+	for _, m := range urlQuery.FindAllStringSubmatch(v, -1) {
+		for _, pair := range strings.Split(m[1], "&") {
+			k, raw, ok := strings.Cut(pair, "=")
+			if !ok || raw == "" || passwordKey(k) || !CredentialName(k) {
+				continue
+			}
+			plain := raw
+			if p, err := url.QueryUnescape(raw); err == nil {
+				plain = p
+			}
+			if IsReference(plain) || notCredential.MatchString(plain) {
+				continue
+			}
+			out = append(out, embedded{raw, plain})
+		}
+	}
+	return out
+}
+
+// Redact shows a value with each credential PlainSecrets finds in it
+// (name is its variable, header or flag, "" for none) replaced by Mask:
+// the whole value when it is a credential, else each password or token it
+// holds (postgres://u:****@db, ?token=****), so that the rest still says
+// what it is.
+func Redact(name, value string) string {
+	s, _ := PlainSecrets(name, value)
+	return redact(value, s)
+}
+
+func redact(v string, secrets []string) string {
+	if len(secrets) == 0 {
+		return v
+	}
+	// The longest first: a password may be part of the whole value.
+	s := slices.Clone(secrets)
+	slices.SortFunc(s, func(a, b string) int { return len(b) - len(a) })
+	for _, x := range s {
+		if x != "" {
+			v = strings.ReplaceAll(v, x, Mask)
+		}
+	}
+	return v
+}
+
+// RedactArgs returns a command's arguments (without the program) as a
+// person is shown them: each one CredentialArgs finds holding a credential
+// has it replaced by Mask (--token ****, --api-key=****,
+// --url https://h/mcp?token=****). The source keeps the real values to run.
+func RedactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for _, a := range CredentialArgs(args) {
+		v := out[a.Index]
+		if a.Flag != "" && strings.HasPrefix(v, a.Flag+"=") {
+			out[a.Index] = a.Flag + "=" + redact(strings.TrimPrefix(v, a.Flag+"="), a.Secrets)
+			continue
+		}
+		out[a.Index] = redact(v, a.Secrets)
+	}
+	return out
+}
+
+// ShownCommandLine is CommandLine as a person is shown it, in a listing:
+// the credentials of its arguments masked (RedactArgs).
+func (s *Source) ShownCommandLine() string {
+	if s.Kind != KindStdio {
+		return ""
+	}
+	return QuoteCommand(append([]string{s.Command}, RedactArgs(s.Args)...))
+}
+
+// ShownURL is the source's URL as a person is shown it: a password in it,
+// and a credential in its query, masked.
+func (s *Source) ShownURL() string { return Redact("URL", s.URL) }
+
+// ShownCommand is a command line QuoteCommand wrote as a person is shown
+// it: its arguments' credentials masked (RedactArgs). The line is read
+// back as a POSIX shell reads QuoteCommand's quoting.
+func ShownCommand(line string) string {
+	var argv []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteByte(c)
+		case c == '\'':
+			quoted, in = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+			in = true
+		case c == ' ':
+			if in {
+				argv = append(argv, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		argv = append(argv, cur.String())
+	}
+	if len(argv) == 0 {
+		return line
+	}
+	return QuoteCommand(append(argv[:1:1], RedactArgs(argv[1:])...))
 }

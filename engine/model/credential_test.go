@@ -249,3 +249,50 @@ func TestPlainCredentialsOfAURL(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactArgs(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a flag then its token", []string{"--token", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", "--verbose"}, []string{"--token", Mask, "--verbose"}},
+		{"a flag with its value", []string{"--api-key=k3y-Rand0m-Value-9x"}, []string{"--api-key=" + Mask}},
+		{"a token shaped value alone", []string{"serve", "sk-TESTONLY0123456789abcdef"}, []string{"serve", Mask}},
+		{"a URL's token query parameter", []string{"--url", "https://mcp.example.test/mcp?region=eu&access_token=Zq81xTyLw02pKd&v=2"}, []string{"--url", "https://mcp.example.test/mcp?region=eu&access_token=" + Mask + "&v=2"}},
+		{"a URL's password", []string{"postgres://app:Wq8zLp2Rx7Kd@db.example.test/app"}, []string{"postgres://app:" + Mask + "@db.example.test/app"}},
+		{"nothing secret", []string{"-y", "@modelcontextprotocol/server-memory", "--max-tokens", "4096", "--token-file=~/.token"}, []string{"-y", "@modelcontextprotocol/server-memory", "--max-tokens", "4096", "--token-file=~/.token"}},
+		{"a reference", []string{"--token", "${GITHUB_TOKEN}"}, []string{"--token", "${GITHUB_TOKEN}"}},
+		{"none", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, RedactArgs(tt.args)); diff != "" {
+				t.Errorf("RedactArgs(%q) (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestShownURL(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"https://mcp.example.test/mcp?apiKey=Zq81xTyLw02pKd", "https://mcp.example.test/mcp?apiKey=" + Mask},
+		{"https://u:Wq8zLp2Rx7Kd@mcp.example.test/mcp", "https://u:" + Mask + "@mcp.example.test/mcp"},
+		{"https://mcp.example.test/mcp?region=eu", "https://mcp.example.test/mcp?region=eu"},
+	} {
+		s := Source{Kind: KindHTTP, URL: tt.url}
+		if got := s.ShownURL(); got != tt.want {
+			t.Errorf("ShownURL(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestShownCommand(t *testing.T) {
+	argv := []string{"/usr/bin/my server", "--token", "ghp_TESTONLYaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", "it's", "--url=https://h.example.test/?token=Zq81xTyLw02pKd"}
+	want := QuoteCommand([]string{"/usr/bin/my server", "--token", Mask, "it's", "--url=https://h.example.test/?token=" + Mask})
+	if got := ShownCommand(QuoteCommand(argv)); got != want {
+		t.Errorf("ShownCommand = %q, want %q", got, want)
+	}
+	if got := ShownCommand("node server.js"); got != "node server.js" {
+		t.Errorf("ShownCommand of a plain command = %q", got)
+	}
+}

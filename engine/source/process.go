@@ -61,12 +61,12 @@ type process struct {
 func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	if src.Cwd != "" {
 		if err := checkWorkDir(src); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+			return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 		}
 	}
 	path, err := exec.LookPath(src.Command)
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: command %q not found (is it installed and on PATH?): %w", src.CommandLine(), src.Command, err)
+		return nil, fmt.Errorf("starting %s: command %q not found (is it installed and on PATH?): %w", src.ShownCommandLine(), src.Command, err)
 	}
 	cmd := exec.Command(path, src.Args...)
 	cmd.Dir = src.Cwd
@@ -75,14 +75,14 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	p := &process{cmd: cmd, stderr: newTail(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 	}
 	raw, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", src.CommandLine(), err)
+		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 	}
 	p.stdout = &protocolReader{br: bufio.NewReaderSize(raw, 64<<10), raw: raw, p: p, ns: src.Namespace, log: log}
 	go func() {

@@ -320,7 +320,7 @@ func exitedChan(p *process) <-chan struct{} {
 func (s *Session) startError(ctx context.Context, err error) error {
 	where := s.src.URL
 	if s.proc != nil {
-		where = s.src.CommandLine()
+		where = s.src.ShownCommandLine()
 		s.proc.stop()
 		status := s.proc.exitText()
 		stderr := s.Stderr(stderrLines)
@@ -367,7 +367,7 @@ func nameOf(src *model.Source) string {
 	case src.Namespace != "":
 		return src.Namespace
 	case src.Kind == model.KindStdio:
-		return src.CommandLine()
+		return src.ShownCommandLine()
 	case src.Kind == model.KindOpenAPI:
 		return src.Document
 	}
@@ -574,7 +574,7 @@ func (s *Session) withTools(m *model.Manifest, upstream []model.UpstreamTool) *m
 			if sc.Contains(u.Name) {
 				from := s.src.URL
 				if s.src.Kind == model.KindStdio {
-					from = s.src.CommandLine()
+					from = s.src.ShownCommandLine()
 				}
 				s.log.Warn("leaving out a tool whose name holds the source's credential", "source", sc.String(from))
 				continue

@@ -380,7 +380,7 @@ func printProposal(e *env, p *hub.Proposal) {
 		fmt.Fprintf(e.stdout, "Found %s over %s (protocol %s)\n", name, p.Source.Kind, visible.Line(m.Protocol))
 	}
 	if p.Source.Kind == model.KindStdio {
-		fmt.Fprintf(e.stdout, "  runs:  %s\n", visible.Line(p.Source.CommandLine()))
+		fmt.Fprintf(e.stdout, "  runs:  %s\n", visible.Line(p.Source.ShownCommandLine()))
 		if p.Source.Cwd != "" {
 			fmt.Fprintf(e.stdout, "  in:    %s\n", visible.Line(p.Source.Cwd))
 		}

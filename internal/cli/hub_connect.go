@@ -119,12 +119,16 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
+	henv, err := harness.FromOS()
+	if err != nil {
+		henv = harness.Env{} // entries compared as written
+	}
 	theirs := func(src []byte) bool { return ownEntry(f, src, entryName) != nil }
 	direct := func(src []byte) []string {
 		if len(sources) == 0 || theirs(src) {
 			return nil
 		}
-		names, _ := harness.Direct(f, src, sources)
+		names, _ := harness.Direct(henv, f, src, sources)
 		return names
 	}
 	return edit.Change{
@@ -446,6 +450,9 @@ func hubEntriesOff(f harness.File, src []byte) []offJSON {
 	for _, s := range servers {
 		if isHubEntry(s) {
 			if why := harness.TurnedOff(f, doc, s.Name); why != "" {
+				out = append(out, offJSON{Name: s.Name, Why: why})
+			}
+			for _, why := range harness.OffElsewhere(f, doc, s.Name) {
 				out = append(out, offJSON{Name: s.Name, Why: why})
 			}
 		}

@@ -42,8 +42,9 @@ it is left byte for byte and named, with its command or URL (credential values m
 			for _, f := range files {
 				format, key := edit.Format(f.Format), f.ServersKey
 				created := 0
+				var blank *string
 				if rec, ok := edit.LastConnect(snaps, f.Path); ok {
-					created = rec.Created
+					created, blank = rec.Created, rec.Blank
 				}
 				replaced := edit.ReplacedAt(snaps, f.Path)
 				changes = append(changes, edit.Change{
@@ -66,7 +67,10 @@ it is left byte for byte and named, with its command or URL (credential values m
 						if err != nil || string(out) == string(src) {
 							return out, err
 						}
-						return edit.Prune(format, out, key, created)
+						if out, err = edit.Prune(format, out, key, created); err != nil {
+							return nil, err
+						}
+						return edit.Unprune(format, out, blank), nil
 					},
 				})
 			}

@@ -201,11 +201,16 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 		if f.yes {
 			return "", notRun(fmt.Sprintf("it is only in %s, which this directory's repository wrote; --yes accepts what your agents run, not a repository's commands: run `capabilities hub import` without --yes to be asked, or `capabilities hub add`", repoFiles(p)))
 		}
-		verb, what := "Connect to", req.URL
+		verb, what := "Connect to", model.Redact("URL", req.URL)
 		if len(req.Command) > 0 {
-			verb, what = "Start", model.QuoteCommand(req.Command)
+			verb, what = "Start", model.QuoteCommand(append(req.Command[:1:1], model.RedactArgs(req.Command[1:])...))
 		}
 		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), visible.Line(what))
+		if f := p.Server.FilledFrom(); len(f) > 0 {
+			// What the repository has the server read from the person's
+			// environment: a credential there would reach its command.
+			fmt.Fprintf(e.stdout, "  It fills in from your environment: %s\n", strings.Join(f, "; "))
+		}
 		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
 		if err != nil {
 			return "", err
@@ -247,7 +252,11 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 			return "", fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
 		}
 		if !f.asJSON {
-			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (the harness file still holds it)\n", p.Secrets[0], ns, hub.DefaultConnection)
+			held := "the harness file still holds it"
+			if v := p.Server.FromSecret[p.Secrets[0]]; v != "" {
+				held = fmt.Sprintf("filled in from $%s, as the agent does; the harness file refers to it", v)
+			}
+			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (%s)\n", p.Secrets[0], ns, hub.DefaultConnection, held)
 		}
 	}
 	if f.asJSON {
@@ -287,7 +296,7 @@ func printImport(e *env, r harness.Report) {
 	for _, s := range r.Servers {
 		what := s.URL
 		if s.Kind == harness.KindStdio {
-			what = model.QuoteCommand(append([]string{s.Command}, s.Args...))
+			what = model.QuoteCommand(append([]string{s.Command}, s.Args...)) // masked by NewReport
 		}
 		fmt.Fprintf(e.stdout, "  %-16s %-5s %s\n", s.Namespace, s.Kind, visible.Line(what))
 		if s.Cwd != "" {
@@ -313,6 +322,9 @@ func printImport(e *env, r harness.Report) {
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: the hub keeps one per source, so the server is not added (add it with `capabilities hub add` and `capabilities hub auth`)\n", secrets)
 		default:
 			fmt.Fprintf(e.stdout, "    secrets: %s in plain text: moves into the keychain as the default connection\n", secrets)
+		}
+		if len(s.Filled) > 0 {
+			fmt.Fprintf(e.stdout, "    filled:  %s (from this environment, as the agent does)\n", strings.Join(s.Filled, "; "))
 		}
 		for _, n := range s.Notes {
 			fmt.Fprintf(e.stdout, "    note:    %s\n", n)

@@ -48,7 +48,7 @@ func newListCmd(e *env) *cobra.Command {
 			}
 			out := make([]listedSource, 0, len(recs))
 			for _, r := range recs {
-				ls := listedSource{Namespace: r.Source.Namespace, Kind: r.Source.Kind, Command: r.Source.CommandLine(), URL: r.Source.URL, CallTimeout: r.Source.CallTimeoutMs, Health: "unknown", Tools: []listedTool{}}
+				ls := listedSource{Namespace: r.Source.Namespace, Kind: r.Source.Kind, Command: r.Source.ShownCommandLine(), URL: r.Source.ShownURL(), CallTimeout: r.Source.CallTimeoutMs, Health: "unknown", Tools: []listedTool{}}
 				if m := r.Manifest; m != nil {
 					ls.Protocol, ls.Health, ls.LastError, ls.ToolCount = m.Protocol, m.Health, m.LastError, len(m.Tools)
 					if !m.FetchedAt.IsZero() {

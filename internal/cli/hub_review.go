@@ -61,7 +61,7 @@ func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSO
 		return err
 	}
 	if asJSON && !accept {
-		return e.printJSON(r)
+		return e.printJSON(shownReview(r))
 	}
 	if len(r.Items) == 0 && len(r.Commands) == 0 {
 		if asJSON {
@@ -113,7 +113,7 @@ func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSO
 		return err
 	}
 	if asJSON {
-		return e.printJSON(map[string]any{"accepted": len(r.Items), "commands": len(r.Commands), "review": r})
+		return e.printJSON(map[string]any{"accepted": len(r.Items), "commands": len(r.Commands), "review": shownReview(r)})
 	}
 	fmt.Fprintf(e.stdout, "Reviewed %d tool(s)", len(r.Items))
 	if len(r.Commands) > 0 {
@@ -136,7 +136,7 @@ func printReview(e *env, r *hub.Review) {
 	if len(r.Commands) > 0 {
 		fmt.Fprintln(e.stdout, "\nCommands these sources run on this machine (accepting consents to them):")
 		for _, c := range r.Commands {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Command))
+			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Shown))
 		}
 	}
 	groups := []struct {
@@ -180,4 +180,16 @@ func firstSentence(s string) string {
 		s = s[:67] + "..."
 	}
 	return visible.Line(s)
+}
+
+// shownReview is r as printed: each command with the credentials of its
+// arguments masked (CommandConsent.Shown).
+func shownReview(r *hub.Review) *hub.Review {
+	shown := *r
+	shown.Commands = make([]hub.CommandConsent, len(r.Commands))
+	for i, c := range r.Commands {
+		c.Command = c.Shown
+		shown.Commands[i] = c
+	}
+	return &shown
 }

@@ -147,6 +147,20 @@ func Prune(format Format, src []byte, keyPath []string, n int) ([]byte, error) {
 	return out, nil
 }
 
+// Unprune gives back blank, the whitespace a file held before connect
+// made it an object (SnapFile.Blank), when src is that object again with
+// nothing in it (no member, no comment): disconnect's inverse of reading an
+// empty file as "{}". Anything else in src keeps it as it is.
+func Unprune(format Format, src []byte, blank *string) []byte {
+	if blank == nil || (format != JSON && format != JSONC) {
+		return src
+	}
+	if string(bytes.TrimSpace(bytes.TrimPrefix(src, bom))) != "{}" {
+		return src
+	}
+	return []byte(*blank)
+}
+
 // newline is the file's line ending: CRLF when it uses one, else LF.
 func newline(src []byte) string {
 	if i := bytes.IndexByte(src, '\n'); i > 0 && src[i-1] == '\r' {

@@ -274,3 +274,31 @@ func FuzzTOMLConnectDisconnect(f *testing.F) {
 	f.Add([]byte("[mcp_servers]\n[mcp_servers.capabilities.env]\nA = \"1\"\n"))
 	f.Fuzz(func(t *testing.T, src []byte) { fuzzRoundTrip(t, TOML, []string{"mcp_servers"}, src) })
 }
+
+// TestUnprune: an object left with nothing in it goes back to the blank
+// file it was read from; anything else in it, or no blank record, keeps it.
+func TestUnprune(t *testing.T) {
+	empty, ws := "", "\n  \n"
+	tests := []struct {
+		name   string
+		format Format
+		src    string
+		blank  *string
+		want   string
+	}{
+		{"an empty file", JSON, "{}\n", &empty, ""},
+		{"whitespace", JSONC, "{}\r\n", &ws, "\n  \n"},
+		{"a byte order mark and the object", JSONC, "\xEF\xBB\xBF{}\n", &empty, ""},
+		{"something left in it", JSON, "{\n  \"a\": 1\n}\n", &empty, "{\n  \"a\": 1\n}\n"},
+		{"a comment left in it", JSONC, "{\n  // mine\n}\n", &empty, "{\n  // mine\n}\n"},
+		{"not blank before", JSON, "{}\n", nil, "{}\n"},
+		{"TOML", TOML, "", &empty, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, string(Unprune(tt.format, []byte(tt.src), tt.blank))); diff != "" {
+				t.Errorf("Unprune (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

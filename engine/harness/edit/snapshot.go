@@ -89,6 +89,10 @@ type SnapFile struct {
 	Skill   string `json:"skill,omitempty"`   // the hub skill the file is part of
 	Created int    `json:"created,omitempty"`
 	Orig    string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
+	// Blank is the bytes before when they were only whitespace (an empty
+	// file, which reads as an empty object): disconnect gives them back
+	// when it leaves nothing else there, rather than "{}".
+	Blank *string `json:"blank,omitempty"`
 	// Replaced: the harness's entries the edit turned off (mode 600: an
 	// entry may hold a credential, as the original bytes do).
 	Replaced []Replaced `json:"replaced,omitempty"`
@@ -264,6 +268,10 @@ func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
 		f.Created = c.Created(r.Before)
 	}
 	f.Replaced = r.Replaced
+	if r.Existed && len(bytes.TrimSpace(r.Before)) == 0 {
+		b := string(r.Before)
+		f.Blank = &b
+	}
 	if r.Existed {
 		f.Orig = strconv.Itoa(n) + ".orig"
 		if err := store.WriteFileAtomic(filepath.Join(dir, f.Orig), r.Before); err != nil {

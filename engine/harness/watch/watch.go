@@ -303,6 +303,12 @@ func (w *Watcher) flush(ctx context.Context, fw *fsnotify.Watcher, pending map[s
 		if p.Existing != "" {
 			continue
 		}
+		if _, _, err := p.Request(); errors.Is(err, harness.ErrUnset) {
+			// Add would fail: the entry refers to what the hub cannot
+			// fill in here. `hub import` says the same, with the fix.
+			w.log.Warn("an agent's config gained a server the hub cannot add as written", "server", p.Server.Name, "err", err)
+			continue
+		}
 		o := p.Origins[0]
 		select {
 		case w.offers <- Offer{Harness: o.Harness, Title: w.titles[o.Harness], Path: o.Path, Server: p.Server, Proposal: p, At: pending[o.Path]}:
@@ -359,6 +365,7 @@ func (w *Watcher) read(path string, sc *harness.Scan) {
 		}
 		var added []harness.Server
 		for _, s := range servers {
+			s = harness.ExpandServer(w.env, f, s)
 			if s.Disabled || harness.IsHub(s) || s.Transport == "sse" {
 				// A server turned on later is new then. The legacy
 				// HTTP+SSE transport is not one the hub speaks: import

@@ -534,3 +534,38 @@ func (r *records) wait(t *testing.T, part string) {
 	}
 	t.Fatalf("no log containing %q", part)
 }
+
+// TestOfferFilledIn: an offered server is filled in as import fills it in
+// (harness.ExpandServer): adding it from the offer starts what the agent
+// would start, not "${MCP_BIN}/server".
+func TestOfferFilledIn(t *testing.T) {
+	h := newHome(t)
+	h.env.Getenv = func(k string) string {
+		if k == "MCP_BIN" {
+			return "/opt/mcp"
+		}
+		return ""
+	}
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{}))
+	r := start(t, h, Options{})
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"tool": stdio("${MCP_BIN}/server", "--mode", "${MODE:-fast}")}))
+	o := next(t, r)
+	got := []string{o.Server.Command, o.Proposal.Server.Command}
+	got = append(got, o.Proposal.Server.Args...)
+	if diff := cmp.Diff([]string{"/opt/mcp/server", "/opt/mcp/server", "--mode", "fast"}, got); diff != "" {
+		t.Errorf("offered server (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoOfferUnfillable: a server whose entry refers to a variable not set
+// here, with no default, is not offered (Add would fail); the next one is.
+func TestNoOfferUnfillable(t *testing.T) {
+	h := newHome(t)
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{}))
+	r := start(t, h, Options{})
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"broken": stdio("node", "${NOT_SET_ANYWHERE}/server.js")}))
+	writeJSON(t, h.path(".claude.json"), claudeConfig(map[string]any{"broken": stdio("node", "${NOT_SET_ANYWHERE}/server.js"), "marker": stdio("uvx", "mcp-server-time")}))
+	if diff := cmp.Diff([]string{"marker"}, untilMarker(t, r, "marker")); diff != "" {
+		t.Errorf("offers (-want +got):\n%s", diff)
+	}
+}
