@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,27 +30,7 @@ import (
 // in turn, it is listed at the next poll (nothing writes its record), and
 // the person cancels it.
 func TestConsoleOffersAnInterruptedRun(t *testing.T) {
-	work := t.TempDir()
-	h := newBrowserHub(t, work)
-	h.run("hub", "init")
-	calls, hold := filepath.Join(work, "calls.jsonl"), filepath.Join(work, "hold")
-	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_CALLS="+calls, "--env", "SCRIPTED_TOOLS=4",
-		"--env", "SCRIPTED_HOLD="+hold, "--", testenv.Node(t), filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs"))
-	// While hold exists the upstream makes the write, then holds its answer.
-	if err := os.WriteFile(hold, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(hold) }) // the upstreams of the killed processes answer, and go
-
-	run1 := h.exec(`return await writer.record({item: "one"})`, "awaiting_approval").RunID
-	dead := h.start("hub", "approve", run1, "--choice", "once")
-	waitCalls(t, calls, 1)
-	_ = dead.Process.Kill() // SIGKILL
-	_ = dead.Wait()
-	run2 := h.exec(`return await writer.record({item: "two"})`, "awaiting_approval").RunID
-	live := h.start("hub", "approve", run2, "--choice", "once") // alive, mid-call
-	waitCalls(t, calls, 2)
-
+	h, calls, run1, run2, live := killedAndLive(t)
 	c := openConsole(t, h.console())
 	if diff := cmp.Diff(waiting{Interrupted: []interrupted{{run1, []string{"writer.record"}}}}, c.waiting()); diff != "" {
 		t.Fatalf("the approvals poll with one run killed and one alive (-want +got):\n%s", diff)
@@ -98,6 +79,81 @@ func TestConsoleOffersAnInterruptedRun(t *testing.T) {
 		t.Errorf("the resume after the skip: %v; want the run failed with skipped_in_flight", err)
 	}
 	h.wantLines(calls, 2) // neither write was made twice
+}
+
+// killedAndLive makes a hub whose writer holds its answer after it acts,
+// and two runs of a write: run1's `hub approve` was killed (SIGKILL) after
+// the write was made, run2's is alive, waiting on the write's answer.
+func killedAndLive(t *testing.T) (h *browserHub, calls, run1, run2 string, live *exec.Cmd) {
+	t.Helper()
+	work := t.TempDir()
+	h = newBrowserHub(t, work)
+	h.run("hub", "init")
+	calls, hold := filepath.Join(work, "calls.jsonl"), filepath.Join(work, "hold")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_CALLS="+calls, "--env", "SCRIPTED_TOOLS=4",
+		"--env", "SCRIPTED_HOLD="+hold, "--", testenv.Node(t), filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs"))
+	// While hold exists the upstream makes the write, then holds its answer.
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(hold) }) // the upstreams of the killed processes answer, and go
+
+	run1 = h.exec(`return await writer.record({item: "one"})`, "awaiting_approval").RunID
+	dead := h.start("hub", "approve", run1, "--choice", "once")
+	waitCalls(t, calls, 1)
+	_ = dead.Process.Kill() // SIGKILL
+	_ = dead.Wait()
+	run2 = h.exec(`return await writer.record({item: "two"})`, "awaiting_approval").RunID
+	live = h.start("hub", "approve", run2, "--choice", "once") // alive, mid-call
+	waitCalls(t, calls, 2)
+	return h, calls, run1, run2, live
+}
+
+// TestBrowserResumesAnInterruptedRun: the person's side of the above, in
+// headless Chromium: the Approvals screen offers the killed run (with the
+// write that was in flight) and not the live one; Resume brings up the
+// write's retry-or-skip card; once the live run's process is killed too,
+// the page's poll offers it, and Cancel ends it.
+func TestBrowserResumesAnInterruptedRun(t *testing.T) {
+	chromium, pw := requireBrowser(t)
+	h, calls, run1, run2, live := killedAndLive(t)
+	p := startDriver(t, testenv.Node(t), chromium, pw)
+	var opened struct{ Status int }
+	p.do(map[string]any{"op": "open", "url": h.console()}, &opened)
+	if opened.Status != http.StatusOK {
+		t.Fatalf("opening the link: %d", opened.Status)
+	}
+	if got := p.text(".interrupted-run", run1); !strings.Contains(got, "writer.record") {
+		t.Errorf("the interrupted run's entry says %q; want the write that was in flight", got)
+	}
+	if dir := os.Getenv("CAPABILITIES_ARTIFACTS"); dir != "" {
+		p.screenshots(dir, "interrupted", "#interrupted")
+	}
+	if n := p.count(".interrupted-run button[data-run=" + run2 + "]"); n != 0 {
+		t.Errorf("the run a live process is running is offered (%d buttons)", n)
+	}
+	p.do(map[string]any{"op": "click", "selector": ".run-resume[data-run=" + run1 + "]"}, nil)
+	d := p.dialog(run1, "")
+	if d.Address != "writer.record" || !slices.Equal(d.Choices, []string{"once", "deny"}) {
+		t.Fatalf("after Resume the dialog shows %+v; want writer.record with retry (once) or skip (deny)", d)
+	}
+	if got := p.choose("deny"); got.Status != http.StatusOK || got.Body.Choice != "deny" {
+		t.Fatalf("skipping the write in flight: %+v", got)
+	}
+	_ = live.Process.Kill()
+	_ = live.Wait()
+	p.text(".interrupted-run", run2) // the next poll offers it
+	p.do(map[string]any{"op": "click", "selector": ".run-cancel[data-run=" + run2 + "]"}, nil)
+	if got := p.text("#status", "Cancelled"); !strings.Contains(got, run2) {
+		t.Errorf("after Cancel the page says %q", got)
+	}
+	if out := h.run("hub", "runs", "--status", "cancelled"); !strings.Contains(out, run2) {
+		t.Errorf("hub runs --status cancelled:\n%s", out)
+	}
+	h.wantLines(calls, 2)
+	if errs := p.errors(); len(errs) > 0 {
+		t.Errorf("the page's errors: %v", errs)
+	}
 }
 
 // start starts capabilities with args in the background; the test kills it
