@@ -472,6 +472,40 @@ func (d *desktop) trayScenario() {
 	})
 	d.waitFor("the tray menu to show no pending call", func() bool { return d.menu(item).labels()[0] == "No pending calls" })
 
+	// (c2) A run whose process is killed (kill -9) mid-call, a write-free
+	// one: nothing writes its record, yet the tray offers it, and opens the
+	// Approvals screen (Resume, Cancel); cancelled, it goes.
+	slow := exec.Command(filepath.Join(d.bins, "capabilities"), "hub", "exec", `return await writer.sleep({ms: 60000})`)
+	slow.Env = append(d.env, "CAPABILITIES_NO_BROWSER=1")
+	if err := slow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stopped string
+	d.waitFor("the slow run to be stored running", func() bool {
+		var runs struct{ Runs []struct{ ID, Status string } }
+		if json.Unmarshal([]byte(d.cli("hub", "runs", "--status", "running", "--json")), &runs) == nil && len(runs.Runs) == 1 {
+			stopped = runs.Runs[0].ID
+		}
+		return stopped != ""
+	})
+	if l := d.menu(item).labels(); slices.ContainsFunc(l, func(s string) bool { return strings.Contains(s, "interrupted") }) {
+		t.Errorf("the tray offers a run its live process is running: %q", l)
+	}
+	_ = slow.Process.Kill()
+	_ = slow.Wait()
+	const offer = "Resume or cancel 1 interrupted run…"
+	d.waitFor("the tray to offer the interrupted run", func() bool { return slices.Contains(d.menu(item).labels(), offer) })
+	opened := len(d.links())
+	if err := d.menu(item).event(d.bus, offer); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the offer to open the console", func() bool { return len(d.links()) == opened+1 })
+	if l := d.links()[opened]; !link.MatchString(l) {
+		t.Errorf("the offer opened %q; want the console's one-time link at the Approvals screen", l)
+	}
+	d.cli("hub", "cancel", stopped)
+	d.waitFor("the tray to drop the cancelled run", func() bool { return !slices.Contains(d.menu(item).labels(), offer) })
+
 	// (d) Five writes paused one after another: three notifications of
 	// their own, one that says two more wait and offers no decision; as
 	// calls are decided, the others get theirs, and the last one goes.

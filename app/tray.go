@@ -13,11 +13,14 @@ const watcherName = "org.kde.StatusNotifierWatcher"
 
 // trayView is what the tray shows.
 type trayView struct {
-	calls   []*call  // pending, oldest first
-	review  int      // new or changed tools not reviewed
-	failing []string // the sources whose last check failed
-	paused  bool
-	signIn  string // "Sign in to github…", "" when no connection needs it
+	calls []*call // pending, oldest first
+	// interrupted are the runs whose process stopped while they ran: the
+	// Approvals screen resumes or cancels them.
+	interrupted []string
+	review      int      // new or changed tools not reviewed
+	failing     []string // the sources whose last check failed
+	paused      bool
+	signIn      string // "Sign in to github…", "" when no connection needs it
 }
 
 func plural(n int, one, many string) string {

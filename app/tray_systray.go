@@ -20,7 +20,9 @@ const slots = 8
 
 // tray is the app's tray item (fyne.io/systray: a StatusNotifierItem with a
 // dbusmenu on Linux, pure Go over D-Bus). Its menu: the pending calls (a
-// count, then one item per call, each opening the console), "Sign in to
+// count, then one item per call, each opening the console), "Resume or
+// cancel N interrupted runs…" while runs whose process died wait (the
+// Approvals screen), "Sign in to
 // <namespace>…" while a connection needs a sign-in (the Sources screen), "Review N new or
 // changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "Pause hub" (or "Resume hub"),
 // where MCP is served, "Open hub folder", "Quit".
@@ -31,6 +33,7 @@ type tray struct {
 	calls    [slots]*systray.MenuItem
 	review   *systray.MenuItem
 	signIn   *systray.MenuItem // hidden while no connection needs a sign-in
+	stopped  *systray.MenuItem // the interrupted runs; hidden while there are none
 	sources  *systray.MenuItem
 	pause    *systray.MenuItem
 	login    *systray.MenuItem // nil where start at login is not built
@@ -53,6 +56,9 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 			t.calls[i].Hide()
 			on(t.calls[i], events, func() { a.openCall(i) })
 		}
+		t.stopped = systray.AddMenuItem("", "Runs whose process stopped (killed, crashed) while they ran: resume or cancel them on the Approvals screen")
+		t.stopped.Hide()
+		on(t.stopped, events, func() { a.openPage("") })
 		t.signIn = systray.AddMenuItem("Sign in…", "Sign in to the sources that ask for it, on the Sources screen")
 		t.signIn.Hide()
 		on(t.signIn, events, func() { a.openPage("sources") })
@@ -116,6 +122,19 @@ func (t *tray) update(v trayView) {
 	tip := state
 	if state == "pending" {
 		tip = fmt.Sprintf("%d pending", len(calls))
+	}
+	if n := len(v.interrupted); n > 0 {
+		// Something waits for the person: the icon says so.
+		if state == "idle" {
+			state, tip = "pending", ""
+		} else {
+			tip += "; "
+		}
+		tip += fmt.Sprintf("%d %s interrupted", n, plural(n, "run", "runs"))
+		t.stopped.SetTitle(fmt.Sprintf("Resume or cancel %d interrupted %s…", n, plural(n, "run", "runs")))
+		t.stopped.Show()
+	} else {
+		t.stopped.Hide()
 	}
 	if n := len(v.failing); n > 0 {
 		if state == "idle" {

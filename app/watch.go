@@ -47,6 +47,9 @@ type App struct {
 	offers   map[uint32]watch.Offer // notification id → its import offer
 	paused   bool                   // the hub is paused (hub/paused)
 	sign     *signIns               // the connections waiting for a sign-in
+	// running are the runs recorded running, interrupted those of them
+	// that no live process holds (track).
+	running, interrupted map[string]bool
 
 	events   chan func()
 	quit     chan struct{}
@@ -136,9 +139,15 @@ func (a *App) loop(ctx context.Context) error {
 	// on a call that can no longer be allowed.
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
+	live := time.NewTicker(liveCheck)
+	defer live.Stop()
 	for {
 		a.armExpiry(expiry)
 		select {
+		case <-live.C:
+			if len(a.running) > 0 && a.checkRunning(ctx) {
+				a.show()
+			}
 		case <-expiry.C:
 			now := time.Now()
 			for _, c := range a.sorted() {
@@ -248,6 +257,11 @@ func (a *App) sync(ctx context.Context, id string) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		a.log.Warn("reading a run", "run", id, "err", err)
 		return
+	}
+	if err == nil {
+		a.track(ctx, id, &r)
+	} else {
+		a.track(ctx, id, nil)
 	}
 	waiting := map[string]*model.Pending{}
 	if err == nil && r.Status.Paused() {
@@ -519,6 +533,6 @@ func (a *App) sorted() []*call {
 // show updates the tray.
 func (a *App) show() {
 	if a.tray != nil {
-		a.tray.update(trayView{calls: a.sorted(), review: a.review, failing: a.failing, paused: a.paused, signIn: a.signInTitle()})
+		a.tray.update(trayView{calls: a.sorted(), interrupted: a.interruptedRuns(), review: a.review, failing: a.failing, paused: a.paused, signIn: a.signInTitle()})
 	}
 }

@@ -23,6 +23,25 @@
  */
 
 /**
+ * A run whose process stopped (killed, crashed) while it ran (GET
+ * /api/approvals): a person resumes or cancels it.
+ * @typedef {object} Interrupted
+ * @property {string} run
+ * @property {number} attempts
+ * @property {string} createdAt
+ * @property {string} updatedAt
+ * @property {string[]} inFlight the addresses of the calls that were in flight: each may have happened
+ */
+
+/**
+ * What resuming or cancelling a run answers.
+ * @typedef {object} RunAction
+ * @property {string} run
+ * @property {string} status
+ * @property {string} next
+ */
+
+/**
  * GET /api/session.
  * @typedef {object} Session
  * @property {string} channel
@@ -149,6 +168,16 @@ export async function post(path, payload) {
  */
 export function decide(item, choice) {
   return post(`/api/approvals/${encodeURIComponent(item.run)}/${encodeURIComponent(item.id)}`, { choice });
+}
+
+/**
+ * Resumes an interrupted run, or cancels a run.
+ * @param {string} run
+ * @param {"resume" | "cancel"} what
+ * @returns {Promise<RunAction>}
+ */
+export function runAction(run, what) {
+  return post(`/api/runs/${encodeURIComponent(run)}/${what}`, {});
 }
 
 /**

@@ -2,8 +2,18 @@
 // Runs, Sources, Settings), one shown at a time, chosen by the bar, 1–5 or
 // g then a/r/u/s/t, and kept in the address's fragment (#review, #runs/<run>).
 // Plain ES modules, no build step.
-import { APIError, acceptReview, decide, fullArgs, get, post, setCSRF } from "./api.js";
-import { SETTLE_MS, afterKey, choiceForKey, choiceText, positionText, renderApproval, renderDecided, renderQueue } from "./approval.js";
+import { APIError, acceptReview, decide, fullArgs, get, post, runAction, setCSRF } from "./api.js";
+import {
+  SETTLE_MS,
+  afterKey,
+  choiceForKey,
+  choiceText,
+  positionText,
+  renderApproval,
+  renderDecided,
+  renderInterrupted,
+  renderQueue,
+} from "./approval.js";
 import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
 import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
@@ -13,6 +23,7 @@ import { showSignIns } from "./signin.js";
 import { renderSources } from "./sources.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
+/** @typedef {import("./api.js").Interrupted} Interrupted */
 /** @typedef {import("./api.js").Choice} Choice */
 /** @typedef {import("./api.js").Session} Session */
 /** @typedef {import("./api.js").Inbox} Inbox */
@@ -48,6 +59,8 @@ function byId(id, type) {
 const ui = {
   queue: byId("queue", HTMLOListElement),
   empty: byId("empty", HTMLParagraphElement),
+  interrupted: byId("interrupted", HTMLElement),
+  interruptedList: byId("interrupted-list", HTMLOListElement),
   status: byId("status", HTMLDivElement),
   error: byId("error", HTMLParagraphElement),
   expiry: byId("expiry", HTMLParagraphElement),
@@ -73,6 +86,8 @@ const ui = {
 const state = {
   /** @type {Approval[]} */
   queue: [],
+  /** @type {Interrupted[]} */
+  interrupted: [],
   /** @type {Approval | null} */
   current: null,
   busy: false,
@@ -159,7 +174,30 @@ function renderList() {
   ui.empty.hidden = state.queue.length > 0;
   ui.empty.textContent = "Nothing waits for a decision.";
   ui.approvalsCount.textContent = state.queue.length > 0 ? String(state.queue.length) : "";
+  replace(ui.interruptedList, ...renderInterrupted(state.interrupted, act));
+  ui.interrupted.hidden = state.interrupted.length === 0;
   setTitle();
+}
+
+/**
+ * Resumes an interrupted run, or cancels it, and says what happens next.
+ * @param {string} run
+ * @param {"resume" | "cancel"} what
+ */
+async function act(run, what) {
+  if (state.busy || state.stopped) return;
+  state.busy = true;
+  for (const b of ui.interruptedList.querySelectorAll("button")) b.disabled = true;
+  try {
+    const r = await runAction(run, what);
+    showError("");
+    replace(ui.status, renderDecided(what === "resume" ? "Resumed" : "Cancelled", `run ${run}`, r.next));
+  } catch (err) {
+    failed(err);
+  } finally {
+    state.busy = false;
+  }
+  await refresh();
 }
 
 /** @param {Approval} item */
@@ -256,8 +294,11 @@ async function choose(item, choice) {
 async function refresh() {
   if (state.stopped) return;
   try {
-    const { approvals } = await get("/api/approvals").then((v) => /** @type {{approvals: Approval[]}} */ (v));
+    const { approvals, interrupted } = await get("/api/approvals").then(
+      (v) => /** @type {{approvals: Approval[], interrupted?: Interrupted[]}} */ (v),
+    );
     state.queue = approvals;
+    state.interrupted = interrupted ?? [];
   } catch (err) {
     failed(err);
     return;

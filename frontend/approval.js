@@ -5,6 +5,7 @@ import { h, visible } from "./dom.js";
 
 /** @typedef {import("./api.js").Approval} Approval */
 /** @typedef {import("./api.js").Choice} Choice */
+/** @typedef {import("./api.js").Interrupted} Interrupted */
 /** @typedef {{label: string, key: string, hint: string}} ChoiceText */
 
 /** @type {Record<Choice, ChoiceText>} */
@@ -231,4 +232,31 @@ export function renderQueue(items, onOpen, now) {
  */
 export function renderDecided(label, address, next) {
   return h("div", { class: "decided" }, h("p", null, h("strong", null, `${label}: `), address), h("p", null, next));
+}
+
+/**
+ * Renders the interrupted runs: each with what was in flight, Resume and
+ * Cancel.
+ * @param {Interrupted[]} runs
+ * @param {(run: string, what: "resume" | "cancel") => void} onAct
+ * @returns {HTMLLIElement[]}
+ */
+export function renderInterrupted(runs, onAct) {
+  return runs.map((r) => {
+    const resume = h("button", { type: "button", class: "run-resume", "data-run": r.run }, "Resume");
+    const cancel = h("button", { type: "button", class: "run-cancel", "data-run": r.run }, "Cancel run");
+    resume.addEventListener("click", () => onAct(r.run, "resume"));
+    cancel.addEventListener("click", () => onAct(r.run, "cancel"));
+    const flight = r.inFlight.length
+      ? `In flight when it stopped (may have happened; resuming asks about it): ${r.inFlight.map(visible).join(", ")}`
+      : "No call was in flight when it stopped.";
+    return h(
+      "li",
+      { class: "interrupted-run" },
+      h("span", { class: "address" }, `Run ${r.run}`),
+      h("span", { class: "summary" }, flight),
+      h("span", { class: "muted" }, `${r.attempts} attempt(s) · last written ${new Date(r.updatedAt).toLocaleString()}`),
+      h("div", { class: "choices", role: "group", "aria-label": `What to do with run ${r.run}` }, resume, cancel),
+    );
+  });
 }

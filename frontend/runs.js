@@ -266,6 +266,13 @@ export function renderRunDetail(d, now) {
       r.waiting > 0 ? h("dd", null, `${r.waiting} item(s) wait for a person`) : null,
     ),
     err ? h("p", { class: "warn", "data-testid": "run-error" }, `${err.code ?? "error"}: ${err.message ?? ""}`) : null,
+    r.status === "interrupted"
+      ? h(
+          "p",
+          { class: "warn", "data-testid": "run-interrupted" },
+          "The process that ran it stopped (killed, crashed) before it ended. The Approvals screen resumes it (a call that was in flight asks first) or cancels it.",
+        )
+      : null,
     h("h4", null, "Calls over time"),
     renderTimeline(d.calls, r.updatedAt),
     h("h4", null, "Code"),

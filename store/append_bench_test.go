@@ -54,3 +54,29 @@ func benchPutRun(b *testing.B, pause time.Duration) {
 		}
 	}
 }
+
+// BenchmarkHeld is one question whether a run is held (the approvals poll
+// asks it of each run recorded running), held and not.
+func BenchmarkHeld(b *testing.B) {
+	f, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	release, err := f.Hold(ctx, store.Runs, "r1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer release()
+	for _, id := range []string{"r1", "r2"} {
+		b.Run(id, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.Held(ctx, store.Runs, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -451,6 +451,13 @@ func (f *File) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
 	return f.lockRecord(ctx, kind, id, slotHold, false)
 }
 
+func (f *File) Held(ctx context.Context, kind Kind, id string) (bool, error) {
+	if err := check(kind, id); err != nil {
+		return true, err
+	}
+	return f.heldRecord(kind, id, slotHold)
+}
+
 // lockFile takes an exclusive cross-process lock on path, waiting until ctx
 // is done.
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {

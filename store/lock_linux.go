@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,9 +29,7 @@ func (f *File) lockRecord(ctx context.Context, kind Kind, id string, slot int64,
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", p, err)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: int64(h.Sum64()>>2)&^1 | slot, Len: 1}
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: lockStart(id, slot), Len: 1}
 	for {
 		err = unix.FcntlFlock(fh.Fd(), unix.F_OFD_SETLK, &lk)
 		if err == nil {
@@ -51,6 +50,36 @@ func (f *File) lockRecord(ctx context.Context, kind Kind, id string, slot int64,
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// lockStart is the byte of locks/<kind>.lock that stands for (id, slot):
+// a hash of the id, its lowest bit the slot. Two ids may share a byte (a
+// hash collision): their locks then exclude each other, which costs a
+// refused Hold, never a second holder.
+func lockStart(id string, slot int64) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return int64(h.Sum64()>>2)&^1 | slot
+}
+
+// heldRecord tests the lock in slot for (kind, id) without taking it
+// (F_OFD_GETLK): a holder taking it at the same instant is not refused. A
+// lock on the same byte for another id (a collision) counts as held.
+func (f *File) heldRecord(kind Kind, id string, slot int64) (bool, error) {
+	p := filepath.Join(f.dir, "locks", string(kind)+".lock")
+	fh, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // nothing was ever locked
+	}
+	if err != nil {
+		return true, fmt.Errorf("opening %s: %w", p, err)
+	}
+	defer fh.Close()
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: lockStart(id, slot), Len: 1}
+	if err := unix.FcntlFlock(fh.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
+		return true, fmt.Errorf("testing the lock of %s/%s: %w", kind, id, err)
+	}
+	return lk.Type != unix.F_UNLCK, nil
 }
 
 // removeLocks has nothing to remove: the lock file is shared.

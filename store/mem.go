@@ -163,6 +163,15 @@ func (m *Mem) Hold(ctx context.Context, kind Kind, id string) (func(), error) {
 	}, nil
 }
 
+func (m *Mem) Held(ctx context.Context, kind Kind, id string) (bool, error) {
+	if err := check(kind, id); err != nil {
+		return true, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.holds[string(kind)+"/"+id], nil
+}
+
 func (m *Mem) ReadLog(ctx context.Context, kind Kind, id string) ([][]byte, error) {
 	if err := check(kind, id); err != nil {
 		return nil, err

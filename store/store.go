@@ -77,6 +77,12 @@ type Store interface {
 	// holder (in this or another process) has it. The claim ends with
 	// release, or when the holding process dies.
 	Hold(ctx context.Context, kind Kind, id string) (release func(), err error)
+	// Held reports whether a Hold on (kind, id) is taken, in this or another
+	// live process, without taking it: a holder coming at that instant is
+	// never refused because of it. It errs on the side of held: two ids that
+	// share a lock (a hash collision), an error, or a system with no way to
+	// test a lock without taking it (every one but Linux) say held.
+	Held(ctx context.Context, kind Kind, id string) (bool, error)
 }
 
 // Log is a record's log open for appending. It is safe for concurrent use.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -485,6 +486,9 @@ func TestHoldAcrossProcesses(t *testing.T) {
 	if _, err := io.ReadFull(out, line); err != nil || string(line) != "held\n" {
 		t.Fatalf("child said %q, %v", line, err)
 	}
+	if held, err := f.Held(ctx, store.Runs, "r1"); err != nil || !held {
+		t.Fatalf("Held while another process holds r1 = %v, %v; want true", held, err)
+	}
 	if _, err := f.Hold(ctx, store.Runs, "r1"); !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("Hold while another process holds r1 = %v; want ErrBusy", err)
 	}
@@ -493,6 +497,11 @@ func TestHoldAcrossProcesses(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	if runtime.GOOS == "linux" { // elsewhere every record counts as held
+		if held, err := f.Held(ctx, store.Runs, "r1"); err != nil || held {
+			t.Fatalf("Held after the holder was killed = %v, %v; want false", held, err)
+		}
+	}
 	release, err := f.Hold(ctx, store.Runs, "r1")
 	if err != nil {
 		t.Fatalf("Hold after the holder was killed: %v", err)
@@ -552,4 +561,65 @@ func FuzzDecodeRecordAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("decoded differently (-encoding/json +DecodeRecord):\n%s", diff)
 		}
 	})
+}
+
+// TestHeldTakesNothing: asking whether a record is held never refuses its
+// holder. A process holds and releases a run over and over while this one
+// asks as fast as it can; every Hold succeeds (taking the lock to test it,
+// even for an instant, would refuse some of them).
+func TestHeldTakesNothing(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux tests a lock without taking it")
+	}
+	if dir := os.Getenv("STORE_TEST_HELD_DIR"); dir != "" {
+		f, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5000 {
+			release, err := f.Hold(context.Background(), store.Runs, "r1")
+			if err != nil {
+				t.Fatalf("Hold %d while another process asks: %v", i, err)
+			}
+			release()
+		}
+		return
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "hub")
+	f, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHeldTakesNothing$")
+	cmd.Env = append(os.Environ(), "STORE_TEST_HELD_DIR="+dir)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	asked, sawHeld := 0, false
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the holding process: %v\n%s", err, out.String())
+			}
+			if asked == 0 {
+				t.Fatal("the holding process ended before it was asked about once")
+			}
+			t.Logf("asked %d times while it held and released (held seen: %v)", asked, sawHeld)
+			return
+		default:
+		}
+		held, err := f.Held(ctx, store.Runs, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sawHeld = sawHeld || held
+		asked++
+	}
 }

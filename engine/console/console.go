@@ -104,6 +104,8 @@ func New(h *hub.Hub, opts Options) *Handler {
 	c.mux.HandleFunc("POST /api/review", c.acceptReview)
 	c.mux.HandleFunc("GET /api/runs", c.runs)
 	c.mux.HandleFunc("GET /api/runs/{run}", c.runDetail)
+	c.mux.HandleFunc("POST /api/runs/{run}/resume", c.resumeRun)
+	c.mux.HandleFunc("POST /api/runs/{run}/cancel", c.cancelRun)
 	c.mux.HandleFunc("GET /api/sources", c.sources)
 	c.mux.HandleFunc("GET /api/import", c.imports)
 	c.mux.HandleFunc("POST /api/import", c.importSkills)
@@ -243,35 +245,69 @@ type Approval struct {
 	Choices []model.Choice `json:"choices"`
 }
 
-// Approvals is GET /api/approvals: the queue, soonest to expire first.
+// Approvals is GET /api/approvals: the queue, soonest to expire first, and
+// the runs interrupted, newest first.
 type Approvals struct {
 	Approvals []Approval `json:"approvals"`
+	// Interrupted are the runs whose process stopped (killed, crashed)
+	// while they ran: a person resumes or cancels each.
+	Interrupted []Interrupted `json:"interrupted"`
+}
+
+// Interrupted is a run recorded running that no process runs any more
+// (run.Engine.Effective): POST /api/runs/{run}/resume goes on with it from
+// its journal, where a call that was in flight asks first (it may have
+// happened); POST /api/runs/{run}/cancel ends it.
+type Interrupted struct {
+	Run       string    `json:"run"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// InFlight are the addresses of the calls that were in flight when
+	// the process stopped: each may have happened, and asks on resume.
+	InFlight []string `json:"inFlight"`
 }
 
 func (c *Handler) approvals(w http.ResponseWriter, r *http.Request) {
-	list, err := c.pending(r.Context())
+	list, interrupted, err := c.pending(r.Context())
 	if err != nil {
 		c.internal(w, "listing pending approvals", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Approvals{Approvals: list})
+	writeJSON(w, http.StatusOK, Approvals{Approvals: list, Interrupted: interrupted})
 }
 
-// pending lists every call awaiting a decision, in the console's scope.
-func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
+// pending lists every call awaiting a decision, and every run interrupted,
+// in the console's scope.
+func (c *Handler) pending(ctx context.Context) ([]Approval, []Interrupted, error) {
 	eng, err := c.hub.Runs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var runs []model.Run
+	var runs, stopped []model.Run
 	if c.opts.Run != "" {
 		r, err := eng.Get(ctx, c.opts.Run)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		runs = []model.Run{*r}
-	} else if runs, err = eng.Paused(ctx); err != nil { // a run awaiting a connection may also wait on an approval
-		return nil, err
+		if eng.Effective(ctx, r) == model.RunInterrupted {
+			stopped = runs
+		}
+	} else {
+		ws, err := eng.Waiting(ctx) // a run awaiting a connection may also wait on an approval
+		if err != nil {
+			return nil, nil, err
+		}
+		runs, stopped = ws.Paused, ws.Interrupted
+	}
+	interrupted := []Interrupted{}
+	for _, r := range stopped {
+		in := Interrupted{Run: r.ID, Attempts: r.Attempts, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, InFlight: []string{}}
+		if journal, err := eng.Journal(ctx, r.ID); err == nil {
+			in.InFlight = inFlight(journal)
+		}
+		interrupted = append(interrupted, in)
 	}
 	sc := c.hub.Scrubber()
 	out := []Approval{}
@@ -309,7 +345,26 @@ func (c *Handler) pending(ctx context.Context) ([]Approval, error) {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ExpiresAt.Before(out[j].ExpiresAt) })
-	return out, nil
+	return out, interrupted, nil
+}
+
+// inFlight lists the addresses of a journal's calls whose intent has no
+// outcome: they may have happened.
+func inFlight(journal []model.JournalEntry) []string {
+	settled := map[int]bool{}
+	for _, je := range journal {
+		if !je.Intent {
+			settled[je.Seq] = true
+		}
+	}
+	out, seen := []string{}, map[int]bool{}
+	for _, je := range journal {
+		if je.Intent && !settled[je.Seq] && !seen[je.Seq] {
+			seen[je.Seq] = true
+			out = append(out, je.Address)
+		}
+	}
+	return out
 }
 
 // changes is what changed in the tool of a call that asks because it
@@ -816,6 +871,10 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Run.Waiting = waiting(rr)
+	if eng.Effective(ctx, rr) == model.RunInterrupted {
+		d.Run.Status = string(model.RunInterrupted)
+		d.Envelope.Status = d.Run.Status
+	}
 	// A "run" choice lets the tool through for the rest of the run: its
 	// later calls were allowed by that decision, not by a policy.
 	byRun := map[string]*model.Decision{}
@@ -1068,4 +1127,123 @@ func (c *Handler) internal(w http.ResponseWriter, doing string, err error) {
 func commandKey(line string) string {
 	sum := sha256.Sum256([]byte(line))
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// RunAction is what POST /api/runs/{run}/resume and /cancel answer.
+type RunAction struct {
+	Run string `json:"run"`
+	// Status is the run's status after the action: awaiting_approval when
+	// a call that was in flight asks (Approvals lists it), running when the
+	// resumed run goes on beyond resumeWait.
+	Status string `json:"status"`
+	// Next says what happens now, for the person.
+	Next string `json:"next"`
+}
+
+// resumeWait is how long a resume is waited for before the answer says the
+// run goes on: a run with a call in flight asks at once; one without may
+// call upstreams for long.
+const resumeWait = 5 * time.Second
+
+// runAction reads the run of a resume or cancel, refusing one outside the
+// page's run; nil when it answered.
+func (c *Handler) runAction(w http.ResponseWriter, r *http.Request, doing string) (*run.Engine, *model.Run) {
+	id := r.PathValue("run")
+	if c.opts.Run != "" && id != c.opts.Run {
+		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page acts only on run %s, not %s", c.opts.Run, id))
+		return nil, nil
+	}
+	eng, err := c.hub.Runs()
+	if err != nil {
+		c.internal(w, doing, err)
+		return nil, nil
+	}
+	rr, err := eng.Get(r.Context(), id)
+	if errors.Is(err, run.ErrUnknownRun) {
+		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
+		return nil, nil
+	}
+	if err != nil {
+		c.internal(w, doing, err)
+		return nil, nil
+	}
+	return eng, rr
+}
+
+// resumeRun is POST /api/runs/{run}/resume: a run that was interrupted
+// goes on from its journal in this process. No call is made twice (I6): a
+// call that was in flight becomes a pending item (retry or skip) that the
+// queue shows. Only an interrupted run is resumed here; a paused one goes
+// on when its calls are decided.
+func (c *Handler) resumeRun(w http.ResponseWriter, r *http.Request) {
+	eng, rr := c.runAction(w, r, "resuming the run")
+	if rr == nil {
+		return
+	}
+	if st := eng.Effective(r.Context(), rr); st != model.RunInterrupted {
+		fail(w, http.StatusConflict, "not_interrupted", fmt.Sprintf("run %s is %s, not interrupted: there is nothing to resume here", rr.ID, st))
+		return
+	}
+	type result struct {
+		env *hub.Envelope
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { // beyond this request: the run's calls take their time
+		env, err := c.hub.Resume(context.WithoutCancel(r.Context()), rr.ID)
+		if err != nil {
+			c.log.Warn("resuming an interrupted run", "run", rr.ID, "err", c.hub.Scrub(err.Error()))
+		}
+		done <- result{env, err}
+	}()
+	c.log.Info("resuming an interrupted run", "run", rr.ID, "channel", c.opts.Channel)
+	select {
+	case res := <-done:
+		switch {
+		case errors.Is(res.err, run.ErrRunningElsewhere):
+			fail(w, http.StatusConflict, "running_elsewhere", fmt.Sprintf("run %s went on in another process meanwhile (an agent resumed it)", rr.ID))
+		case res.err != nil:
+			c.internal(w, "resuming the run", res.err)
+		default:
+			writeJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: res.env.Status, Next: resumed(res.env)})
+		}
+	case <-time.After(resumeWait):
+		writeJSON(w, http.StatusAccepted, RunAction{Run: rr.ID, Status: string(model.RunRunning), Next: "The run goes on in the hub; the Runs screen shows how it ends."})
+	}
+}
+
+// resumed says, for the person, where a resumed run stands.
+func resumed(env *hub.Envelope) string {
+	for _, p := range env.Pending {
+		if p.Kind == model.PendingInFlight {
+			return fmt.Sprintf("%s was in flight when the run stopped and may have happened: retry or skip it in the queue.", p.Address)
+		}
+	}
+	switch model.RunStatus(env.Status) {
+	case model.RunAwaitingApproval:
+		return "The run waits for a decision on a call: it is in the queue."
+	case model.RunAwaitingConnection:
+		return "The run waits for a credential: sign in from the Sources screen."
+	}
+	return fmt.Sprintf("The run went on and is %s; the agent reads its result by resuming it.", env.Status)
+}
+
+// cancelRun is POST /api/runs/{run}/cancel: a run that has not finished
+// ends, as `capabilities hub cancel` ends it.
+func (c *Handler) cancelRun(w http.ResponseWriter, r *http.Request) {
+	eng, rr := c.runAction(w, r, "cancelling the run")
+	if rr == nil {
+		return
+	}
+	if rr.Status.Done() {
+		fail(w, http.StatusConflict, string(rr.Status), fmt.Sprintf("run %s is already %s", rr.ID, rr.Status))
+		return
+	}
+	env, err := eng.Cancel(r.Context(), rr.ID)
+	if err != nil {
+		c.internal(w, "cancelling the run", err)
+		return
+	}
+	c.log.Info("run cancelled", "run", rr.ID, "channel", c.opts.Channel)
+	writeJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: env.Status, Next: "The run is cancelled: the agent that resumes it is told so."})
 }

@@ -13,7 +13,9 @@ import (
 
 // RunStatuses are the statuses a run filter takes: the envelope's words,
 // which run records use too.
-var RunStatuses = []string{"running", "awaiting_approval", "awaiting_connection", "completed", "failed", "cancelled", "expired"}
+// interrupted is no record's: a run recorded running whose process died
+// (run.Engine.Effective).
+var RunStatuses = []string{"running", "interrupted", "awaiting_approval", "awaiting_connection", "completed", "failed", "cancelled", "expired"}
 
 // RunFilter selects runs; the zero value selects every run.
 type RunFilter struct {
@@ -27,16 +29,28 @@ type RunFilter struct {
 }
 
 // ListRuns lists runs newest first, filtered: what `hub runs` and the
-// console's Runs screen show. A namespace the hub does not have is an
-// error unless a run called it (a source removed since).
+// console's Runs screen show. A run recorded running whose process died is
+// listed with status interrupted (run.Engine.Effective). A namespace the
+// hub does not have is an error unless a run called it (a source removed
+// since).
 func (h *Hub) ListRuns(ctx context.Context, f RunFilter) ([]model.Run, error) {
 	if f.Status != "" && !slices.Contains(RunStatuses, f.Status) {
 		return nil, fmt.Errorf("listing runs: status %q is not a status: use one of %s", f.Status, strings.Join(RunStatuses, ", "))
 	}
 	eng := h.runEngine()
-	list, err := eng.List(ctx, f.Status)
+	recorded := f.Status
+	if recorded == string(model.RunInterrupted) {
+		recorded = string(model.RunRunning)
+	}
+	list, err := eng.List(ctx, recorded)
 	if err != nil {
 		return nil, err
+	}
+	for i := range list {
+		list[i].Status = eng.Effective(ctx, &list[i])
+	}
+	if f.Status != "" {
+		list = slices.DeleteFunc(list, func(r model.Run) bool { return string(r.Status) != f.Status })
 	}
 	if !f.Since.IsZero() {
 		list = slices.DeleteFunc(list, func(r model.Run) bool { return r.CreatedAt.Before(f.Since) })

@@ -20,6 +20,14 @@ const (
 	RunExpired            RunStatus = "expired" // a pending item expired before a person decided
 )
 
+// RunInterrupted is never stored: it is what a run recorded running is
+// shown as when no process holds it (store.Held), because the process that
+// ran it died (killed, crashed, the machine stopped) before the run ended.
+// A person resumes it (a call that was in flight then asks about itself:
+// it may have happened) or cancels it. The run engine decides it
+// (run.Engine.Effective).
+const RunInterrupted RunStatus = "interrupted"
+
 // runAwaitingInput is what run records said of a paused run before the
 // statuses took the envelope's words; reading one gives Awaiting's status.
 const runAwaitingInput RunStatus = "awaiting_input"

@@ -93,8 +93,10 @@ func TestPausedFollowsEveryWrite(t *testing.T) {
 }
 
 // BenchmarkApprovalsPoll: the console's approvals poll over a week of runs
-// (5,000 records of 8 KB, 3 paused): Paused, which reads again only the
-// records that changed or were paused, against reading every record (List).
+// (5,000 records of 8 KB, 3 paused, 5 recorded running: 3 held by a live
+// attempt, 2 whose process died): Paused and Waiting, which read again only
+// the records that changed or were paused (and, of those recorded running,
+// the ones no process holds), against reading every record (List).
 func BenchmarkApprovalsPoll(b *testing.B) {
 	st, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
 	if err != nil {
@@ -109,9 +111,19 @@ func BenchmarkApprovalsPoll(b *testing.B) {
 		if i%2000 == 0 {
 			status = model.RunAwaitingApproval
 		}
+		if i%1000 == 500 {
+			status = model.RunRunning
+		}
 		id := fmt.Sprintf("r%020d", i)
 		if err := st.Put(ctx, store.Runs, id, model.Run{ID: id, Status: status, Code: "return 1", CreatedAt: now, UpdatedAt: now, Logs: []string{big}}); err != nil {
 			b.Fatal(err)
+		}
+		if status == model.RunRunning && i < 3000 { // 500, 1500, 2500: a live attempt's
+			release, err := st.Hold(ctx, store.Runs, id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(release)
 		}
 	}
 	eng := run.New(st, nil, nil, run.Options{})
@@ -119,6 +131,13 @@ func BenchmarkApprovalsPoll(b *testing.B) {
 		for b.Loop() {
 			if rs, err := eng.Paused(ctx); err != nil || len(rs) != 3 {
 				b.Fatal(len(rs), err)
+			}
+		}
+	})
+	b.Run("Waiting", func(b *testing.B) {
+		for b.Loop() {
+			if w, err := eng.Waiting(ctx); err != nil || len(w.Paused) != 3 || len(w.Interrupted) != 2 {
+				b.Fatal(len(w.Paused), len(w.Interrupted), err)
 			}
 		}
 	})

@@ -141,7 +141,7 @@ type Engine struct {
 	pruned  time.Time
 	sets    namespaceSets
 	handles handleCache
-	seen    seenRecords // what Paused last read of each record
+	seen    seenRecords // what Waiting last read of each record
 }
 
 // New returns an engine.

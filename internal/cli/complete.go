@@ -170,7 +170,9 @@ func connectionsOf(ctx context.Context, h *hub.Hub, args []string) []cobra.Compl
 	return out
 }
 
-// runIDs offers the ids of the runs that keep satisfies, newest first.
+// runIDs offers the ids of the runs that keep satisfies, newest first; a
+// run recorded running whose process died has status interrupted here
+// (run.Engine.Effective).
 func runIDs(keep func(*model.Run) bool) candidates {
 	return func(ctx context.Context, h *hub.Hub, _ []string) []cobra.Completion {
 		st := h.Store()
@@ -179,11 +181,15 @@ func runIDs(keep func(*model.Run) bool) candidates {
 			cobra.CompDebugln(err.Error(), true)
 			return nil
 		}
+		eng, _ := h.Runs()
 		var runs []*model.Run
 		for _, id := range ids {
 			r, err := store.Get[model.Run](ctx, st, store.Runs, id)
 			if err != nil {
 				continue // pruned meanwhile, or corrupt: `runs` reports it
+			}
+			if eng != nil {
+				r.Status = eng.Effective(ctx, r)
 			}
 			if keep(r) {
 				runs = append(runs, r)
@@ -215,6 +221,13 @@ func awaitingDecision(r *model.Run) bool {
 		}
 	}
 	return false
+}
+
+// approvable keeps what `hub approve` goes on with: a run with a call that
+// waits for a decision, or one interrupted (resumed first, it asks about
+// a call that was in flight).
+func approvable(r *model.Run) bool {
+	return r.Status == model.RunInterrupted || awaitingDecision(r)
 }
 
 // pendingCalls offers the undecided calls of the run in the first argument.

@@ -40,7 +40,7 @@ happened upstream; it is not made again unless you say so:
 A run whose process stopped while it ran is resumed first, to find such a call.
 Then the run resumes from its journal (no call is made twice) and its envelope is printed.`,
 		Args:              exactArgs(1, "one run id"),
-		ValidArgsFunction: complete(byPosition(runIDs(awaitingDecision))),
+		ValidArgsFunction: complete(byPosition(runIDs(approvable))),
 		RunE: func(c *cobra.Command, args []string) error {
 			runID := args[0]
 			var preset model.Choice

@@ -31,6 +31,8 @@ func newRunsCmd(e *env) *cobra.Command {
 		Long: "List runs (kept 7 days and 1 GB by default: see `runs prune`): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
 			"). The statuses are those of execute's envelope: a paused run is awaiting_approval (a call waits for a person's" +
 			" decision: `capabilities hub approve <runId>`) or awaiting_connection (a call waits for a credential: `capabilities hub auth`)." +
+			" A run recorded running whose process stopped (killed, crashed) before it ended is interrupted: `capabilities hub approve <runId>`" +
+			" resumes it, `capabilities hub cancel <runId>` ends it." +
 			" --since keeps runs started within an age (90m, 24h, 7d) or at or after a time (2026-12-01 or RFC 3339); --namespace keeps" +
 			" runs that called a tool of that namespace. `runs prune` deletes runs by the hub's retention (or --older-than, --max-mb).",
 		Args: func(c *cobra.Command, args []string) error {
@@ -82,10 +84,20 @@ func newRunsCmd(e *env) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tATTEMPTS\tSTARTED")
+			interrupted := ""
 			for _, r := range list {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.ID, r.Status, r.Attempts, ago(r.CreatedAt))
+				if r.Status == model.RunInterrupted {
+					interrupted = r.ID
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if interrupted != "" {
+				fmt.Fprintf(e.stdout, "\n%s\n", interruptedHint(interrupted))
+			}
+			return nil
 		}),
 	}
 	c.Flags().StringVar(&status, "status", "", "only runs with this `STATUS`: "+strings.Join(runStatuses, ", "))
@@ -209,6 +221,10 @@ func newRunsShowCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			interrupted := eng.Effective(c.Context(), r) == model.RunInterrupted
+			if interrupted {
+				env.Status = string(model.RunInterrupted)
+			}
 			// The run may have been made in another process: scrub the
 			// secrets of the connections its calls went through.
 			sc := h.RunScrubber(c.Context(), journal)
@@ -221,6 +237,9 @@ func newRunsShowCmd(e *env) *cobra.Command {
 				fmt.Fprintf(e.stdout, "created %s, %d attempt(s)\n", r.CreatedAt.Local().Format("2006-01-02 15:04:05"), r.Attempts)
 				printDecisions(e, r)
 				err := e.printEnvelope(env.Scrubbed(sc), false)
+				if interrupted {
+					fmt.Fprintf(e.stdout, "\n%s\n", interruptedHint(r.ID))
+				}
 				if _, silent := err.(errSilent); silent {
 					return nil // showing a failed run is not a failure
 				}
@@ -257,6 +276,13 @@ func newCancelCmd(e *env) *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
 	return c
+}
+
+// interruptedHint says what a person can do with an interrupted run, id
+// one of them.
+func interruptedHint(id string) string {
+	return "interrupted: the process that ran it stopped (killed, crashed) before it ended. `capabilities hub approve " + id +
+		"` resumes it from its journal (a call that was in flight asks first: it may have happened); `capabilities hub cancel " + id + "` ends it."
 }
 
 // printDecisions lists who decided on the run's calls, and how.
