@@ -221,3 +221,53 @@ func TestReadsAndWritesTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestRunChoiceCoversItsToolMadeTogether: a person's run on one of the
+// writes made together decides the other calls of that tool in the pause
+// (made one after another, they would have run without asking), not a
+// call of another tool; the run then needs only that call's decision.
+func TestRunChoiceCoversItsToolMadeTogether(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `
+await Promise.all([up.record({item: "x"}), memory.createEntities({entities: [{name: "Ada", entityType: "person", observations: []}]}), up.record({item: "y"})]);
+return "done";`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "awaiting_approval" || len(env.Pending) != 3 {
+		t.Fatalf("envelope %+v, want three pending items", env)
+	}
+	f.decide(t, env.RunID, map[string]model.Choice{"c1": model.ChoiceRun})
+	again, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting []string
+	for _, p := range again.Pending {
+		waiting = append(waiting, p.ID+" "+p.Address)
+	}
+	if diff := cmp.Diff([]string{"c2 memory.createEntities"}, waiting); diff != "" {
+		t.Fatalf("after run on c1, pending (-want +got):\n%s", diff)
+	}
+	want := []run.DecisionInfo{
+		{ID: "c1", Address: "up.record", Choice: model.ChoiceRun, Channel: approval.ChannelCLI},
+		{ID: "c3", Address: "up.record", Choice: model.ChoiceRun, Channel: approval.ChannelCLI},
+	}
+	if diff := cmp.Diff(want, again.Decisions); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+	f.decide(t, env.RunID, map[string]model.Choice{"c2": model.ChoiceOnce})
+	done, err := f.h.Resume(ctx, env.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != "completed" {
+		t.Fatalf("after every decision: %+v", done)
+	}
+	for item, want := range map[string]int{"x": 1, "y": 1} {
+		if n := f.writesOf(t, item); n != want {
+			t.Errorf("%s was written %d times, want %d", item, n, want)
+		}
+	}
+}
