@@ -32,6 +32,8 @@ arguments, why it asks and when it expires — and record your decision:
   once    this call runs
   run     this tool runs for the rest of the run
   always  a rule allows this version of the tool from now on
+          (either also decides the run's other waiting calls of this tool: calls
+          the code made together ask together, in the order it made them)
   deny    the call fails inside the code with ToolError approval_denied
 A call that was in flight when the hub stopped (killed, crashed) may or may not have
 happened upstream; it is not made again unless you say so:
