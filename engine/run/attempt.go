@@ -179,6 +179,12 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 		slices.SortFunc(h.pending, func(a, b model.Pending) int {
 			return cmp.Or(cmp.Compare(a.Seq, b.Seq), strings.Compare(a.ID, b.ID))
 		})
+		// A person is asked about at most MaxAsks calls at once (I7). The
+		// calls past them made nothing (each paused): they ask again,
+		// after these are decided, in the next attempt.
+		if len(h.pending) > MaxAsks {
+			h.pending = h.pending[:MaxAsks]
+		}
 	}
 	release := func() {}
 	if h != nil && h.release != nil {
@@ -310,6 +316,13 @@ func cutError(s string) string {
 	}
 	return shortenN(s, utf8.RuneCountInString(s), maxErrorChars)
 }
+
+// MaxAsks is the most pending items one pause adds: calls the code made
+// together ask together, up to this many (in Seq order); the rest ask when
+// these are decided. It bounds what the envelope, the approval page and
+// the person face at once (each item's arguments are shown up to
+// Limits.ArgsPreviewBytes).
+const MaxAsks = 20
 
 // host answers the guest's calls for one attempt: from the journal when the
 // call already settled, else through policy, a person's decision and the

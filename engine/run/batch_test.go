@@ -271,3 +271,41 @@ return "done";`)
 		}
 	}
 }
+
+// TestManyWritesTogetherAskInBatches: 25 writes made together ask at most
+// run.MaxAsks at a time: the first 20 in one pause, in Seq order, and once
+// they are decided the other 5 in the next; each write is made once.
+func TestManyWritesTogetherAskInBatches(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `return (await Promise.all(Array.from({length: 25}, (_, i) => up.record({item: "w" + (i + 1)})))).length;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][2]int{{1, run.MaxAsks}, {run.MaxAsks + 1, 25}} {
+		var got, ids []string
+		choices := map[string]model.Choice{}
+		for i := want[0]; i <= want[1]; i++ {
+			ids = append(ids, fmt.Sprintf("c%d", i))
+		}
+		for _, p := range env.Pending {
+			got = append(got, p.ID)
+			choices[p.ID] = model.ChoiceOnce
+		}
+		if diff := cmp.Diff(ids, got); env.Status != "awaiting_approval" || diff != "" {
+			t.Fatalf("%s; pending (-want +got):\n%s", env.Status, diff)
+		}
+		f.decide(t, env.RunID, choices)
+		if env, err = f.h.Resume(ctx, env.RunID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if env.Status != "completed" || string(env.Result) != "25" {
+		t.Fatalf("after two rounds: %+v", env)
+	}
+	for i := 1; i <= 25; i++ {
+		if n := f.writesOf(t, fmt.Sprintf("w%d", i)); n != 1 {
+			t.Errorf("w%d was written %d times, want once", i, n)
+		}
+	}
+}
