@@ -164,7 +164,7 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 				// A run or always decides the other calls of the tool that
 				// wait in this run too (approval.Record).
 				for _, o := range open {
-					if q := updated.PendingItem(o.ID); q != nil && o.ID != p.ID && q.Decision != nil && r.PendingItem(o.ID).Decision == nil {
+					if q, was := updated.PendingItem(o.ID), r.PendingItem(o.ID); o.ID != p.ID && q != nil && q.Decision != nil && was != nil && was.Decision == nil {
 						if by == nil {
 							by = map[string]string{}
 						}
