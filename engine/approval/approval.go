@@ -57,7 +57,8 @@ type Request struct {
 // Record stores the decision on the run's pending call, under the run's
 // lock. "run" also allows the tool for the rest of the run; "always" also
 // adds an allow rule pinned to the tool's current contract (and marks the
-// contract reviewed). It returns the updated run.
+// contract reviewed). Either also decides the run's other undecided asks
+// of the same tool (decideSiblings). It returns the updated run.
 func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error) {
 	if _, err := ParseChoice(string(req.Choice)); err != nil {
 		return nil, fmt.Errorf("recording a decision: %w", err)
@@ -100,6 +101,7 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 			r.UsedNonces = append(r.UsedNonces, req.Nonce)
 		}
 		p.Decision = &model.Decision{Choice: req.Choice, Channel: req.Channel, At: now}
+		decideSiblings(r, p)
 		if allowed := model.AllowedTool(p.Address, p.Connection, p.Contract); req.Choice == model.ChoiceRun && !slices.Contains(r.AllowedTools, allowed) {
 			r.AllowedTools = append(r.AllowedTools, allowed)
 		}
@@ -120,6 +122,29 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 		}
 	}
 	return out, nil
+}
+
+// decideSiblings applies a choice of run or always on p to the run's other
+// undecided asks of the same tool, version and connection: calls the code
+// made together with p, which ask in the same pause. Made one after
+// another, they would have run without asking (the tool allowed for the
+// run, or by the new rule); they are decided the same way, through the
+// same channel. Not asks that only the hub's pause made: while it lasts,
+// every call asks on its own.
+func decideSiblings(r *model.Run, p *model.Pending) {
+	if p.Kind != model.PendingApproval || (p.Decision.Choice != model.ChoiceRun && p.Decision.Choice != model.ChoiceAlways) {
+		return
+	}
+	for i := range r.Pending {
+		q := &r.Pending[i]
+		if q == p || q.Kind != model.PendingApproval || !q.AwaitsDecision() || q.Reason == policy.ReasonPaused {
+			continue
+		}
+		if q.Address == p.Address && q.Connection == p.Connection && q.Contract == p.Contract {
+			d := *p.Decision
+			q.Decision = &d
+		}
+	}
 }
 
 // pick finds the pending approval (or in-flight call) to decide.

@@ -133,28 +133,43 @@ func Record(ctx context.Context, st store.Store, signer *Signer, state string, a
 	if err != nil {
 		return 0, err
 	}
+	choices := map[string]model.Choice{}
 	for _, call := range s.Calls {
 		a, ok := answers[call]
 		if !ok {
 			continue
 		}
-		var choice model.Choice
 		switch a.Action {
 		case "accept":
 			c, err := approval.ParseChoice(a.Choice)
 			if err != nil {
 				return decided, err
 			}
-			choice = c
+			choices[call] = c
 		case "decline":
-			choice = model.ChoiceDeny
-		default:
-			continue
+			choices[call] = model.ChoiceDeny
 		}
-		if _, err := approval.Record(ctx, st, approval.Request{RunID: s.Run, CallID: call, Choice: choice, Channel: approval.ChannelElicitation, Nonce: s.Nonce + "/" + call}); err != nil {
-			return decided, err
+	}
+	// A run or always decides the other asks of its tool too
+	// (approval.Record): the person's own answer to one of them is recorded
+	// first, and one that such a choice already decided is not recorded again.
+	var cur *model.Run
+	for _, covering := range []bool{false, true} {
+		for _, call := range s.Calls {
+			choice, ok := choices[call]
+			if !ok || covering != (choice == model.ChoiceRun || choice == model.ChoiceAlways) {
+				continue
+			}
+			if p := pendingOf(cur, call); p != nil && p.Decision != nil {
+				continue
+			}
+			r, err := approval.Record(ctx, st, approval.Request{RunID: s.Run, CallID: call, Choice: choice, Channel: approval.ChannelElicitation, Nonce: s.Nonce + "/" + call})
+			if err != nil {
+				return decided, err
+			}
+			cur = r
+			decided++
 		}
-		decided++
 	}
 	for call := range answers {
 		if !contains(s.Calls, call) {
@@ -162,6 +177,14 @@ func Record(ctx context.Context, st store.Store, signer *Signer, state string, a
 		}
 	}
 	return decided, nil
+}
+
+// pendingOf is r's pending item id; nil when r is nil.
+func pendingOf(r *model.Run, id string) *model.Pending {
+	if r == nil {
+		return nil
+	}
+	return r.PendingItem(id)
 }
 
 func contains(ss []string, s string) bool {

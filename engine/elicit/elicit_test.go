@@ -9,6 +9,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestSignVerify(t *testing.T) {
@@ -71,5 +72,44 @@ func TestRecordOnceOnly(t *testing.T) {
 	}
 	if _, err := Record(ctx, st, s, s.Sign("r1", []string{"c3"}, time.Minute), map[string]Answer{"c3": {Action: "accept", Choice: "sometimes"}}); err == nil {
 		t.Error("an unknown choice was accepted")
+	}
+}
+
+// TestRecordRunAfterOwnAnswers: answers to several calls of one tool made
+// together: a run on one decides the others (approval.Record), but not one
+// the person answered on its own, which is recorded first.
+func TestRecordRunAfterOwnAnswers(t *testing.T) {
+	st := store.NewMem()
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	run := model.Run{ID: "r1", Status: model.RunAwaitingApproval, Pending: []model.Pending{
+		{ID: "c1", Kind: model.PendingApproval, Address: "up.record", Contract: "k", ExpiresAt: exp},
+		{ID: "c2", Kind: model.PendingApproval, Address: "up.record", Contract: "k", ExpiresAt: exp},
+		{ID: "c3", Kind: model.PendingApproval, Address: "up.record", Contract: "k", ExpiresAt: exp},
+		{ID: "c4", Kind: model.PendingApproval, Address: "up.record", Contract: "k", ExpiresAt: exp},
+	}}
+	if err := st.Put(ctx, store.Runs, "r1", run); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSigner([]byte(strings.Repeat("k", 32)), nil)
+	state := s.Sign("r1", []string{"c1", "c2", "c3", "c4"}, time.Minute)
+	answers := map[string]Answer{
+		"c1": {Action: "accept", Choice: "run"},
+		"c2": {Action: "decline"},
+		"c3": {Action: "accept", Choice: "run"},
+	}
+	if _, err := Record(ctx, st, s, state, answers); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := store.Get[model.Run](ctx, st, store.Runs, "r1")
+	choices := map[string]model.Choice{}
+	for _, p := range got.Pending {
+		if p.Decision != nil {
+			choices[p.ID] = p.Decision.Choice
+		}
+	}
+	want := map[string]model.Choice{"c1": model.ChoiceRun, "c2": model.ChoiceDeny, "c3": model.ChoiceRun, "c4": model.ChoiceRun}
+	if diff := cmp.Diff(want, choices); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }

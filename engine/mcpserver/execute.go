@@ -105,22 +105,19 @@ func (s *Server) showPage(ctx context.Context, env *hub.Envelope) *mcp.CallToolR
 // pageSummary is the awaiting_approval line when the hub tried to open the
 // approval page.
 func pageSummary(env *hub.Envelope, page Page) string {
-	var what []string
-	for _, p := range env.Pending {
-		what = append(what, p.Address)
-	}
+	what := asking(env.Pending)
 	if page.Shown {
 		where := page.Where
 		if where == "" {
 			where = "a page opened on the person's screen"
 		}
-		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. %s to decide it: tell the person (if they cannot use it, they run `%s` in a terminal), then call execute({resume: %q}).", strings.Join(what, ", "), upperFirst(where), approveCommand(env.RunID), env.RunID)
+		return fmt.Sprintf("awaiting_approval: %s a person's decision. %s to decide: tell the person (if they cannot use it, they run `%s` in a terminal), then call execute({resume: %q}).", what, upperFirst(where), approveCommand(env.RunID), env.RunID)
 	}
 	why := page.Why
 	if why == "" {
 		why = "it could not be opened"
 	}
-	return fmt.Sprintf("awaiting_approval: %s needs a person's decision. No page opened on the person's screen: %s. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), why, approveCommand(env.RunID), env.RunID)
+	return fmt.Sprintf("awaiting_approval: %s a person's decision. No page opened on the person's screen: %s. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", what, why, approveCommand(env.RunID), env.RunID)
 }
 
 // resume continues a run. A person's answers to the client's form, with the
@@ -244,11 +241,7 @@ func summary(env *hub.Envelope) string {
 		}
 		return line
 	case "awaiting_approval":
-		var what []string
-		for _, p := range env.Pending {
-			what = append(what, p.Address)
-		}
-		return fmt.Sprintf("awaiting_approval: %s needs a person's decision. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", strings.Join(what, ", "), approveCommand(env.RunID), env.RunID)
+		return fmt.Sprintf("awaiting_approval: %s a person's decision. Tell the person to run `%s` in a terminal, then call execute({resume: %q}).", asking(env.Pending), approveCommand(env.RunID), env.RunID)
 	case "awaiting_connection":
 		var what []string
 		for _, p := range env.Pending {
@@ -272,6 +265,32 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// asking says which calls wait for a person, with the verb: "github.x
+// needs", or for calls made together "3 calls (github.x ×2, github.y)
+// need", each tool once, in the order the calls came.
+func asking(pending []run.PendingInfo) string {
+	switch len(pending) {
+	case 0:
+		return "a call needs"
+	case 1:
+		return pending[0].Address + " needs"
+	}
+	var order []string
+	n := map[string]int{}
+	for _, p := range pending {
+		if n[p.Address] == 0 {
+			order = append(order, p.Address)
+		}
+		n[p.Address]++
+	}
+	for i, a := range order {
+		if n[a] > 1 {
+			order[i] = fmt.Sprintf("%s ×%d", a, n[a])
+		}
+	}
+	return fmt.Sprintf("%d calls (%s) need", len(pending), strings.Join(order, ", "))
 }
 
 // approveCommand is what the person types to decide on run id, in any

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +174,17 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 		for i := range h.pending {
 			h.pending[i] = scrubPending(sc, h.pending[i])
 		}
+		// The calls that asked together came to the host concurrently;
+		// they are shown, and decided, in the order the code made them.
+		slices.SortFunc(h.pending, func(a, b model.Pending) int {
+			return cmp.Or(cmp.Compare(a.Seq, b.Seq), strings.Compare(a.ID, b.ID))
+		})
+		// A person is asked about at most MaxAsks calls at once (I7). The
+		// calls past them made nothing (each paused): they ask again,
+		// after these are decided, in the next attempt.
+		if len(h.pending) > MaxAsks {
+			h.pending = h.pending[:MaxAsks]
+		}
 	}
 	release := func() {}
 	if h != nil && h.release != nil {
@@ -304,6 +317,13 @@ func cutError(s string) string {
 	return shortenN(s, utf8.RuneCountInString(s), maxErrorChars)
 }
 
+// MaxAsks is the most pending items one pause adds: calls the code made
+// together ask together, up to this many (in Seq order); the rest ask when
+// these are decided. It bounds what the envelope, the approval page and
+// the person face at once (each item's arguments are shown up to
+// Limits.ArgsPreviewBytes).
+const MaxAsks = 20
+
 // host answers the guest's calls for one attempt: from the journal when the
 // call already settled, else through policy, a person's decision and the
 // upstream.
@@ -317,8 +337,8 @@ type host struct {
 	inFlight map[int]inFlight           // calls with an intent and no outcome (a process died)
 	sent     map[int]int                // this attempt's journaled intents: the call's intent count
 	settled  int                        // calls in the journal, across attempts
-	pending  []model.Pending
-	paused   bool
+	pending  []model.Pending            // this attempt's asks, in the order they came (finish sorts them by Seq)
+	expires  time.Time                  // when this attempt's asks expire: one time for all of them (expiry)
 	diverged *model.RunError
 	// handleBytes is what the run's handles hold (Limits.MaxHandleBytes).
 	handleBytes int
@@ -412,7 +432,11 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 		}
 		return replay(je)
 	}
-	if h.paused || h.diverged != nil {
+	// A call that comes while the attempt pauses on another is decided
+	// as it would be alone: it asks (its own pending item, in the same
+	// pause) or goes ahead. The sandbox sends it only when the code issued
+	// it before it could see any paused call's result.
+	if h.diverged != nil {
 		h.mu.Unlock()
 		return sandbox.CallResult{Pause: true}
 	}
@@ -503,7 +527,6 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	if terr != nil && terr.Code == CodeConnectionRequired {
 		// No credential yet: wait for a person to store one, then resume.
 		h.mu.Lock()
-		h.paused = true
 		h.pending = append(h.pending, model.Pending{
 			ID:         "c" + strconv.Itoa(call.Seq) + "-connection",
 			Kind:       model.PendingConnection,
@@ -586,7 +609,6 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 	}
 	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
-	h.paused = true
 	h.pending = append(h.pending, model.Pending{
 		ID:         id,
 		Kind:       model.PendingApproval,
@@ -600,10 +622,20 @@ func (h *host) decided(ctx context.Context, call sandbox.Call, argsDigest string
 		ArgsSize:   size,
 		Reason:     v.Reason,
 		Message:    v.Message,
-		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+		ExpiresAt:  h.expiry(),
 	})
 	h.mu.Unlock()
 	return nil, false
+}
+
+// expiry is when this attempt's asks expire, with h.mu held: the same time
+// for every call that asks in one pause, so that they are shown together,
+// in Seq order, wherever asks are listed by when they expire.
+func (h *host) expiry() time.Time {
+	if h.expires.IsZero() {
+		h.expires = h.e.now().Add(h.e.limits.ApprovalTTL)
+	}
+	return h.expires
 }
 
 // preview is the arguments a person reads in the pending item id:

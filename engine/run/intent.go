@@ -218,7 +218,6 @@ func (h *host) pauseInFlight(call sandbox.Call, argsDigest, id, summary, message
 	preview, size := h.preview(id, call.Args)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.paused = true
 	h.pending = append(h.pending, model.Pending{
 		ID:         id,
 		Kind:       model.PendingInFlight,
@@ -231,6 +230,6 @@ func (h *host) pauseInFlight(call sandbox.Call, argsDigest, id, summary, message
 		ArgsSize:   size,
 		Reason:     model.PendingInFlight,
 		Message:    message,
-		ExpiresAt:  h.e.now().Add(h.e.limits.ApprovalTTL),
+		ExpiresAt:  h.expiry(),
 	})
 }

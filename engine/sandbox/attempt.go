@@ -182,8 +182,18 @@ func (a *attempt) loop() *Error {
 			return classifyTrap(cause, nil, nil)
 		}
 		a.dispatch()
+		// The attempt pauses when the guest would see a paused call's
+		// result (results reach it in Seq order), not when the host
+		// answers: what the guest did by then, and so which calls it
+		// issued, does not depend on which call the host answered first.
+		if res, ok := a.results[a.delivery]; ok && res.Pause {
+			a.pausing = true
+		}
 		if a.pausing {
-			if a.inflight == 0 {
+			// Every call issued before the pause still reaches the host,
+			// which asks about each one that needs a person: they are
+			// asked together, in one pause.
+			if a.inflight == 0 && len(a.queue) == 0 {
 				return nil
 			}
 			if e := a.wait(nil); e != nil {
@@ -260,16 +270,13 @@ func (a *attempt) wait(timer <-chan time.Time) *Error {
 
 func (a *attempt) settle(r callDone) {
 	a.inflight--
-	if r.res.Pause {
-		a.pausing = true
-		return
-	}
 	a.results[r.seq] = r.res
 }
 
-// dispatch starts queued calls while there is room.
+// dispatch starts queued calls while there is room; also while the attempt
+// pauses, so that every call the guest issued reaches the host.
 func (a *attempt) dispatch() {
-	for !a.pausing && len(a.queue) > 0 && a.inflight < a.lim.MaxConcurrent {
+	for len(a.queue) > 0 && a.inflight < a.lim.MaxConcurrent {
 		call := a.queue[0]
 		a.queue = a.queue[1:]
 		a.inflight++

@@ -13,7 +13,7 @@ import (
 
 // fakeHost answers tool calls in process: gh.echo returns its arguments,
 // gh.sleep sleeps Args.ms then returns, gh.fail returns a ToolError,
-// gh.pause pauses the run, hub.search returns a fixed text.
+// gh.pause pauses the run (after Args.ms), hub.search returns a fixed text.
 type fakeHost struct {
 	mu       sync.Mutex
 	calls    []Call
@@ -48,6 +48,9 @@ func (h *fakeHost) CallTool(ctx context.Context, c Call) CallResult {
 	case "gh.fail":
 		return CallResult{Error: &ToolError{Code: "not_found", Message: "no such issue", Hint: "check the number", Status: 404, Retryable: false}}
 	case "gh.pause":
+		var a struct{ Ms int }
+		_ = json.Unmarshal(c.Args, &a)
+		time.Sleep(time.Duration(a.Ms) * time.Millisecond)
 		return CallResult{Pause: true}
 	case AddressSearch:
 		return CallResult{Value: json.RawMessage(`"gh.echo: echoes its arguments"`)}

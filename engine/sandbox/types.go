@@ -86,9 +86,14 @@ type Call struct {
 type CallResult struct {
 	Value json.RawMessage
 	Error *ToolError
-	// Pause ends the attempt with StatusPaused: no further call is issued,
-	// calls in flight still complete (and reach the host), and this call is
-	// never answered in this attempt.
+	// Pause ends the attempt with StatusPaused when the guest would get
+	// this call's result: results reach the guest in Seq order, so those of
+	// earlier calls are delivered first (and the guest may issue more
+	// calls meanwhile). From then on the guest runs no more; every call it
+	// issued, queued or in flight, still reaches the host, and no call
+	// from this one on is answered in this attempt. Which calls were
+	// issued when the attempt pauses depends only on the results the guest
+	// got, not on the order the host answered in.
 	Pause bool
 }
 

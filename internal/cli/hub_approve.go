@@ -32,6 +32,8 @@ arguments, why it asks and when it expires — and record your decision:
   once    this call runs
   run     this tool runs for the rest of the run
   always  a rule allows this version of the tool from now on
+          (either also decides the run's other waiting calls of this tool: calls
+          the code made together ask together, in the order it made them)
   deny    the call fails inside the code with ToolError approval_denied
 A call that was in flight when the hub stopped (killed, crashed) may or may not have
 happened upstream; it is not made again unless you say so:
@@ -123,7 +125,14 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					return usagef("call %s was in flight when the hub stopped and may have happened: choose retry or skip, not %s", p.ID, preset)
 				}
 			}
+			var by map[string]string // a call decided by the run or always of an earlier one: that one's id
 			for _, p := range open {
+				if q, ok := by[p.ID]; ok {
+					if !asJSON {
+						fmt.Fprintf(e.stdout, "Decided %s: %s (%s, as chosen for %s).\n\n", p.ID, choiceWord(p.Kind, r.PendingItem(p.ID).Decision.Choice), p.Address, q)
+					}
+					continue
+				}
 				if !asJSON {
 					// What the person decides on, whole: the preview
 					// shortens long values.
@@ -148,9 +157,21 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 						return err
 					}
 				}
-				if _, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: p.ID, Choice: ch, Channel: approval.ChannelCLI}); err != nil {
+				updated, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: p.ID, Choice: ch, Channel: approval.ChannelCLI})
+				if err != nil {
 					return err
 				}
+				// A run or always decides the other calls of the tool that
+				// wait in this run too (approval.Record).
+				for _, o := range open {
+					if q, was := updated.PendingItem(o.ID), r.PendingItem(o.ID); o.ID != p.ID && q != nil && q.Decision != nil && was != nil && was.Decision == nil {
+						if by == nil {
+							by = map[string]string{}
+						}
+						by[o.ID] = p.ID
+					}
+				}
+				r = updated
 				if !asJSON {
 					fmt.Fprintf(e.stdout, "Decided %s: %s.\n\n", p.ID, choiceWord(p.Kind, ch))
 				}
