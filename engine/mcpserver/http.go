@@ -115,12 +115,15 @@ func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 	return stateful, stateless
 }
 
-// limitSessions serves next, keeping at most max of the server's sessions
+// limitSessions serves next, keeping at most limit of the server's sessions
 // open: before a request opens a new one, the least recently used sessions
 // are closed to make room.
-func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
-	var mu sync.Mutex
-	used := map[string]time.Time{} // session id → last request
+func (s *Server) limitSessions(limit int, next http.Handler) http.Handler {
+	var (
+		mu      sync.Mutex
+		used    = map[string]time.Time{} // session id → last request
+		opening int                      // requests that may open a session, under way
+	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 			mu.Lock()
@@ -131,19 +134,25 @@ func (s *Server) limitSessions(max int, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if r.Method == http.MethodPost {
-			mu.Lock()
-			if len(used) >= max {
-				s.evictSessions(used, max-1)
-			}
-			mu.Unlock()
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
 		}
+		// A session opened by a request under way counts before it is
+		// known: initializes arriving together would each see room.
+		mu.Lock()
+		if len(used)+opening >= limit {
+			s.evictSessions(used, max(limit-1-opening, 0))
+		}
+		opening++
+		mu.Unlock()
 		next.ServeHTTP(w, r)
+		mu.Lock()
+		opening--
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-			mu.Lock()
 			used[sid] = time.Now()
-			mu.Unlock()
 		}
+		mu.Unlock()
 	})
 }
 
