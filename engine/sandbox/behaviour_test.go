@@ -221,7 +221,7 @@ func TestMemoryFlatOverManyRuns(t *testing.T) {
 	if heap1 > heap0+24<<20 {
 		t.Errorf("live heap grew by %d MB over %d runs", (heap1-heap0)>>20, n)
 	}
-	if rss1 > rss0+48<<20 {
+	if rss1 > rss0+48<<20 && !raceDetector { // the race detector's shadow memory grows with the runs (75–85 MB over 1,000)
 		t.Errorf("RSS grew by %d MB over %d runs", (rss1-rss0)>>20, n)
 	}
 }
