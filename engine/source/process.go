@@ -188,6 +188,10 @@ func (r *protocolReader) readLine() (line []byte, size int, err error) {
 		frag, err := r.br.ReadSlice('\n')
 		size += len(frag)
 		if size <= r.limit() {
+			if len(line)+len(frag) > cap(line) {
+				// Doubled, not append's quarter: a 30 MB line took 150 MB.
+				line = append(make([]byte, 0, max(2*cap(line), len(line)+len(frag))), line...)
+			}
 			line = append(line, frag...)
 		} else {
 			line = nil
