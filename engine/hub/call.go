@@ -11,6 +11,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,20 +91,26 @@ func missingCredential(ns, conn string) *ConnectionError {
 // escapes decoded there, so it is scrubbed as JSON too. A result that
 // cannot be re-read after scrubbing is withheld.
 func (h *Hub) scrubResult(res *mcp.CallToolResult) *mcp.CallToolResult {
-	sc := h.scrubber()
+	return scrubResult(h.scrubber(), res)
+}
+
+func scrubResult(sc *scrub.Scrubber, res *mcp.CallToolResult) *mcp.CallToolResult {
 	if sc.Len() == 0 {
 		return res
 	}
 	withheld := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: sc.Marker()}}}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return withheld
-	}
-	out := res
-	if clean := sc.JSON(b); string(clean) != string(b) {
-		out = &mcp.CallToolResult{}
-		if err := json.Unmarshal(clean, out); err != nil {
+	out, ok := scrubTexts(sc, res)
+	if !ok {
+		b, err := json.Marshal(res)
+		if err != nil {
 			return withheld
+		}
+		out = res
+		if clean := sc.JSON(b); string(clean) != string(b) {
+			out = &mcp.CallToolResult{}
+			if err := json.Unmarshal(clean, out); err != nil {
+				return withheld
+			}
 		}
 	}
 	for i, c := range out.Content {
@@ -246,4 +253,54 @@ func aType(t string) string {
 		return "an " + t
 	}
 	return "a " + t
+}
+
+// scrubTexts scrubs a result made only of plain text contents, and
+// structured content, field by field: what scrubbing its whole JSON does
+// (a JSON string is scrubbed as the text it decodes to), without
+// marshaling it, which cost about ten times a large result's size. ok is
+// false for any other result (images, resources, metadata, annotations):
+// scrubResult then goes through its JSON.
+func scrubTexts(sc *scrub.Scrubber, res *mcp.CallToolResult) (_ *mcp.CallToolResult, ok bool) {
+	if res.Meta != nil {
+		return nil, false
+	}
+	for _, c := range res.Content {
+		tc, isText := c.(*mcp.TextContent)
+		if !isText || tc.Meta != nil || tc.Annotations != nil {
+			return nil, false
+		}
+	}
+	out := res
+	own := func() {
+		if out == res {
+			cp := *res
+			cp.Content = slices.Clone(res.Content)
+			out = &cp
+		}
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, false
+		}
+		if clean := sc.JSON(b); string(clean) != string(b) {
+			var v any
+			if err := json.Unmarshal(clean, &v); err != nil {
+				return nil, false
+			}
+			own()
+			out.StructuredContent = v
+		}
+	}
+	for i, c := range res.Content {
+		tc := c.(*mcp.TextContent)
+		if clean := sc.String(tc.Text); clean != tc.Text {
+			own()
+			ntc := *tc
+			ntc.Text = clean
+			out.Content[i] = &ntc
+		}
+	}
+	return out, true
 }

@@ -83,7 +83,7 @@ func (f *fixture) storeDir(t *testing.T) string {
 func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureEnv(t, nil) }
 
 // newFixtureEnv is newFixture with more environment for the upstream.
-func newFixtureEnv(t *testing.T, extra map[string]string) *fixture {
+func newFixtureEnv(t testing.TB, extra map[string]string) *fixture {
 	t.Helper()
 	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
