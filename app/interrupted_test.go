@@ -3,13 +3,10 @@ package app
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -19,14 +16,7 @@ import (
 // that attempt's process goes (its hold dropped, nothing written) the app
 // notices by itself, and a run that is written done is no longer shown.
 func TestInterruptedRunIsShown(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "hub")
-	st, _, err := store.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
-	defer h.Close()
+	dir, st, h := memoryHub(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	now := time.Now().UTC()

@@ -99,14 +99,7 @@ func TestWithdrawAllRaisesNothing(t *testing.T) {
 // stayed, offering "Allow once" on a call that could no longer be
 // allowed, until something else touched the run).
 func TestExpiredCallIsWithdrawn(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "hub")
-	st, _, err := store.Init(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	h := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
-	defer h.Close()
+	dir, st, h := memoryHub(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	now := time.Now().UTC()
@@ -147,4 +140,19 @@ func TestExpiredCallIsWithdrawn(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// memoryHub is a hub over a new store in a temporary directory, its
+// secrets in memory; both are closed when the test ends.
+func memoryHub(t *testing.T) (dir string, st *store.File, h *hub.Hub) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "hub")
+	st, _, err := store.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h = hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(h.Close)
+	return dir, st, h
 }
