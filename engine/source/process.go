@@ -50,7 +50,7 @@ func Environ(src *model.Source) []string {
 type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout io.ReadCloser // protocol lines only
+	stdout *protocolReader // protocol lines only
 	stderr *tail
 	done   chan struct{}
 	err    error // set before done is closed
@@ -139,39 +139,51 @@ const maxProtocolLine = 192 << 20
 // the rest are only counted.
 const maxStrayLogs = 20
 
+// Read passes on the protocol lines, each ending in a newline.
 func (r *protocolReader) Read(b []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.err != nil {
-			return 0, r.err
+	if len(r.buf) == 0 {
+		line, err := r.next()
+		if err != nil {
+			return 0, err
 		}
-		line, size, err := r.readLine()
-		if t := bytes.TrimSpace(line); size > len(line) || len(t) > 0 {
-			if size == len(line) && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
-				r.buf = append(t, '\n')
-			} else {
-				r.p.mu.Lock()
-				r.p.strays++
-				n := r.p.strays
-				r.p.mu.Unlock()
-				switch {
-				case n > maxStrayLogs:
-					// Counted (errors say how many), not logged: an upstream
-					// printing a million lines wrote a million to the
-					// hub's stderr, which the harness keeps.
-				case n == maxStrayLogs:
-					r.log.Warn("upstream keeps writing non-protocol lines on stdout; dropping the rest without logging them", "namespace", r.ns, "logged", n-1)
-				case size > len(line):
-					r.log.Warn("upstream wrote a line longer than the hub reads on stdout; dropped", "namespace", r.ns, "bytes", size, "limit", r.limit())
-				default:
-					r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
-				}
-			}
-		}
-		r.err = err
+		r.buf = append(line, '\n')
 	}
 	n := copy(b, r.buf)
 	r.buf = r.buf[n:]
 	return n, nil
+}
+
+// next returns the next protocol line, without its newline, or the error
+// that ended the stream.
+func (r *protocolReader) next() ([]byte, error) {
+	for {
+		if r.err != nil {
+			return nil, r.err
+		}
+		line, size, err := r.readLine()
+		r.err = err
+		if t := bytes.TrimSpace(line); size > len(line) || len(t) > 0 {
+			if size == len(line) && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+				return t, nil
+			}
+			r.p.mu.Lock()
+			r.p.strays++
+			n := r.p.strays
+			r.p.mu.Unlock()
+			switch {
+			case n > maxStrayLogs:
+				// Counted (errors say how many), not logged: an upstream
+				// printing a million lines wrote a million to the
+				// hub's stderr, which the harness keeps.
+			case n == maxStrayLogs:
+				r.log.Warn("upstream keeps writing non-protocol lines on stdout; dropping the rest without logging them", "namespace", r.ns, "logged", n-1)
+			case size > len(line):
+				r.log.Warn("upstream wrote a line longer than the hub reads on stdout; dropped", "namespace", r.ns, "bytes", size, "limit", r.limit())
+			default:
+				r.log.Warn("upstream wrote a non-protocol line on stdout; dropped", "namespace", r.ns, "line", truncate(string(t), 200))
+			}
+		}
+	}
 }
 
 func (r *protocolReader) limit() int {

@@ -248,7 +248,7 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 			return nil, err
 		}
 		s.proc = p
-		transport = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxMessageBytes}
+		transport = lineTransport{r: p.stdout, w: p.stdin}
 	case model.KindHTTP:
 		hc := http.DefaultClient
 		if opts.HTTPClient != nil {
