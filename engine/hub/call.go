@@ -86,8 +86,9 @@ func missingCredential(ns, conn string) *ConnectionError {
 	return &ConnectionError{Namespace: ns, Connection: conn}
 }
 
-// scrubResult removes secrets from a tool result, through its JSON. A text
-// that is itself a JSON document reaches the code parsed (resultValue), its
+// scrubResult removes secrets from a tool result: its texts and structured
+// content field by field (scrubTexts), anything else through its JSON. A
+// text that is itself a JSON document reaches the code parsed (resultValue), its
 // escapes decoded there, so it is scrubbed as JSON too. A result that
 // cannot be re-read after scrubbing is withheld.
 func (h *Hub) scrubResult(res *mcp.CallToolResult) *mcp.CallToolResult {
@@ -126,16 +127,23 @@ func scrubResult(sc *scrub.Scrubber, res *mcp.CallToolResult) *mcp.CallToolResul
 		if string(clean) == t {
 			continue
 		}
-		if out == res {
-			cp := *res
-			cp.Content = slices.Clone(res.Content)
-			out = &cp
-		}
+		out = owned(out, res)
 		ntc := *tc
 		ntc.Text = string(clean)
 		out.Content[i] = &ntc
 	}
 	return out
+}
+
+// owned returns out, or a copy of it (its content list too) when it is the
+// upstream's res, which scrubbing never changes in place.
+func owned(out, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if out != res {
+		return out
+	}
+	cp := *res
+	cp.Content = slices.Clone(res.Content)
+	return &cp
 }
 
 // ValidateArgs checks args (a JSON object) against the tool's input schema.
@@ -272,13 +280,6 @@ func scrubTexts(sc *scrub.Scrubber, res *mcp.CallToolResult) (_ *mcp.CallToolRes
 		}
 	}
 	out := res
-	own := func() {
-		if out == res {
-			cp := *res
-			cp.Content = slices.Clone(res.Content)
-			out = &cp
-		}
-	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
 		if err != nil {
@@ -289,14 +290,14 @@ func scrubTexts(sc *scrub.Scrubber, res *mcp.CallToolResult) (_ *mcp.CallToolRes
 			if err := json.Unmarshal(clean, &v); err != nil {
 				return nil, false
 			}
-			own()
+			out = owned(out, res)
 			out.StructuredContent = v
 		}
 	}
 	for i, c := range res.Content {
 		tc := c.(*mcp.TextContent)
 		if clean := sc.String(tc.Text); clean != tc.Text {
-			own()
+			out = owned(out, res)
 			ntc := *tc
 			ntc.Text = clean
 			out.Content[i] = &ntc

@@ -123,9 +123,8 @@ type protocolReader struct {
 	p   *process
 	ns  string
 	log *slog.Logger
-	buf []byte // the rest of the current protocol line
-	err error  // to return once buf is drained
-	max int    // the longest line kept; 0: maxProtocolLine
+	err error // what ended the stream, returned by next from then on
+	max int   // the longest line kept; 0: maxProtocolLine
 }
 
 // maxProtocolLine is the longest line an upstream may write on stdout:
@@ -138,20 +137,6 @@ const maxProtocolLine = 192 << 20
 // maxStrayLogs is how many of a process's non-protocol lines are logged;
 // the rest are only counted.
 const maxStrayLogs = 20
-
-// Read passes on the protocol lines, each ending in a newline.
-func (r *protocolReader) Read(b []byte) (int, error) {
-	if len(r.buf) == 0 {
-		line, err := r.next()
-		if err != nil {
-			return 0, err
-		}
-		r.buf = append(line, '\n')
-	}
-	n := copy(b, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
-}
 
 // next returns the next protocol line, without its newline, or the error
 // that ended the stream.

@@ -28,22 +28,8 @@ func TestProtocolReaderLineBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &process{}
 			r := &protocolReader{br: bufio.NewReaderSize(strings.NewReader(tc.in), 4<<10), p: p, log: slog.New(slog.DiscardHandler), max: limit}
-			var got strings.Builder
-			buf := make([]byte, 512)
-			for {
-				n, err := r.Read(buf)
-				got.Write(buf[:n])
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if cap(r.buf) > 2*limit {
-					t.Fatalf("the reader holds %d bytes for a line, its limit is %d", cap(r.buf), limit)
-				}
-			}
-			if diff := cmp.Diff(tc.want, got.String()); diff != "" {
+			got := readAll(t, r)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("passed on (-want +got):\n%s", diff)
 			}
 			if p.strays != tc.strays {
@@ -60,11 +46,8 @@ func TestStrayLinesLogBudget(t *testing.T) {
 	p := &process{}
 	in := strings.Repeat("working...\n", 1000) + `{"ok":1}` + "\n"
 	r := &protocolReader{br: bufio.NewReader(strings.NewReader(in)), p: p, log: slog.New(slog.NewTextHandler(&logged, nil))}
-	got, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != `{"ok":1}`+"\n" || p.strays != 1000 {
+	got := readAll(t, r)
+	if got != `{"ok":1}`+"\n" || p.strays != 1000 {
 		t.Errorf("passed on %q with %d strays, want the one protocol line and 1000", got, p.strays)
 	}
 	if n := strings.Count(logged.String(), "\n"); n != maxStrayLogs {
@@ -72,5 +55,22 @@ func TestStrayLinesLogBudget(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "dropping the rest without logging them") {
 		t.Errorf("the log does not say the rest go unlogged:\n%s", logged.String())
+	}
+}
+
+// readAll is every protocol line r passes, each with a newline, until EOF.
+func readAll(t *testing.T, r *protocolReader) string {
+	t.Helper()
+	var got strings.Builder
+	for {
+		line, err := r.next()
+		if err == io.EOF {
+			return got.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(line)
+		got.WriteByte('\n')
 	}
 }
