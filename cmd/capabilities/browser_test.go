@@ -554,6 +554,16 @@ type browserHub struct {
 // newBrowserHub is a hub in work, driven by the capabilities command (the
 // test binary, as testscript.Main put it on PATH), without a keychain, whose
 // console hands its one-time link to the test (testdata/browser/hand-link.sh).
+// newWriterHub is a browser hub in a new directory with the scripted
+// upstream added as writer (its record tool asks).
+func newWriterHub(t *testing.T) *browserHub {
+	t.Helper()
+	h := newBrowserHub(t, t.TempDir())
+	h.run("hub", "init")
+	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", testenv.Node(t), filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs"))
+	return h
+}
+
 func newBrowserHub(t *testing.T, work string) *browserHub {
 	t.Helper()
 	bin, err := exec.LookPath("capabilities")
@@ -953,11 +963,7 @@ func median(v []float64) float64 {
 func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
 	chromium, pw := requireBrowser(t)
 	node := testenv.Node(t)
-	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
-	work := t.TempDir()
-	h := newBrowserHub(t, work)
-	h.run("hub", "init")
-	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	h := newWriterHub(t)
 	first := h.exec(`return await writer.record({item: "first"})`, "awaiting_approval").RunID
 	second := h.exec(`return await writer.record({item: "second"})`, "awaiting_approval").RunID
 
@@ -985,11 +991,8 @@ func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
 func TestConsoleSaysWhenItStopped(t *testing.T) {
 	chromium, pw := requireBrowser(t)
 	node := testenv.Node(t)
-	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
-	work := t.TempDir()
-	h := newBrowserHub(t, work)
-	h.run("hub", "init")
-	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	h := newWriterHub(t)
+	work := h.work
 	ttl := testenv.Timeout(8 * time.Second)
 	h.env = append(h.env, "CAPABILITIES_APPROVAL_TTL="+ttl.String())
 	r := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
@@ -1043,11 +1046,7 @@ func TestConsoleSaysWhenItStopped(t *testing.T) {
 func TestConsoleGoesOnAfterAnExpiredCall(t *testing.T) {
 	chromium, pw := requireBrowser(t)
 	node := testenv.Node(t)
-	scripted := filepath.Join(testenv.Root(t), "testdata", "upstreams", "scripted.mjs")
-	work := t.TempDir()
-	h := newBrowserHub(t, work)
-	h.run("hub", "init")
-	h.run("hub", "add", "--yes", "--namespace", "writer", "--env", "SCRIPTED_TOOLS=4", "--", node, scripted)
+	h := newWriterHub(t)
 	env := h.env
 	h.env = append(slices.Clip(env), "CAPABILITIES_APPROVAL_TTL=2s")
 	late := h.exec(`return await writer.record({item: "late"})`, "awaiting_approval").RunID
