@@ -266,14 +266,17 @@ func TestShimReadsARotatedTokenAgain(t *testing.T) {
 			next()
 			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			// The hub restarts with another token: the session is gone too.
-			f.mu.Lock()
-			f.token, f.inits = "new", 1
-			f.mu.Unlock()
+			// A hub writes its token before it serves (hub serve --http), so
+			// the file changes first: a message in flight (the notification
+			// above) refused meanwhile finds the new token there.
 			if tc.rotate {
 				if err := os.WriteFile(tokenPath, []byte("new\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
+			f.mu.Lock()
+			f.token, f.inits = "new", 1
+			f.mu.Unlock()
 			send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"code":"return 1"}}}`)
 			if got := next(); !strings.Contains(got, tc.wantReply) {
 				t.Errorf("the answer after the token changed:\n%s\nwant it to hold %q", got, tc.wantReply)
