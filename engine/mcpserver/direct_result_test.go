@@ -62,6 +62,11 @@ func TestSummaryCountsCalls(t *testing.T) {
 			t.Errorf("%d calls: %q, want %q", n, got, want)
 		}
 	}
+	// The calls the envelope's list leaves out count too.
+	env := &hub.Envelope{Status: "completed", Result: json.RawMessage("1"), Calls: make([]run.CallInfo, run.MaxListedCalls), Truncated: &model.Truncated{Calls: 400}}
+	if got, want := summary(env), "completed (500 calls): 1"; got != want {
+		t.Errorf("500 calls, 100 listed: %q, want %q", got, want)
+	}
 }
 
 // A direct-mode client is not told to use hub.describe, which it does not

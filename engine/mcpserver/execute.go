@@ -230,11 +230,15 @@ func summary(env *hub.Envelope) string {
 		if res == "" {
 			res = "null"
 		}
+		n := len(env.Calls)
+		if env.Truncated != nil {
+			n += env.Truncated.Calls
+		}
 		calls := "calls"
-		if len(env.Calls) == 1 {
+		if n == 1 {
 			calls = "call"
 		}
-		line := fmt.Sprintf("completed (%d %s): %s", len(env.Calls), calls, res)
+		line := fmt.Sprintf("completed (%d %s): %s", n, calls, res)
 		if len(env.Logs) > 0 {
 			b, _ := json.Marshal(env.Logs)
 			line += " logs: " + string(b)

@@ -155,6 +155,9 @@ type Run struct {
 type Truncated struct {
 	Result bool `json:"result,omitempty"`
 	Logs   bool `json:"logs,omitempty"`
+	// Calls is how many settled calls the envelope's list leaves out
+	// between its first and last ones (set on the envelope only).
+	Calls int `json:"calls,omitempty"`
 }
 
 // Awaiting is the status of the run paused on its pending items: a

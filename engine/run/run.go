@@ -504,6 +504,12 @@ func (e *Engine) envelope(ctx context.Context, r *model.Run) (*Envelope, error) 
 	return e.render(r, settledOnly(journal)).Scrubbed(e.tools.Scrubber(ctx, journal)), nil
 }
 
+// MaxListedCalls bounds the envelope's list of settled calls (I7: a run may
+// make 500, and the list would outgrow the envelope's 24 KB): a run of more
+// lists its first and last MaxListedCalls/2, and truncated.calls says how
+// many are left out between them (`hub runs show` lists them all).
+const MaxListedCalls = 100
+
 // render builds the envelope of a run from its record and settled calls.
 func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 	env := &Envelope{
@@ -522,6 +528,15 @@ func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 			continue
 		}
 		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
+	}
+	if n := len(env.Calls); n > MaxListedCalls {
+		half := MaxListedCalls / 2
+		env.Calls = append(env.Calls[:half], env.Calls[n-half:]...)
+		t := model.Truncated{Calls: n - MaxListedCalls}
+		if r.Truncated != nil {
+			t.Result, t.Logs = r.Truncated.Result, r.Truncated.Logs
+		}
+		env.Truncated = &t
 	}
 	for _, p := range r.Pending {
 		if p.Decision != nil {

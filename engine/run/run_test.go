@@ -634,3 +634,39 @@ func TestRunPrunedMeanwhile(t *testing.T) {
 		t.Errorf("the upstream saw %d calls", n)
 	}
 }
+
+// TestManyCallsKeepTheEnvelopeBounded: a run of 500 calls (the limit) lists
+// its first and last ones and says how many it leaves out, so that what the
+// model reads stays within the envelope's budget (I7).
+func TestManyCallsKeepTheEnvelopeBounded(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	env, err := f.h.Execute(ctx, `for (let i = 0; i < 500; i++) { try { await up.echo({message: "m" + i}) } catch (e) {} } return "done"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "completed" {
+		t.Fatalf("500 calls: %s %+v", env.Status, env.Error)
+	}
+	if len(env.Calls) != run.MaxListedCalls || env.Truncated == nil || env.Truncated.Calls != 500-run.MaxListedCalls {
+		t.Fatalf("500 calls: the envelope lists %d and says %+v left out; want %d and %d", len(env.Calls), env.Truncated, run.MaxListedCalls, 500-run.MaxListedCalls)
+	}
+	if env.Truncated.Result || env.Truncated.Logs {
+		t.Errorf("nothing else was cut: %+v", env.Truncated)
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 24<<10 {
+		t.Errorf("the envelope of 500 calls is %d bytes, over the 24 KB budget", len(b))
+	}
+	// A run under the bound lists every call and says nothing is cut.
+	env, err = f.h.Execute(ctx, `for (let i = 0; i < 3; i++) await up.echo({message: "m" + i}); return "done"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env.Calls) != 3 || env.Truncated != nil {
+		t.Errorf("3 calls: the envelope lists %d, truncated %+v", len(env.Calls), env.Truncated)
+	}
+}

@@ -122,12 +122,15 @@ func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
 		if len(env.Logs) > 0 {
 			fmt.Fprintf(w, "logs:\n  %s\n", strings.Join(env.Logs, "\n  "))
 		}
-		if env.Truncated != nil {
-			fmt.Fprintf(w, "truncated: result %v, logs %v (see `capabilities hub runs show %s`)\n", env.Truncated.Result, env.Truncated.Logs, env.RunID)
+		if t := env.Truncated; t != nil && (t.Result || t.Logs) {
+			fmt.Fprintf(w, "truncated: result %v, logs %v (see `capabilities hub runs show %s`)\n", t.Result, t.Logs, env.RunID)
 		}
 		if len(env.Calls) > 0 {
 			fmt.Fprintln(w, "calls:")
-			for _, c := range env.Calls {
+			for i, c := range env.Calls {
+				if t := env.Truncated; t != nil && t.Calls > 0 && i == len(env.Calls)/2 {
+					fmt.Fprintf(w, "  … %d more (`capabilities hub runs show %s --json` has every call)\n", t.Calls, env.RunID)
+				}
 				ok := "ok"
 				if !c.OK {
 					ok = "failed"
