@@ -327,7 +327,7 @@ func freeNamespace(s Server, taken map[string]bool) string {
 	}
 	base := "source"
 	for _, c := range cands {
-		if c != "" && model.ValidNamespace(c) == nil {
+		if c != "" && model.NewNamespace(c) == nil {
 			base = c
 			break
 		}

@@ -156,7 +156,7 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 		return nil, fmt.Errorf("adding a source: give a URL or a command")
 	}
 	if req.Namespace != "" {
-		if err := model.ValidNamespace(req.Namespace); err != nil {
+		if err := model.NewNamespace(req.Namespace); err != nil {
 			return nil, fmt.Errorf("adding a source: %w", err)
 		}
 		if _, err := h.Source(ctx, req.Namespace); err == nil {
@@ -328,7 +328,7 @@ func (h *Hub) proposeOpenAPI(ctx context.Context, req AddRequest, src model.Sour
 		src.URL = req.Server
 	}
 	if req.Namespace != "" {
-		if err := model.ValidNamespace(req.Namespace); err != nil {
+		if err := model.NewNamespace(req.Namespace); err != nil {
 			return nil, fmt.Errorf("adding a source: %w", err)
 		}
 		if _, err := h.Source(ctx, req.Namespace); err == nil {
@@ -403,7 +403,7 @@ func (h *Hub) proposeNamespace(ctx context.Context, serverName string, src *mode
 	}
 	base := ""
 	for _, c := range cands {
-		if c != "" && model.ValidNamespace(c) == nil {
+		if c != "" && model.NewNamespace(c) == nil {
 			base = c
 			break
 		}

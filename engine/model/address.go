@@ -185,6 +185,28 @@ var reservedNamespaces = map[string]bool{
 	"structuredclone": true, "atob": true, "btoa": true, "std": true, "os": true,
 }
 
+// NewNamespace reports whether ns can be given to a new source: a valid
+// namespace (ValidNamespace) that is not one of the runtime's own globals
+// (ShadowsGlobal).
+func NewNamespace(ns string) error {
+	if err := ValidNamespace(ns); err != nil {
+		return err
+	}
+	if ShadowsGlobal(ns) {
+		return fmt.Errorf("namespace %q is a global of the sandbox's JavaScript, which code would reach instead of the source; pick another with --namespace", ns)
+	}
+	return nil
+}
+
+// ShadowsGlobal reports whether ns is a global of the sandbox's runtime that
+// ValidNamespace lets through, because a hub may already have a source of
+// that name: the guest keeps the global, so code cannot reach such a
+// source (remove it and add it again with --namespace). New sources are not given
+// these names (NewNamespace).
+func ShadowsGlobal(ns string) bool {
+	return ns == "escape" || ns == "unescape" || ns == "performance"
+}
+
 // SanitizeNamespace turns a server's name ("@acme/GitHub-MCP server") into a
 // namespace candidate ("github"): it drops an npm scope, common suffixes such
 // as "mcp", "server" and "secure", lower-cases, replaces other characters with '_' and

@@ -230,3 +230,17 @@ func FuzzToolIdents(f *testing.F) {
 		}
 	})
 }
+
+// A global of the runtime is refused to a new source, and still read as a
+// namespace an older hub's source may have (so it can be listed and removed).
+func TestNewNamespaceRefusesAGlobal(t *testing.T) {
+	if err := NewNamespace("performance"); err == nil || !strings.Contains(err.Error(), "--namespace") {
+		t.Errorf("NewNamespace(performance) = %v, want a refusal saying how to pick another", err)
+	}
+	if err := ValidNamespace("performance"); err != nil {
+		t.Errorf("ValidNamespace(performance) = %v: an older hub's source would be lost", err)
+	}
+	if err := NewNamespace("github"); err != nil {
+		t.Errorf("NewNamespace(github) = %v", err)
+	}
+}
