@@ -46,15 +46,7 @@ func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool)
 		return sandbox.Outcome{}, false
 	}
 	ns, tool, _ := model.SplitAddress(address)
-	has := false
-	if req.NamespaceSet != nil {
-		has = req.NamespaceSet.Has(ns, tool)
-	} else {
-		for _, t := range req.Namespaces[ns] {
-			has = has || t == tool
-		}
-	}
-	if !has || req.Host == nil {
+	if !reaches(req, ns, tool) || req.Host == nil {
 		return sandbox.Outcome{}, false
 	}
 	start := time.Now()

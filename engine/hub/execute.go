@@ -171,6 +171,9 @@ func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outco
 	if out, ok := directRun(ctx, req); ok { // a direct call: no runtime needed
 		return directFailed(req.JS, out)
 	}
+	if out, ok := oneCallRun(ctx, req); ok { // nor for one call returned
+		return out
+	}
 	d, err := l.h.sandbox()
 	if err != nil {
 		return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: sandbox.CodeInternal, Message: err.Error()}}
