@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"maps"
 	"net/url"
 	"path/filepath"
@@ -30,6 +31,10 @@ type Proposal struct {
 	// Existing is the namespace of the hub's source that already is this
 	// server ("" when it is new): it is reported, not added again.
 	Existing string
+	// ExistingNote says what the existing source lacks that the agent
+	// gives the server: the project's folder to run in (sameServer's
+	// source with the cwd as written).
+	ExistingNote string
 }
 
 // FromRepo reports whether the server was found only in the current
@@ -83,6 +88,14 @@ func Propose(sc *Scan, sources []model.Source) []Proposal {
 		p := &out[i]
 		if ns := existing(p.Server, sources); ns != "" {
 			p.Existing, p.Namespace = ns, ns
+			i := slices.IndexFunc(sources, func(src model.Source) bool { return src.Namespace == ns })
+			if src := sources[i]; cleanDir(src.Cwd) != cleanDir(p.Server.Cwd) {
+				where := "with no working directory: wherever the hub runs"
+				if src.Cwd != "" {
+					where = fmt.Sprintf("in %s, relative to wherever the hub runs", src.Cwd)
+				}
+				p.ExistingNote = fmt.Sprintf("the hub's %s was imported before import gave a project's server its folder: it runs %s, where the agent runs it in %s; to have the hub run it there, `capabilities hub remove %s` and import it again", ns, where, p.Server.Cwd, ns)
+			}
 		}
 	}
 	for i := range out {
@@ -252,17 +265,27 @@ func sourceShape(src model.Source) shape {
 // the entry does not set (the agent's environment, or a sign-in, provides
 // it). exact is also set when the two name the same credentials and the
 // same URL, byte for byte: of several sources that run the entry, the
-// exact one is the entry's.
+// exact one is the entry's. A project's entry whose working directory
+// import gave it (Server.CwdFromProject) is also run by a source that has
+// the cwd as the entry wrote it (none, or relative: what import added
+// before it did so), never exactly.
 func sameServer(s Server, src model.Source) (same, exact bool) {
 	es, ss := entryShape(s), sourceShape(src)
+	asWritten := false // the source runs the entry in its cwd as written (oldCwd)
 	switch {
 	case s.Kind == KindHTTP && src.Kind == model.KindHTTP:
 		if strings.TrimRight(src.URL, "/") != strings.TrimRight(s.URL, "/") {
 			return false, false
 		}
 	case s.Kind == KindStdio && src.Kind == model.KindStdio:
-		if src.Command != s.Command || !slices.Equal(src.Args, s.Args) || cleanDir(src.Cwd) != cleanDir(s.Cwd) {
+		if src.Command != s.Command || !slices.Equal(src.Args, s.Args) {
 			return false, false
+		}
+		if cleanDir(src.Cwd) != cleanDir(s.Cwd) {
+			if !oldCwd(s, src) {
+				return false, false
+			}
+			asWritten = true
 		}
 	default:
 		return false, false
@@ -270,7 +293,7 @@ func sameServer(s Server, src model.Source) (same, exact bool) {
 	if !maps.Equal(es.plain, ss.plain) {
 		return false, false
 	}
-	exact = src.URL == s.URL
+	exact = src.URL == s.URL && !asWritten
 	bearer := src.Kind == model.KindHTTP && src.SecretHeader == ""
 	for k := range es.creds {
 		if _, ok := ss.creds[k]; !ok && (!bearer || k != "authorization") {
@@ -283,6 +306,14 @@ func sameServer(s Server, src model.Source) (same, exact bool) {
 		}
 	}
 	return true, exact
+}
+
+// oldCwd reports whether the source runs the project's entry s with its
+// working directory as the entry wrote it (none, or relative), as import
+// added it before it gave such a server the project's folder
+// (CwdFromProject).
+func oldCwd(s Server, src model.Source) bool {
+	return s.CwdFromProject && cleanDir(src.Cwd) == cleanDir(s.CwdWritten)
 }
 
 // existing is the namespace of the hub's source that runs the entry (the

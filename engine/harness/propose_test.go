@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -45,6 +47,13 @@ func TestSameServer(t *testing.T) {
 		{"cwd only in the entry", Server{Kind: KindStdio, Command: "x", Cwd: "/tmp"}, model.Source{Kind: model.KindStdio, Command: "x"}, result{false, false}},
 		{"the same cwd, cleaned", Server{Kind: KindStdio, Command: "x", Cwd: "/tmp/"}, model.Source{Kind: model.KindStdio, Command: "x", Cwd: "/tmp"}, result{true, true}},
 		{"other cwd", Server{Kind: KindStdio, Command: "x", Cwd: "/tmp/a"}, model.Source{Kind: model.KindStdio, Command: "x", Cwd: "/tmp/b"}, result{false, false}},
+		// A project's entry that import gave its folder is still run by the
+		// source an older import added with the cwd as written.
+		{"the project's folder, the source with none", Server{Kind: KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/p", CwdFromProject: true}, model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"./server.js"}}, result{true, false}},
+		{"the project's folder, the source with it", Server{Kind: KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/p", CwdFromProject: true}, model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/p/"}, result{true, true}},
+		{"a relative cwd made absolute, the source with it as written", Server{Kind: KindStdio, Command: "node", Args: []string{"x.js"}, Cwd: "/p/tools", CwdWritten: "tools", CwdFromProject: true}, model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"x.js"}, Cwd: "tools/"}, result{true, false}},
+		{"the project's folder, the source in another", Server{Kind: KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/p", CwdFromProject: true}, model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/q"}, result{false, false}},
+		{"the project's folder, other args", Server{Kind: KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: "/p", CwdFromProject: true}, model.Source{Kind: model.KindStdio, Command: "node", Args: []string{"./other.js"}}, result{false, false}},
 		// A credential is compared by name, not by value.
 		{"the credential moved to the keychain", mem(map[string]string{"GITHUB_TOKEN": fakeToken1}), memSrc(nil, "GITHUB_TOKEN"), result{true, true}},
 		{"a credential differing only in value", mem(map[string]string{"GITHUB_TOKEN": fakeToken1, "MEMORY_FILE_PATH": "/tmp/a.jsonl"}), memSrc(map[string]string{"GITHUB_TOKEN": fakeToken2, "MEMORY_FILE_PATH": "/tmp/a.jsonl"}, ""), result{true, true}},
@@ -118,6 +127,54 @@ func TestProposeFindsTheExistingSource(t *testing.T) {
 	sc := &Scan{Found: []Found{{File: File{Harness: "a", Path: "/a"}, Servers: []Server{entry("mem", nil)}}}}
 	if p := Propose(sc, []model.Source{source("ghmem", nil, "GITHUB_TOKEN"), source("gmem", nil, "")}); p[0].Existing != "gmem" {
 		t.Errorf("no env, the partial source first: existing = %q, want gmem", p[0].Existing)
+	}
+}
+
+// TestProposeKnowsAProjectServerImportedAsWritten: a project's server
+// naming its files by relative paths, imported before import gave it the
+// project's folder (the source has no cwd), is that source: not proposed
+// again as a second one, and the report says what the source lacks. A
+// source with the folder is the exact one, preferred.
+func TestProposeKnowsAProjectServerImportedAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	for p, data := range map[string]string{
+		filepath.Join(dir, ".mcp.json"): `{"mcpServers": {"local": {"command": "node", "args": ["./server.js"]}}}`,
+		filepath.Join(dir, "server.js"): "",
+	} {
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, _ := Lookup("claude-code")
+	sc := ScanFiles(Env{Home: home, Cwd: dir}, []Harness{h})
+	old := model.Source{Namespace: "local", Kind: model.KindStdio, Command: "node", Args: []string{"./server.js"}}
+	withDir := model.Source{Namespace: "local2", Kind: model.KindStdio, Command: "node", Args: []string{"./server.js"}, Cwd: dir}
+	type got struct {
+		Proposals int
+		Existing  string
+		Notes     []string
+	}
+	for _, tc := range []struct {
+		name    string
+		sources []model.Source
+		want    got
+	}{
+		{"the old source", []model.Source{old}, got{1, "local", []string{"the hub's local was imported before import gave a project's server its folder: it runs with no working directory: wherever the hub runs, where the agent runs it in " + dir + "; to have the hub run it there, `capabilities hub remove local` and import it again"}}},
+		{"the source with the folder, preferred", []model.Source{old, withDir}, got{1, "local2", nil}},
+		{"none", nil, got{1, "", nil}},
+	} {
+		props := Propose(sc, tc.sources)
+		g := got{Proposals: len(props)}
+		if len(props) > 0 {
+			g.Existing = props[0].Existing
+		}
+		if r := NewReport(props, sc); len(r.Servers) > 0 && r.Servers[0].Existing {
+			g.Notes = r.Servers[0].Notes
+		}
+		if diff := cmp.Diff(tc.want, g); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }
 

@@ -36,6 +36,13 @@ type Server struct {
 	// FromSecret: the env variables and headers filled in from a variable
 	// named like a credential (name → variable).
 	FromSecret map[string]string `json:"-"`
+	// CwdFromProject: the scan gave a project's server its working
+	// directory (projectCwd: the project's folder, or its relative cwd
+	// under it), which the entry wrote as CwdWritten ("" for none). A
+	// source imported before import did so runs it with the cwd as
+	// written, and is still the entry's (sameServer).
+	CwdFromProject bool   `json:"-"`
+	CwdWritten     string `json:"-"`
 }
 
 // Kinds of servers.

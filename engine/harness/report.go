@@ -60,6 +60,9 @@ func NewReport(props []Proposal, sc *Scan) Report {
 		// in from a variable) is masked: the report names, never holds.
 		args = model.RedactArgs(args)
 		var notes []string
+		if p.ExistingNote != "" {
+			notes = append(notes, p.ExistingNote)
+		}
 		if p.Existing == "" && !s.Disabled {
 			var err error
 			_, notes, err = p.Request() // an error for two credentials is the secrets' line

@@ -40,6 +40,7 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 	if s.Kind == KindHTTP && s.Transport == "sse" {
 		return req, nil, fmt.Errorf("%w: %s's entry says \"type\": \"sse\" (%s); add the server's streamable HTTP endpoint instead, with `capabilities hub add <url>` (often the same host, at /mcp)", ErrSSE, p.Namespace, s.URL)
 	}
+	notes = append(notes, p.passedNotes()...)
 	if s.Kind == KindHTTP {
 		req.URL = s.URL
 		for _, h := range sortedKeys(s.Headers) {
@@ -95,6 +96,52 @@ func (p Proposal) Request() (req hub.AddRequest, notes []string, err error) {
 		}
 	}
 	return req, notes, nil
+}
+
+// passedNotes say which of the server's command, arguments, working
+// directory and URL hold a variable of the harness's own that import
+// cannot fill in (Filled.Passed: VS Code's ${input:…}), which the hub
+// passes as written: the server, the file, the field, the variable, and
+// what to do. The server is still added (its start says whether the
+// value as written will do); an env variable or header holding one is
+// noted on its own (Request).
+func (p Proposal) passedNotes() []string {
+	s := p.Server
+	file := "the agent's config"
+	if len(p.Origins) > 0 {
+		file = p.Origins[0].Path
+	}
+	var notes []string
+	for _, fl := range s.Filled {
+		if fl.Field != "command" && fl.Field != "cwd" && fl.Field != "url" && !strings.HasPrefix(fl.Field, "args[") {
+			continue
+		}
+		for _, r := range fl.Passed {
+			n := fmt.Sprintf("%s refers to %s: %s; the hub cannot, and passes it to %q as written: write the value in its place in %s and import again", fl.Field, r.Ref, r.Why, s.Name, file)
+			if credentialArg(s.Args, fl.Field, r.Ref) {
+				n += fmt.Sprintf(" (a credential: if the server reads it from an environment variable, set that to %s in the entry instead; the source then waits for `capabilities hub auth %s`)", r.Ref, p.Namespace)
+			}
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+// credentialArg reports whether the reference ref in the argument field
+// (args[i]) names a credential: its own name (${input:api-key}) or its
+// flag's (--token ${input:x}, --token=${input:x}).
+func credentialArg(args []string, field, ref string) bool {
+	if _, id, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(ref, "${"), "}"), ":"); ok && model.CredentialName(id) {
+		return true
+	}
+	var i int
+	if _, err := fmt.Sscanf(field, "args[%d]", &i); err != nil || i < 0 || i >= len(args) {
+		return false
+	}
+	if k, _, ok := strings.Cut(args[i], "="); ok && strings.HasPrefix(k, "-") {
+		return model.CredentialName(strings.TrimLeft(k, "-"))
+	}
+	return i > 0 && strings.HasPrefix(args[i-1], "-") && model.CredentialName(strings.TrimLeft(args[i-1], "-"))
 }
 
 // ErrSSE is a server that speaks only the legacy HTTP+SSE transport.

@@ -74,7 +74,10 @@ func ScanFiles(env Env, hs []Harness) *Scan {
 			}
 			if f.Project {
 				for i := range servers {
-					servers[i].Cwd = projectCwd(servers[i], env.Cwd)
+					s := &servers[i]
+					if cwd := projectCwd(*s, env.Cwd); cwd != s.Cwd {
+						s.Cwd, s.CwdWritten, s.CwdFromProject = cwd, s.Cwd, true
+					}
 				}
 			}
 			if len(servers) > 0 {

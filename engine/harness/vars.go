@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,6 +28,11 @@ type Vars struct {
 	// of a project's file), ${workspaceFolderBasename}, ${userHome},
 	// ${pathSeparator} and ${/} (Cursor, VS Code).
 	Editor bool
+	// Passed are the kinds of the harness's own variables import cannot
+	// fill in (VS Code's ${input:id}, asked of the person when the server
+	// starts, ${config:name} and ${command:id}; Windsurf's ${file:path}, a
+	// file's contents): left as written, and said (Filled.Passed).
+	Passed []string
 	// HeadersOnly: the syntax is filled in only in headers (Codex fills in
 	// nothing written in its entries; its bearer_token_env_var and
 	// env_http_headers name variables, which entry writes as ${VAR}).
@@ -49,6 +55,10 @@ type Filled struct {
 	// no default, or an editor variable with no value here
 	// (${workspaceFolder} in a user file), with why.
 	Unset []UnsetRef
+	// Passed are the harness's own variables left as written, which it
+	// fills in when it starts the server and import cannot (Vars.Passed),
+	// with why: the hub passes them as written.
+	Passed []UnsetRef
 }
 
 // UnsetRef is one reference expansion could not fill in.
@@ -80,7 +90,7 @@ func ExpandServer(env Env, f File, s Server) Server {
 	}
 	one := func(field, val string) string {
 		out, fl := x.expand(val)
-		if len(fl.Vars) > 0 || len(fl.Unset) > 0 {
+		if len(fl.Vars) > 0 || len(fl.Unset) > 0 || len(fl.Passed) > 0 {
 			fl.Field = field
 			s.Filled = append(s.Filled, fl)
 		}
@@ -202,6 +212,9 @@ func (x expander) expand(val string) (string, Filled) {
 			}
 			return fromEnv(ref, name, def, hasDef && x.v.Default)
 		}
+		if why := x.passed(inner); why != "" {
+			fl.Passed = append(fl.Passed, UnsetRef{Ref: ref, Why: why})
+		}
 		return ref // another harness's syntax, or ${input:…}: as written
 	})
 	if x.v.Bare {
@@ -210,6 +223,26 @@ func (x expander) expand(val string) (string, Filled) {
 		})
 	}
 	return out, fl
+}
+
+// passed says how the harness fills in the reference ${inner} when it is
+// one of its own that import cannot fill in (Vars.Passed), "" otherwise.
+func (x expander) passed(inner string) string {
+	kind, arg, ok := strings.Cut(inner, ":")
+	if !ok || !slices.Contains(x.v.Passed, kind) {
+		return ""
+	}
+	switch kind {
+	case "input":
+		return fmt.Sprintf("%s asks for it when it starts the server (the input %q of its \"inputs\")", x.title, arg)
+	case "config":
+		return fmt.Sprintf("%s fills it in with its setting %s", x.title, arg)
+	case "command":
+		return fmt.Sprintf("%s fills it in with what its command %s returns", x.title, arg)
+	case "file":
+		return fmt.Sprintf("%s fills it in with the contents of the file %s", x.title, arg)
+	}
+	return fmt.Sprintf("%s fills it in when it starts the server", x.title)
 }
 
 // refVar is the variable a value that is only one reference names

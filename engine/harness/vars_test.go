@@ -76,10 +76,29 @@ func TestExpandServer(t *testing.T) {
 			Server{Kind: KindStdio, Command: "node", Args: []string{"${workspaceFolder}/server.js"}},
 			Server{Kind: KindStdio, Command: "node", Args: []string{"${workspaceFolder}/server.js"},
 				Filled: []Filled{unset("args[0]", "${workspaceFolder}", "", "Cursor fills it in with the folder it has open, and a server of the user's file runs in no one folder: write the path in its place, or import from the project whose own file has the server")}}},
-		{"VS Code: ${input:id} is asked for at start: left as it is",
+		{"VS Code: ${input:id} is asked for at start: left as it is, said",
 			file("vscode", true),
 			Server{Kind: KindStdio, Command: "npx", Env: map[string]string{"GITHUB_TOKEN": "${input:gh}", "ROOT": "${workspaceFolder}"}},
-			Server{Kind: KindStdio, Command: "npx", Env: map[string]string{"GITHUB_TOKEN": "${input:gh}", "ROOT": "/work/app"}}},
+			Server{Kind: KindStdio, Command: "npx", Env: map[string]string{"GITHUB_TOKEN": "${input:gh}", "ROOT": "/work/app"},
+				Filled: []Filled{{Field: "env.GITHUB_TOKEN", Passed: []UnsetRef{{Ref: "${input:gh}", Why: `VS Code asks for it when it starts the server (the input "gh" of its "inputs")`}}}}}},
+		{"VS Code: ${input:…}, ${config:…} and ${command:…} in command and args are left as written, said",
+			file("vscode", false),
+			Server{Kind: KindStdio, Command: "${config:mcp.node}", Args: []string{"--token", "${input:tok}", "--pick=${command:pickFolder}", "${file:/x}"}},
+			Server{Kind: KindStdio, Command: "${config:mcp.node}", Args: []string{"--token", "${input:tok}", "--pick=${command:pickFolder}", "${file:/x}"},
+				Filled: []Filled{
+					{Field: "command", Passed: []UnsetRef{{Ref: "${config:mcp.node}", Why: "VS Code fills it in with its setting mcp.node"}}},
+					{Field: "args[1]", Passed: []UnsetRef{{Ref: "${input:tok}", Why: `VS Code asks for it when it starts the server (the input "tok" of its "inputs")`}}},
+					{Field: "args[2]", Passed: []UnsetRef{{Ref: "${command:pickFolder}", Why: "VS Code fills it in with what its command pickFolder returns"}}},
+				}}},
+		{"Windsurf: ${file:path} is left as written, said; ${input:…} is not Windsurf's",
+			file("windsurf", false),
+			Server{Kind: KindStdio, Command: "mcp", Args: []string{"--key-file=${file:/home/u/key}", "${input:x}"}},
+			Server{Kind: KindStdio, Command: "mcp", Args: []string{"--key-file=${file:/home/u/key}", "${input:x}"},
+				Filled: []Filled{{Field: "args[0]", Passed: []UnsetRef{{Ref: "${file:/home/u/key}", Why: "Windsurf fills it in with the contents of the file /home/u/key"}}}}}},
+		{"Cursor: ${input:…} is not Cursor's",
+			file("cursor", false),
+			Server{Kind: KindStdio, Command: "mcp", Args: []string{"${input:x}"}},
+			Server{Kind: KindStdio, Command: "mcp", Args: []string{"${input:x}"}}},
 		{"Codex: only the headers its *_env_var keys name",
 			file("codex", false),
 			Server{Kind: KindHTTP, URL: "https://h/${REGION}", Headers: map[string]string{"Authorization": "Bearer ${GH_TOKEN}"}},
@@ -134,6 +153,55 @@ func TestRequestUnset(t *testing.T) {
 	}
 	if req.SecretEnv != "GITHUB_TOKEN" || len(notes) != 1 || !strings.Contains(notes[0], "fills in from GH_TOKEN, which is not set where import runs: store it with `capabilities hub auth gh`") {
 		t.Errorf("a credential's reference: %+v %q", req, notes)
+	}
+}
+
+// TestRequestPassed: a VS Code or Windsurf variable import cannot fill in,
+// in an argument, the command, the cwd or the URL, is noted (the server is
+// still added): the field, the variable, how the harness fills it in, the
+// server, the file, and what to do; one naming a credential says how the
+// hub takes a credential. One in an env variable keeps its own note.
+func TestRequestPassed(t *testing.T) {
+	env := Env{Home: "/home/u", Cwd: "/work/app", GOOS: "linux", Getenv: func(string) string { return "" }}
+	h, _ := Lookup("vscode")
+	vscode := h.Files(env)[1] // the project's .vscode/mcp.json
+	w, _ := Lookup("windsurf")
+	windsurf := w.Files(env)[0]
+	tests := []struct {
+		name string
+		file File
+		s    Server
+		want []string
+	}{
+		{"an argument's ${input:…} naming a credential", vscode,
+			Server{Name: "gh", Kind: KindStdio, Command: "mcp-gh", Args: []string{"--token", "${input:gh}"}},
+			[]string{`args[1] refers to ${input:gh}: VS Code asks for it when it starts the server (the input "gh" of its "inputs"); the hub cannot, and passes it to "gh" as written: write the value in its place in ` + vscode.Path + " and import again (a credential: if the server reads it from an environment variable, set that to ${input:gh} in the entry instead; the source then waits for `capabilities hub auth gh`)"}},
+		{"${config:…} in the command and ${command:…} in the cwd", vscode,
+			Server{Name: "py", Kind: KindStdio, Command: "${config:python.defaultInterpreterPath}", Args: []string{"-m", "srv"}, Cwd: "${command:pick}"},
+			[]string{
+				`command refers to ${config:python.defaultInterpreterPath}: VS Code fills it in with its setting python.defaultInterpreterPath; the hub cannot, and passes it to "py" as written: write the value in its place in ` + vscode.Path + " and import again",
+				`cwd refers to ${command:pick}: VS Code fills it in with what its command pick returns; the hub cannot, and passes it to "py" as written: write the value in its place in ` + vscode.Path + " and import again",
+			}},
+		{"Windsurf's ${file:…} in a flag's value", windsurf,
+			Server{Name: "k", Kind: KindStdio, Command: "mcp-k", Args: []string{"--api-key=${file:/home/u/k}"}},
+			[]string{`args[0] refers to ${file:/home/u/k}: Windsurf fills it in with the contents of the file /home/u/k; the hub cannot, and passes it to "k" as written: write the value in its place in ` + windsurf.Path + " and import again (a credential: if the server reads it from an environment variable, set that to ${file:/home/u/k} in the entry instead; the source then waits for `capabilities hub auth k`)"}},
+		{"${input:…} in the URL", vscode,
+			Server{Name: "r", Kind: KindHTTP, URL: "https://${input:host}/mcp"},
+			[]string{`url refers to ${input:host}: VS Code asks for it when it starts the server (the input "host" of its "inputs"); the hub cannot, and passes it to "r" as written: write the value in its place in ` + vscode.Path + " and import again"}},
+		{"an env variable's keeps its own note", vscode,
+			Server{Name: "e", Kind: KindStdio, Command: "mcp-e", Env: map[string]string{"MODE": "${input:mode}"}},
+			[]string{"env MODE=${input:mode} is a reference the harness fills in; the hub passes it as written (store a credential with `capabilities hub auth e --env MODE`)"}},
+	}
+	for _, tt := range tests {
+		s := ExpandServer(env, tt.file, tt.s)
+		p := Proposal{Namespace: s.Name, Server: s, Origins: []Origin{{Harness: tt.file.Harness, Path: tt.file.Path}}, Secrets: Secrets(s)}
+		_, notes, err := p.Request()
+		if err != nil {
+			t.Errorf("%s: Request: %v (it was added before)", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, notes, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: notes (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }
 

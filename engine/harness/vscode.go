@@ -8,7 +8,7 @@ func init() {
 		Name: "vscode", Title: "VS Code", Connect: true,
 		// ${env:NAME} and the predefined variables (${workspaceFolder}…);
 		// ${input:id} is asked for when the server starts: left as written.
-		vars: Vars{EnvPrefix: true, Editor: true},
+		vars: Vars{EnvPrefix: true, Editor: true, Passed: []string{"input", "config", "command"}},
 		files: func(e Env) []File {
 			return []File{
 				{Path: e.userConfig("Code", "User", "mcp.json"), Format: JSONC, ServersKey: []string{"servers"}, Writable: true},

@@ -5,7 +5,7 @@ package harness
 func init() {
 	register(Harness{
 		Name: "windsurf", Title: "Windsurf", Connect: true, Off: Flag{Key: "disabled", Value: true},
-		vars: Vars{EnvPrefix: true}, // ${env:NAME}
+		vars: Vars{EnvPrefix: true, Passed: []string{"file"}}, // ${env:NAME}; ${file:path}, a file's contents
 		files: func(e Env) []File {
 			return []File{{Path: e.home(".codeium", "windsurf", "mcp_config.json"), Format: JSON, ServersKey: []string{"mcpServers"}, Writable: true}}
 		},

@@ -380,7 +380,11 @@ var urlQuery = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*\?([^\s#]*)
 // queryCredentials returns the values of the query parameters named like a
 // credential (?token=…, &api_key=…, ?access_token=…) of each URL v holds,
 // as written and percent-decoded; a number, a switch, a path or a
-// reference is none. Those named like a password are passwords' already.
+// reference is none, and so is a word (wordLike) as the value of a name
+// that says what sort of credential is meant (describesCredential:
+// ?token_type=bearer): scrubbed on its own it would blot out the word
+// everywhere, and scrubbed whole it hid the URL. Those named like a
+// password are passwords' already.
 func queryCredentials(v string) []embedded {
 	var out []embedded
 	for _, m := range urlQuery.FindAllStringSubmatch(v, -1) {
@@ -393,13 +397,25 @@ func queryCredentials(v string) []embedded {
 			if p, err := url.QueryUnescape(raw); err == nil {
 				plain = p
 			}
-			if IsReference(plain) || notCredential.MatchString(plain) {
+			if IsReference(plain) || notCredential.MatchString(plain) || (describesCredential(k) && wordLike(plain)) {
 				continue
 			}
 			out = append(out, embedded{raw, plain})
 		}
 	}
 	return out
+}
+
+// credentialDescriptors are the last words of a name that says what sort
+// of credential is meant rather than holding one (token_type, key_kind,
+// token_type_hint, auth_key_format).
+var credentialDescriptors = []string{"type", "kind", "format", "hint", "method", "scheme"}
+
+// describesCredential reports whether a parameter's name, named like a
+// credential, ends in a word that describes one (credentialDescriptors).
+func describesCredential(name string) bool {
+	words := nameWords(name)
+	return len(words) > 1 && slices.Contains(credentialDescriptors, words[len(words)-1])
 }
 
 // Redact shows a value with each credential PlainSecrets finds in it

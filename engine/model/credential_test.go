@@ -86,6 +86,15 @@ func TestPlainSecrets(t *testing.T) {
 		{"SENTRY_DSN", "https://0123abcd@o1.ingest.sentry.io/42", result{[]string{"https://0123abcd@o1.ingest.sentry.io/42"}, false}},
 		{"SESSION_COOKIE", "sid=s%3Aabc.def", result{[]string{"sid=s%3Aabc.def"}, false}},
 		{"JWT_SIGNING_KEY", "k3y", result{[]string{"k3y"}, false}},
+		// A URL's query parameter named like a credential: its value alone,
+		// or the whole URL when the value is too common to scrub alone…
+		{"URL", "https://h.example.test/mcp?access_token=Zq81xTyLw02pKd&token_type=bearer", result{[]string{"Zq81xTyLw02pKd"}, false}},
+		{"URL", "https://h.example.test/mcp?token_type=Zq81xTyLw02pKd", result{[]string{"Zq81xTyLw02pKd"}, false}},
+		{"URL", "https://h.example.test/mcp?page_token=nextpage", result{[]string{"https://h.example.test/mcp?page_token=nextpage"}, true}},
+		{"URL", "https://h.example.test/mcp?secret_value=hunter", result{[]string{"https://h.example.test/mcp?secret_value=hunter"}, true}},
+		// … but a word naming the sort of credential is none.
+		{"URL", "https://h.example.test/mcp?token_type=bearer", result{}},
+		{"URL", "https://h.example.test/mcp?tokenType=Bearer&key_format=PEM", result{}},
 		// Not credentials.
 		{"DATABASE_URL", "postgres://app@db.internal/prod", result{}},
 		{"DATABASE_URL", "postgres://db.internal/prod?sslmode=require", result{}},
@@ -278,6 +287,8 @@ func TestShownURL(t *testing.T) {
 		{"https://mcp.example.test/mcp?apiKey=Zq81xTyLw02pKd", "https://mcp.example.test/mcp?apiKey=" + Mask},
 		{"https://u:Wq8zLp2Rx7Kd@mcp.example.test/mcp", "https://u:" + Mask + "@mcp.example.test/mcp"},
 		{"https://mcp.example.test/mcp?region=eu", "https://mcp.example.test/mcp?region=eu"},
+		{"https://mcp.example.test/mcp?token_type=bearer", "https://mcp.example.test/mcp?token_type=bearer"},
+		{"https://mcp.example.test/mcp?access_token=Zq81xTyLw02pKd&token_type=bearer", "https://mcp.example.test/mcp?access_token=" + Mask + "&token_type=bearer"},
 	} {
 		s := Source{Kind: KindHTTP, URL: tt.url}
 		if got := s.ShownURL(); got != tt.want {

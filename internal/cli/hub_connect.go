@@ -427,6 +427,39 @@ type editJSON struct {
 	// (Gemini CLI's mcp.allowed, mcp.excluded): the agent does not start
 	// them.
 	Off []offJSON `json:"off,omitempty"`
+	// NotRestored: the entries connect --replace moved out that disconnect
+	// does not put back, the file holding an entry of that name again.
+	NotRestored []notRestoredJSON `json:"notRestored,omitempty"`
+}
+
+// notRestoredJSON is an entry connect --replace moved out that disconnect
+// leaves out: the file has an entry of that name again (the person's),
+// which it does not overwrite.
+type notRestoredJSON struct {
+	Name string `json:"name"`
+	// Snapshot is the connect snapshot's record that keeps the entry as it
+	// was written (its "replaced" list).
+	Snapshot string `json:"snapshot"`
+	// Fix says how to have it put back.
+	Fix string `json:"fix"`
+}
+
+// notRestored reports the entries of r.Left: a dry run says what to do
+// before disconnecting; after a disconnect that wrote the file, rollback
+// undoes it first, so that the next one finds the record again.
+func notRestored(r edit.Result, dryRun bool) []notRestoredJSON {
+	var out []notRestoredJSON
+	for _, l := range r.Left {
+		fix := fmt.Sprintf("take out or rename the %q entry of %s, then run `capabilities hub disconnect` again: it puts back the one connect moved out", l.Name, r.Path)
+		switch {
+		case dryRun:
+			fix = fmt.Sprintf("take out or rename the %q entry of %s before you run disconnect: it then puts back the one connect moved out", l.Name, r.Path)
+		case r.Changed:
+			fix = "run `capabilities rollback` (it undoes this disconnect), then " + fix
+		}
+		out = append(out, notRestoredJSON{Name: l.Name, Snapshot: filepath.Join(l.Snapshot, "snapshot.json"), Fix: fix})
+	}
+	return out
 }
 
 // offJSON is a hub entry a config turns off, and why.
@@ -523,6 +556,9 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 		if kind == "connect" && r.Err == nil {
 			j.Off = hubEntriesOff(byPath[[2]string{r.Harness, r.Path}], r.After)
 		}
+		if r.Err == nil {
+			j.NotRestored = notRestored(r, dryRun)
+		}
 		switch {
 		case r.Err != nil:
 			j.Status, j.Error = "error", r.Err.Error()
@@ -559,6 +595,13 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 		}
 		for _, o := range j.Off {
 			fmt.Fprintf(e.stdout, "  warning: the agent will not start %q: %s\n", o.Name, o.Why)
+		}
+		for _, n := range j.NotRestored {
+			would := "is not"
+			if dryRun {
+				would = "would not be"
+			}
+			fmt.Fprintf(e.stdout, "  warning: %q %s put back: %s has an entry of that name again, left as it is; the %q entry connect --replace moved out is kept in the snapshot, %s (under \"replaced\"). To have it back: %s.\n", n.Name, would, r.Path, n.Name, n.Snapshot, n.Fix)
 		}
 		if len(j.Replaced) > 0 && j.Status != "error" {
 			how := "moved into the snapshot"

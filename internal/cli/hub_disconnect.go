@@ -20,7 +20,9 @@ func newDisconnectCmd(e *env) *cobra.Command {
 		Short: "Remove the `capabilities` entry from each agent's MCP config",
 		Long: `Remove the capabilities entry that connect wrote from each agent harness config (and the
 capabilities-<profile> entry of each profile's connect --profile), changing nothing else (what connect created around it, such as an "mcpServers" key the file
-did not have, goes too), and turn back on the entries connect --replace turned off. The skill
+did not have, goes too), and turn back on the entries connect --replace turned off. An entry
+it moved out whose name the file holds again (written since) is not overwritten: disconnect
+says so, where the snapshot keeps the one moved out, and how to have it back. The skill
 copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.
 
 An entry of that name that connect did not write (the person's own, such as an HTTP entry for
@@ -72,6 +74,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 						}
 						return edit.Unprune(format, out, blank), nil
 					},
+					Left: func(src []byte) []edit.Replaced { return leftOut(format, src, key, replaced) },
 				})
 			}
 			removals, dirs := skillRemovals(files, snaps)
@@ -132,6 +135,23 @@ func oursBeyond(f harness.File, src []byte, names []string) []string {
 		// This hub's: another hub's entries name another home.
 		if strings.HasPrefix(s.Name, entryName+"-") && !slices.Contains(names, s.Name) && isHubEntry(s) && s.Env[homeVar] == env[homeVar] {
 			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// leftOut are the entries connect --replace moved out of the file that
+// turnBackOn leaves out: src holds an entry of that name again (the
+// person wrote it since), which is not overwritten. One written again as
+// it was moved out loses nothing, and is not listed.
+func leftOut(format edit.Format, src []byte, key []string, replaced []edit.Replaced) []edit.Replaced {
+	var out []edit.Replaced
+	for _, r := range replaced {
+		if r.Flag != "" || r.Entry == "" {
+			continue
+		}
+		if now, there, _ := edit.Take(format, src, key, r.Name); there && strings.TrimSpace(now) != strings.TrimSpace(r.Entry) {
+			out = append(out, r)
 		}
 	}
 	return out

@@ -30,6 +30,10 @@ type Change struct {
 	// Replaced lists the harness's own entries the edit turns off (connect
 	// --replace), kept in the snapshot for disconnect to turn on again.
 	Replaced func(src []byte) []Replaced
+	// Left lists the entries the edit would turn on again but leaves as
+	// they are (disconnect: one connect --replace moved out whose name the
+	// file holds again, the person's), for the report.
+	Left func(src []byte) []Replaced
 	// Skill names the hub skill this file is part of (connect installs
 	// each file of a skill as a change of its own); kept in the snapshot.
 	Skill string
@@ -47,6 +51,9 @@ type Replaced struct {
 	Flag  string `json:"flag,omitempty"`
 	Prior string `json:"prior,omitempty"` // the flag's JSON value before, "" when it had none
 	Entry string `json:"entry,omitempty"`
+	// Snapshot is the folder of the connect snapshot that keeps this
+	// record (set by ReplacedAt; not saved).
+	Snapshot string `json:"-"`
 }
 
 // Result is what happened, or would happen, to one file.
@@ -60,8 +67,10 @@ type Result struct {
 	Err     error // nothing was written to this file
 	// Replaced: the harness's entries the edit turns off.
 	Replaced []Replaced
-	Skill    string // the change's Skill
-	Delete   bool   // the change removes the file
+	// Left: the entries the edit would turn on again but leaves (Change.Left).
+	Left   []Replaced
+	Skill  string // the change's Skill
+	Delete bool   // the change removes the file
 }
 
 // Snapshot is the record of one set of edits: each file's bytes before.
@@ -167,6 +176,9 @@ func Plan(changes []Change) []Result {
 		}
 		if err == nil && c.Replaced != nil {
 			r.Replaced = c.Replaced(r.Before)
+		}
+		if err == nil && c.Left != nil {
+			r.Left = c.Left(r.Before)
 		}
 		r.Err = err
 		r.Changed = err == nil && !bytes.Equal(r.Before, r.After)
@@ -583,7 +595,8 @@ func (f SnapFile) Holds(b []byte) bool { return f.Written != "" && sum(b) == f.W
 
 // ReplacedAt lists what connect --replace turned off in path and nothing
 // has turned on again: the records of the connect snapshots of path since
-// its last disconnect (rolled-back snapshots left out), newest first.
+// its last disconnect (rolled-back snapshots left out), newest first, each
+// with the folder of its snapshot.
 func ReplacedAt(snapRoot, path string) []Replaced {
 	all, err := Snapshots(snapRoot)
 	if err != nil {
@@ -605,6 +618,7 @@ func ReplacedAt(snapRoot, path string) []Replaced {
 			for _, r := range f.Replaced {
 				if !seen[r.Name] {
 					seen[r.Name] = true
+					r.Snapshot = s.dir
 					out = append(out, r)
 				}
 			}
