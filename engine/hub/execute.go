@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/code"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/capabilities-sh/capabilities/engine/policy"
@@ -153,13 +154,16 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 }
 
 // Anticipate says an execute is on its way (its request arrived and is
-// being decoded): an idle sandbox warms itself up meanwhile
-// (sandbox.Driver.Anticipate), and so do the local upstreams the runs of
-// the last minutes called (source.Pool.Wake). A sandbox not built yet is
-// left alone.
-func (h *Hub) Anticipate() {
+// being decoded; js is its code when known): an idle sandbox warms itself
+// up meanwhile (sandbox.Driver.Anticipate), unless the code is one call the
+// hub makes without it (code.OneCall), and so do the local upstreams the
+// runs of the last minutes called (source.Pool.Wake). A sandbox not built
+// yet is left alone.
+func (h *Hub) Anticipate(js string) {
 	if d := h.runs.driver.Load(); d != nil {
-		d.Anticipate()
+		if _, _, _, one := code.OneCall(js); !one {
+			d.Anticipate()
+		}
 	}
 	h.pool.Wake()
 }

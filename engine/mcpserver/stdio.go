@@ -148,11 +148,23 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // anticipate tells the hub when a message names execute, before the SDK
-// decodes it: an idle sandbox warms up meanwhile (hub.Anticipate).
+// decodes it: an idle sandbox warms up meanwhile (hub.Anticipate). The
+// code of a short message is read for it: one call needs no sandbox.
 func (s *Server) anticipate(msg []byte) {
-	if bytes.Contains(msg, []byte(`"execute"`)) {
-		s.hub.Anticipate()
+	if !bytes.Contains(msg, []byte(`"execute"`)) {
+		return
 	}
+	var m struct {
+		Params struct {
+			Arguments struct {
+				Code string `json:"code"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	if len(msg) < 4<<10 {
+		_ = json.Unmarshal(msg, &m)
+	}
+	s.hub.Anticipate(m.Params.Arguments.Code)
 }
 
 // filterRequests copies well-formed JSON-RPC lines from in to pw and answers
