@@ -35,15 +35,32 @@ func oneCallRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool
 		return sandbox.Outcome{}, false
 	}
 	address := ns + "." + tool
+	// As an attempt bounds its calls: its wall time cuts the call short
+	// and ends it with wall_timeout; the upstream timeout bounds the call.
+	callCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	wall := req.Limits.WallMs
+	if wall <= 0 {
+		wall = 90_000
+	}
+	var overWall atomic.Bool
+	timer := time.AfterFunc(time.Duration(wall)*time.Millisecond, func() { overWall.Store(true); stop() })
+	defer timer.Stop()
 	if ms := req.Limits.UpstreamTimeoutMs; ms > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		callCtx, cancel = context.WithTimeout(callCtx, time.Duration(ms)*time.Millisecond)
 		defer cancel()
 	}
 	start := time.Now()
-	res := req.Host.CallTool(ctx, sandbox.Call{Seq: 1, Address: address, Args: args})
+	res := req.Host.CallTool(callCtx, sandbox.Call{Seq: 1, Address: address, Args: args})
 	out := sandbox.Outcome{Calls: 1, Wall: time.Since(start)}
 	switch {
+	case ctx.Err() != nil:
+		// Stopped from outside: the sandbox says how (cancelled, the
+		// run's deadline), at once, the call settled or not.
+		return sandbox.Outcome{}, false
+	case overWall.Load():
+		out.Status, out.Error = sandbox.StatusFailed, sandbox.WallTimeoutError()
 	case res.Pause:
 		out.Status = sandbox.StatusPaused
 	case res.Error != nil:

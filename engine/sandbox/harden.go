@@ -539,7 +539,7 @@ func classifyTrap(cause error, r any, mem *cappedMemory) *Error {
 	case errors.Is(cause, errComputeTimeout):
 		return computeTimeoutError()
 	case errors.Is(cause, errWallTimeout):
-		return wallTimeoutError()
+		return WallTimeoutError()
 	case cause != nil:
 		return cancelledError()
 	}

@@ -175,7 +175,8 @@ func computeTimeoutError() *Error {
 	return &Error{Code: CodeComputeTimeout, Message: "the code used more than its compute time (time spent waiting on tool calls does not count)", Hint: "look for an infinite loop or a catastrophic regular expression; do less work per run"}
 }
 
-func wallTimeoutError() *Error {
+// WallTimeoutError is how an attempt that outlived Limits.WallMs ends.
+func WallTimeoutError() *Error {
 	return &Error{Code: CodeWallTimeout, Message: "the run took longer than its wall time limit", Hint: "make fewer or smaller calls, or split the work across runs"}
 }
 
