@@ -15,7 +15,7 @@ import (
 // argument whose value it cannot be sure of: then the code runs in the
 // sandbox as any other. args is what the sandbox would send, byte for byte
 // (JSON.stringify of the literal). The forms read: `return`, `await`
-// optional; `ns.tool` or `ns["tool"]`; no argument, or one object literal of
+// optional (no line break right after return); `ns.tool` or `ns["tool"]`; no argument, or one object literal of
 // strings (single or double quoted, the escapes JSON has), integers of up to
 // 15 digits, decimals written as JavaScript prints them, true, false, null,
 // arrays and objects, trailing commas allowed, keys identifiers or strings;
@@ -30,7 +30,11 @@ func OneCall(js string) (ns, tool string, args []byte, ok bool) {
 	if !p.word("return") {
 		return "", "", nil, false
 	}
-	p.space()
+	// No line break after return: JavaScript would end the statement
+	// there (return; and the call never made).
+	for p.peek() == ' ' || p.peek() == '\t' {
+		p.i++
+	}
 	if p.word("await") {
 		p.space()
 	}
@@ -45,7 +49,9 @@ func OneCall(js string) (ns, tool string, args []byte, ok bool) {
 	case p.eat('['):
 		p.space()
 		var b []byte
-		if b, ok = p.str(nil); ok {
+		if c := p.peek(); c != '"' && c != '\'' {
+			ok = false
+		} else if b, ok = p.str(nil); ok {
 			tool = string(b)
 			p.space()
 			ok = p.eat(']')

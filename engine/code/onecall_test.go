@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/google/go-cmp/cmp"
 )
@@ -51,6 +52,9 @@ func TestOneCallForms(t *testing.T) {
 		{`return await gh.x("a")`, got{}},
 		{`return await gh.x({a: [1,,2]})`, got{}},
 		{`returnawait gh.x()`, got{}},
+		{"return\nawait gh.x()", got{}},
+		{"return \t\n gh.x()", got{}},
+		{"return await\n gh\n.x\n({a: 1}\n)\n;\n", got{"gh", "x", `{"a":1}`, true}},
 		{`return awaitgh.x()`, got{"awaitgh", "x", `{}`, true}},
 		{`return await gh.x({a: "é"})`, got{"gh", "x", `{"a":"é"}`, true}},
 	} {
@@ -181,4 +185,41 @@ func FuzzRestringify(f *testing.F) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// captureHost answers every call with {"ok":1} and keeps them.
+type captureHost struct{ calls []sandbox.Call }
+
+func (c *captureHost) CallTool(_ context.Context, call sandbox.Call) sandbox.CallResult {
+	c.calls = append(c.calls, call)
+	return sandbox.CallResult{Value: json.RawMessage(`{"ok":1}`)}
+}
+
+// FuzzOneCallCode: code OneCall reads does, in the sandbox, make exactly
+// that one call, with those argument bytes, and return its value, for a
+// namespace a hub could have (ValidNamespace, not ShadowsGlobal).
+func FuzzOneCallCode(f *testing.F) {
+	for _, c := range []string{
+		`return await github.getIssue({owner: "acme", repo: 'web', number: 7});`,
+		"return await\n gh\n.x\n({a: 1}\n)\n;\n", `return gh["list-issues"]({state: "open",})`,
+		"return\nawait gh.x()", `return await gh.x({a: [1, {b: "c"}]})`,
+	} {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		ns, tool, args, ok := OneCall(code)
+		if !ok || model.ValidNamespace(ns) != nil || model.ShadowsGlobal(ns) {
+			return
+		}
+		jsOnce.Do(func() { jsDriver, jsErr = sandbox.New(sandbox.Options{}) })
+		if jsErr != nil {
+			t.Fatal(jsErr)
+		}
+		h := &captureHost{}
+		out := jsDriver.Run(context.Background(), sandbox.Request{JS: code, Host: h, Namespaces: map[string][]string{ns: {tool}}})
+		want := []sandbox.Call{{Seq: 1, Address: ns + "." + tool, Args: args}}
+		if out.Status != sandbox.StatusCompleted || string(out.Result) != `{"ok":1}` || !cmp.Equal(h.calls, want) {
+			t.Errorf("%q: OneCall read %s.%s(%s); the sandbox: %s %s %+v, calls %+v", code, ns, tool, args, out.Status, out.Result, out.Error, h.calls)
+		}
+	})
 }
