@@ -60,7 +60,8 @@ func CheckDisplay() error {
 
 // Run runs the app until ctx ends or the person quits from the tray. It
 // opens the hub at $CAPABILITIES_HOME/hub (as the CLI does) and closes it
-// before returning; a nil error is a clean quit.
+// before returning; a nil error is a clean quit, ErrRestart a quit to
+// start again on a new hub set up in place of one deleted.
 func Run(ctx context.Context, opts Options) error {
 	if err := CheckDisplay(); err != nil {
 		return err
@@ -102,6 +103,10 @@ func Run(ctx context.Context, opts Options) error {
 		offers:  map[uint32]watch.Offer{},
 		events:  make(chan func(), 64),
 		quit:    make(chan struct{}),
+		stderr:  stderr,
+		// The hub deleted, moved or replaced while the app runs is
+		// noticed (gone.go).
+		hubID: st.Hub().ID,
 	}
 	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open})
 	defer a.win.Close()
@@ -129,6 +134,10 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		} else if err != nil {
 			log.Warn("one app per hub", "err", err)
+		} else {
+			// The hub gone, the app started on a new one there is not
+			// sent to this one.
+			a.release = func() { _, _ = conn.ReleaseName(instanceName(dir)) }
 		}
 		n, err := newNotifier(conn, a.events, a)
 		switch {

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestHubChange: the hub's folder deleted, emptied of its hub.json (rm -rf
+// caught halfway), moved away with the folder above it, or replaced by
+// another hub (set up there since) is told from a hub still there.
+func TestHubChange(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(t *testing.T, home, dir string)
+		want   string
+	}{
+		{"there", func(*testing.T, string, string) {}, ""},
+		{"deleted", func(t *testing.T, _, dir string) { must(t, os.RemoveAll(dir)) }, "was deleted or moved away"},
+		{"hub.json removed", func(t *testing.T, _, dir string) { must(t, os.Remove(filepath.Join(dir, "hub.json"))) }, "was deleted or moved away"},
+		{"home moved", func(t *testing.T, home, _ string) { must(t, os.Rename(home, home+"-moved")) }, "was deleted or moved away"},
+		{"replaced", func(t *testing.T, _, dir string) {
+			must(t, os.RemoveAll(dir))
+			st, _, err := store.Init(dir)
+			must(t, err)
+			st.Close()
+		}, "was replaced by another hub"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "home")
+			dir := filepath.Join(home, "hub")
+			st, _, err := store.Init(dir)
+			must(t, err)
+			st.Close()
+			id := st.Hub().ID
+			tt.change(t, home, dir)
+			if got := hubChange(dir, id); got != tt.want {
+				t.Errorf("hubChange = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHubGoneIsTold: the hub's folder removed while the app runs, its run
+// record first (rm -rf removes runs/ before hub.json as often as after),
+// the app says so in one notification that names the folder and the call
+// that was waiting (not withdrawn in silence), offers "Set up a new hub
+// here" and "Quit", and answers agents with the error; it recreates
+// nothing by itself. "Set up a new hub here" sets one up and quits with
+// ErrRestart.
+func TestHubGoneIsTold(t *testing.T) {
+	dir, st, h := memoryHub(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	now := time.Now().UTC()
+	r := model.Run{ID: "r" + store.NewID()[:20], Status: model.RunAwaitingApproval, Code: "return 1", CreatedAt: now, UpdatedAt: now,
+		Pending: []model.Pending{{ID: "c1", Kind: model.PendingApproval, Seq: 1, Address: "memory.createEntities", Message: "it asks"}}}
+	if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeNotifications{}
+	withdrawn := 0
+	var stderr strings.Builder
+	a := &App{
+		log:     slog.New(slog.DiscardHandler),
+		st:      st,
+		hub:     h,
+		dir:     dir,
+		hubID:   st.Hub().ID,
+		stderr:  &stderr,
+		notes:   &notifier{obj: f, actions: true},
+		win:     noWindows{&withdrawn},
+		pending: map[string]*call{},
+		byNote:  map[uint32]string{},
+		events:  make(chan func(), 64),
+		quit:    make(chan struct{}),
+	}
+	released := make(chan struct{})
+	a.release = func() { close(released) }
+	done := make(chan error, 1)
+	go func() { done <- a.loop(ctx) }()
+	calls := func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return slices.Clone(f.calls)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("still waiting for %s; the notification server was called %q", what, calls())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the call's notification", func() bool { return slices.Contains(calls(), "Notify 1") })
+	if a.unavailable() != nil {
+		t.Fatal("unavailable with the hub there")
+	}
+	must(t, os.Remove(st.Path(store.Runs, r.ID)))
+	waitFor("the call's notification withdrawn as its run went", func() bool { return slices.Contains(calls(), "Close 1") })
+	must(t, os.RemoveAll(dir))
+	waitFor("the notification of the hub gone", func() bool { return slices.Contains(calls(), "Notify 2") })
+	<-released
+	f.mu.Lock()
+	got := f.sent[2]
+	f.mu.Unlock()
+	if got.summary != "The hub folder was deleted" || !strings.Contains(got.body, dir+" was deleted or moved away") ||
+		!strings.Contains(got.body, "1 call waiting for your approval went with it: memory.createEntities (run "+r.ID+", call c1)") {
+		t.Errorf("the notification of the hub gone: %q\n%s\nwant it to name the folder and the call that waited", got.summary, got.body)
+	}
+	if diff := cmp.Diff([]string{actionSetUp, "Set up a new hub here", actionQuit, "Quit"}, got.actions); diff != "" {
+		t.Errorf("its actions (-want +got):\n%s", diff)
+	}
+	if err := a.unavailable(); err == nil || !strings.Contains(err.Error(), "the hub at "+dir+" was deleted or moved away while the desktop app served it") {
+		t.Errorf("an agent's call is answered with %v; want the hub gone, named", err)
+	}
+	if !strings.Contains(stderr.String(), "The hub folder was deleted: "+dir) {
+		t.Errorf("stderr does not say it:\n%s", stderr.String())
+	}
+	// A console screen picked in the tray raises the notice again (the
+	// same notification) instead of a console over no hub.
+	a.events <- a.unlessGone(func() { t.Error("a console screen opened over a deleted hub") })
+	waitFor("the notice raised again", func() bool { return len(calls()) == 4 })
+	if c := calls(); c[3] != "Notify 2" {
+		t.Errorf("the notification server was called %q; want the notice replaced in place", c)
+	}
+	time.Sleep(3*liveCheck/2 + 100*time.Millisecond) // a periodic check passes
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hub's folder is back (%v) before the person asked for it", err)
+	}
+	a.events <- func() { a.act(2, actionSetUp) }
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrRestart) {
+			t.Fatalf("Set up a new hub here: the loop returned %v, want ErrRestart", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Set up a new hub here did not end the loop")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hub.json")); err != nil {
+		t.Errorf("no new hub: %v", err)
+	}
+}
