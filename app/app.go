@@ -139,6 +139,21 @@ func Run(ctx context.Context, opts Options) error {
 			// sent to this one.
 			a.release = func() { _, _ = conn.ReleaseName(instanceName(dir)) }
 		}
+	}
+	// One app per hub without a session bus too (or on another one): the
+	// bus's name above hands a second launch over to the first; this lock
+	// stops one that could not reach it.
+	unlock, err := lockApp(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if release := a.release; release != nil {
+		a.release = func() { release(); unlock() }
+	} else {
+		a.release = unlock
+	}
+	if conn != nil {
 		n, err := newNotifier(conn, a.events, a)
 		switch {
 		case err != nil:

@@ -139,6 +139,8 @@ func TestNoDisplayExitsTwo(t *testing.T) {
 //   - fallbacks (NO_NOTIFYD=1 NO_TRAY_HOST=1): the app says the tray is
 //     unavailable and runs; a pending call opens the console's page with
 //     the browser (CAPABILITIES_BROWSER) instead of a notification.
+//   - second: a second app of the hub where no session bus is shared with
+//     the first exits (secondScenario).
 //   - gone: the hub's folder deleted while the app runs (goneScenario).
 //
 // It logs launch → tray registered, pending call written → Notify, and the
@@ -159,6 +161,7 @@ func TestDesktopApp(t *testing.T) {
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
+		{"second", nil},
 		{"gone", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Set up a new hub here"}},
 		{"signin", nil},
 		{"windows-signin", nil},
@@ -210,6 +213,8 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.fallbackScenario()
 	case "gone":
 		d.goneScenario()
+	case "second":
+		d.secondScenario()
 	case "signin":
 		d.signInScenario()
 	case "windows-signin":
