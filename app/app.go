@@ -10,7 +10,9 @@
 // browser on loopback. It serves the hub's MCP endpoint on 127.0.0.1:4790
 // (or the next free port) and announces it, so agents' `serve --stdio`
 // relay to it; offers to import a server an agent's config gained; pauses
-// and resumes the hub; and turns "Start at login" on and off.
+// and resumes the hub; and turns "Start at login" on and off. It notices
+// its hub's folder deleted or replaced under it (gone.go), and runs once
+// per hub (instance.go).
 package app
 
 import (

@@ -25,7 +25,9 @@ const slots = 8
 // Approvals screen), "Sign in to
 // <namespace>…" while a connection needs a sign-in (the Sources screen), "Review N new or
 // changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "Pause hub" (or "Resume hub"),
-// where MCP is served, "Open hub folder", "Quit".
+// where MCP is served, "Open hub folder", "Quit". Once the hub's folder is
+// gone, the first item says so and "Set up a new hub here" follows it
+// (gone.go); the items that need the hub raise its notification again.
 type tray struct {
 	end      func()
 	endpoint string // host:port of the MCP endpoint, "" when not serving
