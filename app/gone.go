@@ -34,35 +34,63 @@ var ErrRestart = errors.New("a new hub was set up: starting again")
 // hubGone is what happened to the app's hub.
 type hubGone struct {
 	dir  string
-	what string // "was deleted or moved away", "was replaced by another hub"
+	what string // hubDeleted, hubReplaced
 	at   time.Time
 	// lost are the calls that were waiting for a person in it, as
 	// "writer.record (run r…, call c1)": they went with it.
 	lost []string
 }
 
+// replaced reports whether another hub is at the folder now.
+func (g *hubGone) replaced() bool { return g.what == hubReplaced }
+
 // Error is what an agent's call is answered with: what happened, since
 // when, and what the person is offered. It names the folder only (nothing
 // read from the hub: the model gets no secret from it).
 func (g *hubGone) Error() string {
+	at := g.at.UTC().Format("15:04:05")
+	if g.replaced() {
+		return fmt.Sprintf("the hub at %s %s while the desktop app served it (at %s UTC): nothing runs until the app starts again on the hub there now, and runs that waited for an approval went with the old one (they cannot be resumed); tell the person: the app's tray and its notification offer to start again on it",
+			g.dir, g.what, at)
+	}
 	return fmt.Sprintf("the hub at %s %s while the desktop app served it (at %s UTC): nothing runs until there is a hub again, and runs that waited for an approval went with it (they cannot be resumed); tell the person: the app's tray and its notification offer to set up a new hub there (or they run `capabilities hub init` and start the app again)",
-		g.dir, g.what, g.at.UTC().Format("15:04:05"))
+		g.dir, g.what, at)
 }
 
 // summary is the tray's status line and the notification's summary.
 func (g *hubGone) summary() string {
-	if strings.HasPrefix(g.what, "was replaced") {
+	if g.replaced() {
 		return "The hub folder was replaced"
 	}
 	return "The hub folder was deleted"
 }
 
+// tooltip is the tray's tooltip, after "capabilities: ".
+func (g *hubGone) tooltip() string {
+	if g.replaced() {
+		return "the hub folder was replaced (" + g.dir + "): agents' calls fail until the app starts again on the new hub"
+	}
+	return "the hub folder was deleted (" + g.dir + "): agents' calls fail until there is a hub again"
+}
+
+// wayBack is the label of the action that starts the app again on a hub
+// at the folder (set up then, or there now).
+func (g *hubGone) wayBack() string {
+	if g.replaced() {
+		return "Start again on the new hub"
+	}
+	return "Set up a new hub here"
+}
+
 // body is the notification's body (and what stderr says): the folder, what
 // went with it, the calls that were waiting, and the way back.
 func (g *hubGone) body(actions bool) string {
-	lines := []string{
-		fmt.Sprintf("%s %s while the app ran (%s): its sources, policies, runs and the secrets kept there are gone from the app; agents' calls fail until there is a hub again.", g.dir, g.what, g.at.Local().Format("15:04:05")),
+	at := g.at.Local().Format("15:04:05")
+	first := fmt.Sprintf("%s %s while the app ran (%s): the sources, policies, runs and secrets kept there went with it; agents' calls fail until there is a hub again.", g.dir, g.what, at)
+	if g.replaced() {
+		first = fmt.Sprintf("%s %s while the app ran (%s): the app's hub, its runs among them, is gone; agents' calls fail until the app starts again on the hub there now.", g.dir, g.what, at)
 	}
+	lines := []string{first}
 	if n := len(g.lost); n > 0 {
 		const listed = 5
 		shown := g.lost[:min(n, listed)]
@@ -72,10 +100,15 @@ func (g *hubGone) body(actions bool) string {
 		}
 		lines = append(lines, l+".")
 	}
-	if actions {
-		lines = append(lines, "Set up a new, empty hub there (the app starts again on it), or Quit.")
-	} else {
-		lines = append(lines, "Set up a new, empty hub there from the tray, or quit the app, run `capabilities hub init` and start it again.")
+	switch {
+	case g.replaced() && actions:
+		lines = append(lines, "Start again on the new hub, or Quit.")
+	case g.replaced():
+		lines = append(lines, "Start again on the new hub from the tray, or quit the app and start it again.")
+	case actions:
+		lines = append(lines, "Set up a new hub there (the app starts again on it), or Quit.")
+	default:
+		lines = append(lines, "Set up a new hub there from the tray (the app starts again on it), or quit the app, run `capabilities hub init` and start it again.")
 	}
 	return strings.Join(lines, "\n")
 }
@@ -95,7 +128,7 @@ func hubChange(dir, id string) string {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		// The folder, or only its hub.json (rm -rf caught halfway): no
 		// hub is there any more.
-		return "was deleted or moved away"
+		return hubDeleted
 	case err != nil:
 		return ""
 	}
@@ -103,8 +136,14 @@ func hubChange(dir, id string) string {
 	if json.Unmarshal(b, &h) != nil || h.ID == "" || id == "" || h.ID == id {
 		return ""
 	}
-	return "was replaced by another hub"
+	return hubReplaced
 }
+
+// What happened to the hub (hubChange).
+const (
+	hubDeleted  = "was deleted or moved away"
+	hubReplaced = "was replaced by another hub"
+)
 
 // vanishWindow is how long a call whose run record disappeared is
 // remembered: rm -rf removes runs/ before hub.json as often as after, and
@@ -240,7 +279,7 @@ const (
 )
 
 // gone raises, or replaces, the notification of the hub gone: critical and
-// resident, with "Set up a new hub here" and "Quit" where the server shows
+// resident, with "Set up a new hub here" (wayBack) and "Quit" where the server shows
 // actions.
 func (n *notifier) gone(replaces uint32, g *hubGone) (uint32, error) {
 	body := g.body(n.actions)
@@ -249,7 +288,7 @@ func (n *notifier) gone(replaces uint32, g *hubGone) (uint32, error) {
 	}
 	var actions []string
 	if n.actions {
-		actions = []string{actionSetUp, "Set up a new hub here", actionQuit, "Quit"}
+		actions = []string{actionSetUp, g.wayBack(), actionQuit, "Quit"}
 	}
 	hints := map[string]dbus.Variant{
 		"urgency":  dbus.MakeVariant(byte(2)),

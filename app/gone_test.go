@@ -163,3 +163,37 @@ func TestHubGoneIsTold(t *testing.T) {
 		t.Errorf("no new hub: %v", err)
 	}
 }
+
+// TestHubGoneTexts: what the person and the agents are told of a hub
+// deleted and of one replaced by another hub (the way back differs: a new
+// hub, or the one there now), with the calls lost listed up to five.
+func TestHubGoneTexts(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 2, 3, 0, time.UTC)
+	deleted := &hubGone{dir: "/h/hub", what: hubDeleted, at: at, lost: []string{"a.w (run r1, call c1)", "a.w (run r2, call c1)", "a.w (run r3, call c1)", "a.w (run r4, call c1)", "a.w (run r5, call c1)", "a.w (run r6, call c1)"}}
+	replaced := &hubGone{dir: "/h/hub", what: hubReplaced, at: at}
+	tests := []struct {
+		g                           *hubGone
+		summary, wayBack, body, err string
+	}{
+		{deleted, "The hub folder was deleted", "Set up a new hub here",
+			"6 calls waiting for your approval went with it: a.w (run r1, call c1); a.w (run r2, call c1); a.w (run r3, call c1); a.w (run r4, call c1); a.w (run r5, call c1); and 1 more.\nSet up a new hub there (the app starts again on it), or Quit.",
+			"the hub at /h/hub was deleted or moved away while the desktop app served it (at 10:02:03 UTC): nothing runs until there is a hub again"},
+		{replaced, "The hub folder was replaced", "Start again on the new hub",
+			"/h/hub was replaced by another hub while the app ran (" + at.Local().Format("15:04:05") + "): the app's hub, its runs among them, is gone; agents' calls fail until the app starts again on the hub there now.\nStart again on the new hub, or Quit.",
+			"the hub at /h/hub was replaced by another hub while the desktop app served it (at 10:02:03 UTC): nothing runs until the app starts again on the hub there now"},
+	}
+	for _, tt := range tests {
+		if got := tt.g.summary(); got != tt.summary {
+			t.Errorf("summary %q, want %q", got, tt.summary)
+		}
+		if got := tt.g.wayBack(); got != tt.wayBack {
+			t.Errorf("way back %q, want %q", got, tt.wayBack)
+		}
+		if got := tt.g.body(true); !strings.HasSuffix(got, tt.body) {
+			t.Errorf("body:\n%s\nwant it to end with:\n%s", got, tt.body)
+		}
+		if got := tt.g.Error(); !strings.HasPrefix(got, tt.err) {
+			t.Errorf("error:\n%s\nwant it to start with:\n%s", got, tt.err)
+		}
+	}
+}

@@ -54,7 +54,7 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		systray.SetTooltip(t.tooltip("idle"))
 		t.status = systray.AddMenuItem("No pending calls", "Calls waiting for your decision")
 		t.status.Disable()
-		t.setUp = systray.AddMenuItem("Set up a new hub here", "Set up a new, empty hub at "+a.dir+" and start the app again on it")
+		t.setUp = systray.AddMenuItem("Set up a new hub here", "Set up a new hub at "+a.dir+" (or take the one there now) and start the app again on it")
 		t.setUp.Hide()
 		on(t.setUp, events, a.setUp)
 		for i := range t.calls {
@@ -200,6 +200,7 @@ func (t *tray) update(v trayView) {
 // the failing one.
 func (t *tray) lost(g *hubGone) {
 	t.status.SetTitle(g.summary() + ": " + g.dir)
+	t.setUp.SetTitle(g.wayBack())
 	t.setUp.Show()
 	for _, item := range t.calls {
 		item.Hide()
@@ -208,7 +209,7 @@ func (t *tray) lost(g *hubGone) {
 	t.signIn.Hide()
 	t.review.SetTitle("Review new or changed tools")
 	t.sources.SetTitle("Sources…")
-	systray.SetTooltip("capabilities: " + strings.ToLower(g.summary()[:1]) + g.summary()[1:] + " (" + g.dir + "): agents' calls fail until there is a hub again")
+	systray.SetTooltip("capabilities: " + g.tooltip())
 	if t.shown != "failing" {
 		systray.SetIcon(icons["failing"])
 		t.shown = "failing"
