@@ -62,7 +62,8 @@ type App struct {
 	gone     atomic.Pointer[hubGone]
 	goneNote uint32
 	vanished []vanished
-	// release gives up the app's name on the session bus (nil: none).
+	// release gives up the app's name on the session bus and its lock
+	// (nil: none), so that an app started on a new hub there runs.
 	release func()
 	stderr  io.Writer // nil: the log only
 	restart bool      // Quit from "Set up a new hub here": Run returns ErrRestart
