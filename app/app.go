@@ -110,7 +110,7 @@ func Run(ctx context.Context, opts Options) error {
 		// noticed (gone.go).
 		hubID: st.Hub().ID,
 	}
-	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open})
+	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open, gone: a.goneText})
 	defer a.win.Close()
 
 	// Without a bus to find, none is started (godbus's dbus-launch would

@@ -36,6 +36,7 @@ type hubGone struct {
 	dir  string
 	what string // hubDeleted, hubReplaced
 	at   time.Time
+	tray bool // the app has a tray (its way back is there)
 	// lost are the calls that were waiting for a person in it, as
 	// "writer.record (run r…, call c1)": they went with it.
 	lost []string
@@ -103,12 +104,16 @@ func (g *hubGone) body(actions bool) string {
 	switch {
 	case g.replaced() && actions:
 		lines = append(lines, "Start again on the new hub, or Quit.")
-	case g.replaced():
+	case g.replaced() && g.tray:
 		lines = append(lines, "Start again on the new hub from the tray, or quit the app and start it again.")
+	case g.replaced():
+		lines = append(lines, "Quit the app (Ctrl-C or SIGTERM) and start it again.")
 	case actions:
 		lines = append(lines, "Set up a new hub there (the app starts again on it), or Quit.")
-	default:
+	case g.tray:
 		lines = append(lines, "Set up a new hub there from the tray (the app starts again on it), or quit the app, run `capabilities hub init` and start it again.")
+	default:
+		lines = append(lines, "Quit the app (Ctrl-C or SIGTERM), run `capabilities hub init` and start it again.")
 	}
 	return strings.Join(lines, "\n")
 }
@@ -165,6 +170,17 @@ func (a *App) unavailable() error {
 	return nil
 }
 
+// goneText is what the console's API answers once the hub is gone (the
+// person reads it), "" while it is there. Called from the console's
+// goroutines.
+func (a *App) goneText() string {
+	g := a.gone.Load()
+	if g == nil {
+		return ""
+	}
+	return g.summary() + ". " + strings.ReplaceAll(g.body(false), "\n", " ")
+}
+
 // checkHub notices the hub gone (once); it reports whether it just did.
 func (a *App) checkHub() bool {
 	if a.gone.Load() != nil {
@@ -184,7 +200,7 @@ func (a *App) checkHub() bool {
 // sign-ins'; the person is told; the app's name on the session bus is
 // released, so that the app started on a new hub there is not sent here.
 func (a *App) lose(what string) {
-	g := &hubGone{dir: a.dir, what: what, at: time.Now()}
+	g := &hubGone{dir: a.dir, what: what, at: time.Now(), tray: a.tray != nil}
 	for _, v := range a.vanished {
 		if g.at.Sub(v.at) < vanishWindow {
 			g.lost = append(g.lost, v.call)

@@ -3,6 +3,9 @@ package app_test
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -49,7 +53,8 @@ func (d *desktop) registered() []string {
 //     notification is closed: the call is lost, not decided), with "Set up
 //     a new hub here" and "Quit"; the tray's first item names the folder,
 //     "Set up a new hub here" under it, no call listed, the tooltip says it;
-//   - the agent's next call is answered with an error naming the folder;
+//   - the agent's next call is answered with an error naming the folder,
+//     the console page open in the browser with 410 hub_gone saying it;
 //   - a console screen picked in the tray raises the notice again and
 //     opens no page; nothing recreates the folder;
 //   - "Set up a new hub here" picked in dunst → a new hub there, and the
@@ -66,6 +71,31 @@ func (d *desktop) goneScenario() {
 	run := res.Structured.RunID
 	callNote := d.mon.notify(t, "writer.record")
 	d.waitFor("the tray to list the call", func() bool { return d.menu(item).labels()[0] == "1 pending call" })
+	// The console open in the browser, on the Runs screen.
+	if err := d.menu(item).event(d.bus, "Runs…"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("Runs… to open the console", func() bool { return len(d.links()) == 1 })
+	jar, _ := cookiejar.New(nil)
+	page := &http.Client{Jar: jar, Timeout: testenv.Timeout(10 * time.Second)}
+	link := strings.TrimSuffix(d.links()[0], "#runs")
+	api := func(path string) (int, string) {
+		res, err := page.Get(strings.Split(link, "?")[0] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if res, err := page.Get(link); err != nil {
+		t.Fatal(err)
+	} else {
+		res.Body.Close()
+	}
+	if code, body := api("api/approvals"); code != http.StatusOK || !strings.Contains(body, run) {
+		t.Fatalf("the console's approvals before the deletion: %d %s", code, body)
+	}
 
 	// As a person would: again when it fails (the app refills runs/ with
 	// empty spare files in the background after a write, and rm -rf meets
@@ -98,6 +128,10 @@ func (d *desktop) goneScenario() {
 	if !res.IsError || !strings.Contains(res.Text, "the hub at "+dir+" was deleted or moved away while the desktop app served it") {
 		t.Errorf("the agent's call after the deletion: isError %v, %q; want the hub deleted, named", res.IsError, res.Text)
 	}
+	// The page open is told, not handed the store's "no such file".
+	if code, body := api("api/runs"); code != http.StatusGone || !strings.Contains(body, `"code":"hub_gone","message":"The hub folder was deleted. `+dir+` was deleted or moved away`) {
+		t.Errorf("the console's runs after the deletion: %d %s; want 410 hub_gone saying it", code, body)
+	}
 	notices := len(d.mon.notes(callNote.serial, "The hub folder was deleted"))
 	if err := d.menu(item).event(d.bus, "Runs…"); err != nil {
 		t.Fatal(err)
@@ -106,7 +140,7 @@ func (d *desktop) goneScenario() {
 		return len(d.mon.notes(callNote.serial, "The hub folder was deleted")) == notices+1
 	})
 	time.Sleep(4 * time.Second) // a periodic check (3 s) passes
-	if l := d.links(); len(l) != 0 {
+	if l := d.links(); len(l) != 1 {
 		t.Errorf("a console page opened over the deleted hub: %q", l)
 	}
 	if _, err := os.Stat(d.home); !errors.Is(err, os.ErrNotExist) {

@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +197,56 @@ func TestHubGoneTexts(t *testing.T) {
 		}
 		if got := tt.g.Error(); !strings.HasPrefix(got, tt.err) {
 			t.Errorf("error:\n%s\nwant it to start with:\n%s", got, tt.err)
+		}
+	}
+}
+
+// TestGoneAPI: once the hub is gone, a console page already open is
+// answered 410 hub_gone with what happened on every API request but its
+// session (the page then stops and shows it), instead of the store's "open
+// …/runs: no such file or directory"; before, everything goes through.
+func TestGoneAPI(t *testing.T) {
+	msg := ""
+	h := goneAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "console") }), func() string { return msg })
+	get := func(path string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		return w.Code, w.Body.String()
+	}
+	if code, body := get("/api/approvals"); code != 200 || body != "console" {
+		t.Errorf("with the hub there: %d %q", code, body)
+	}
+	msg = "The hub folder was deleted. /h/hub was deleted"
+	for _, p := range []string{"/api/approvals", "/api/runs/r1", "/api/sources"} {
+		if code, body := get(p); code != http.StatusGone || body != `{"error":{"code":"hub_gone","message":"The hub folder was deleted. /h/hub was deleted"}}`+"\n" {
+			t.Errorf("%s with the hub gone: %d %s", p, code, body)
+		}
+	}
+	for _, p := range []string{"/api/session", "/app.js"} {
+		if code, body := get(p); code != 200 || body != "console" {
+			t.Errorf("%s with the hub gone: %d %q, want it served", p, code, body)
+		}
+	}
+}
+
+// TestHubGoneWayBack: the way back offered is where the app offers it: the
+// notification's actions, else the tray, else quitting and `hub init`.
+func TestHubGoneWayBack(t *testing.T) {
+	tests := []struct {
+		what          string
+		actions, tray bool
+		want          string
+	}{
+		{hubDeleted, true, true, "Set up a new hub there (the app starts again on it), or Quit."},
+		{hubDeleted, false, true, "Set up a new hub there from the tray (the app starts again on it), or quit the app, run `capabilities hub init` and start it again."},
+		{hubDeleted, false, false, "Quit the app (Ctrl-C or SIGTERM), run `capabilities hub init` and start it again."},
+		{hubReplaced, false, true, "Start again on the new hub from the tray, or quit the app and start it again."},
+		{hubReplaced, false, false, "Quit the app (Ctrl-C or SIGTERM) and start it again."},
+	}
+	for _, tt := range tests {
+		g := &hubGone{dir: "/h/hub", what: tt.what, tray: tt.tray}
+		if got := g.body(tt.actions); !strings.HasSuffix(got, "\n"+tt.want) {
+			t.Errorf("%s, actions %v, tray %v:\n%s\nwant it to end with:\n%s", tt.what, tt.actions, tt.tray, got, tt.want)
 		}
 	}
 }

@@ -50,13 +50,15 @@ type windowProcess struct {
 // newWindows is the app's window where capabilities-window is installed
 // beside the app, else pages in the browser.
 func newWindows(ctx context.Context, o windowsOptions) windows {
+	pg := newPages(ctx, o.hub, o.log, o.open)
+	pg.gone = o.gone
 	if self, err := os.Executable(); err == nil {
 		bin := filepath.Join(filepath.Dir(self), windowBinary)
 		if fi, err := os.Stat(bin); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
-			return &windowProcess{bin: bin, log: o.log, pages: newPages(ctx, o.hub, o.log, o.open)}
+			return &windowProcess{bin: bin, log: o.log, pages: pg}
 		}
 	}
-	return newPages(ctx, o.hub, o.log, o.open)
+	return pg
 }
 
 // Show shows a screen, starting the window's process if it is not running.
