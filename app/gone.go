@@ -212,6 +212,9 @@ func (a *App) lose(what string) {
 	}
 	a.gone.Store(g)
 	a.withdrawAll()
+	if w, ok := a.win.(*windowProcess); ok {
+		w.hubGone()
+	}
 	clear(a.running)
 	clear(a.interrupted)
 	a.review, a.failing = 0, nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,6 +248,27 @@ func TestHubGoneWayBack(t *testing.T) {
 		g := &hubGone{dir: "/h/hub", what: tt.what, tray: tt.tray}
 		if got := g.body(tt.actions); !strings.HasSuffix(got, "\n"+tt.want) {
 			t.Errorf("%s, actions %v, tray %v:\n%s\nwant it to end with:\n%s", tt.what, tt.actions, tt.tray, got, tt.want)
+		}
+	}
+}
+
+// closed is a window's stdin: it counts its closes.
+type closed struct{ n *int }
+
+func (closed) Write(b []byte) (int, error) { return len(b), nil }
+func (c closed) Close() error              { *c.n++; return nil }
+
+// TestHubGoneClosesTheWindow: the app's window, on any screen (not only
+// the approvals, which Withdraw takes away), is closed once the hub is
+// gone (its process opened the hub itself and every screen would fail), but
+// not where there is no tray (it is the one way to the app).
+func TestHubGoneClosesTheWindow(t *testing.T) {
+	for _, noTray := range []bool{false, true} {
+		n := 0
+		w := &windowProcess{log: slog.New(slog.DiscardHandler), cmd: &exec.Cmd{}, in: closed{&n}, screen: "runs", noTray: noTray}
+		w.hubGone()
+		if want := map[bool]int{false: 1, true: 0}[noTray]; n != want {
+			t.Errorf("no tray %v: the window's stdin closed %d times, want %d", noTray, n, want)
 		}
 	}
 }

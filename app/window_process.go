@@ -165,6 +165,21 @@ func (w *windowProcess) Withdraw() {
 	w.cmd, w.in = nil, nil
 }
 
+// hubGone closes the window whatever it shows once the hub's folder is
+// gone: its process opened the hub itself, and every screen would fail on
+// files that are not there (the tray and the notification say what
+// happened). Without a tray it stays: it is the one way to the app.
+func (w *windowProcess) hubGone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd == nil || w.noTray {
+		return
+	}
+	w.log.Info("closed the window: the hub is gone")
+	w.in.Close() // the process ends when its stdin does
+	w.cmd, w.in = nil, nil
+}
+
 // NoTray shows the window: without a tray it is the way to the app.
 func (w *windowProcess) NoTray() {
 	w.mu.Lock()
