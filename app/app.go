@@ -10,7 +10,9 @@
 // browser on loopback. It serves the hub's MCP endpoint on 127.0.0.1:4790
 // (or the next free port) and announces it, so agents' `serve --stdio`
 // relay to it; offers to import a server an agent's config gained; pauses
-// and resumes the hub; and turns "Start at login" on and off.
+// and resumes the hub; and turns "Start at login" on and off. It notices
+// its hub's folder deleted or replaced under it (gone.go), and runs once
+// per hub (instance.go).
 package app
 
 import (
@@ -60,7 +62,8 @@ func CheckDisplay() error {
 
 // Run runs the app until ctx ends or the person quits from the tray. It
 // opens the hub at $CAPABILITIES_HOME/hub (as the CLI does) and closes it
-// before returning; a nil error is a clean quit.
+// before returning; a nil error is a clean quit, ErrRestart a quit to
+// start again on a new hub set up in place of one deleted.
 func Run(ctx context.Context, opts Options) error {
 	if err := CheckDisplay(); err != nil {
 		return err
@@ -102,8 +105,12 @@ func Run(ctx context.Context, opts Options) error {
 		offers:  map[uint32]watch.Offer{},
 		events:  make(chan func(), 64),
 		quit:    make(chan struct{}),
+		stderr:  stderr,
+		// The hub deleted, moved or replaced while the app runs is
+		// noticed (gone.go).
+		hubID: st.Hub().ID,
 	}
-	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open})
+	a.win = newWindows(ctx, windowsOptions{hub: h, log: log, open: opts.Open, gone: a.goneText})
 	defer a.win.Close()
 
 	// Without a bus to find, none is started (godbus's dbus-launch would
@@ -129,7 +136,26 @@ func Run(ctx context.Context, opts Options) error {
 			return nil
 		} else if err != nil {
 			log.Warn("one app per hub", "err", err)
+		} else {
+			// The hub gone, the app started on a new one there is not
+			// sent to this one.
+			a.release = func() { _, _ = conn.ReleaseName(instanceName(dir)) }
 		}
+	}
+	// One app per hub without a session bus too (or on another one): the
+	// bus's name above hands a second launch over to the first; this lock
+	// stops one that could not reach it.
+	unlock, err := lockApp(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if release := a.release; release != nil {
+		a.release = func() { release(); unlock() }
+	} else {
+		a.release = unlock
+	}
+	if conn != nil {
 		n, err := newNotifier(conn, a.events, a)
 		switch {
 		case err != nil:

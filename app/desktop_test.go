@@ -139,6 +139,9 @@ func TestNoDisplayExitsTwo(t *testing.T) {
 //   - fallbacks (NO_NOTIFYD=1 NO_TRAY_HOST=1): the app says the tray is
 //     unavailable and runs; a pending call opens the console's page with
 //     the browser (CAPABILITIES_BROWSER) instead of a notification.
+//   - second: a second app of the hub where no session bus is shared with
+//     the first exits (secondScenario).
+//   - gone: the hub's folder deleted while the app runs (goneScenario).
 //
 // It logs launch → tray registered, pending call written → Notify, and the
 // app's idle RSS (BENCHMARKS.md; never asserted).
@@ -158,6 +161,8 @@ func TestDesktopApp(t *testing.T) {
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
+		{"second", nil},
+		{"gone", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Set up a new hub here"}},
 		{"signin", nil},
 		{"windows-signin", nil},
 		{"windows", nil},
@@ -206,6 +211,10 @@ func TestInsideDesktopSession(t *testing.T) {
 		d.offersScenario()
 	case "fallbacks":
 		d.fallbackScenario()
+	case "gone":
+		d.goneScenario()
+	case "second":
+		d.secondScenario()
 	case "signin":
 		d.signInScenario()
 	case "windows-signin":

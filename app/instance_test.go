@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,4 +27,25 @@ func TestInstanceNameFollowsSymlinks(t *testing.T) {
 	if a, b := instanceName(hub), instanceName(filepath.Join(t.TempDir(), "hub")); a == b {
 		t.Errorf("two hubs share the name %s", a)
 	}
+}
+
+// TestLockApp: a second app of a hub is refused the app lock, told which
+// process has it and what to do; once the first lets go, it gets it.
+func TestLockApp(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockApp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lockApp(dir)
+	want := fmt.Sprintf("another desktop app (pid %d) already runs for the hub at %s, and could not be asked to show its window (no session bus shared with it): use that app's tray or window, or quit it before starting this one", os.Getpid(), dir)
+	if err == nil || err.Error() != want {
+		t.Fatalf("a second lock: %v\nwant: %s", err, want)
+	}
+	unlock()
+	again, err := lockApp(dir)
+	if err != nil {
+		t.Fatalf("the lock once the first let go: %v", err)
+	}
+	again()
 }

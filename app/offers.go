@@ -73,6 +73,11 @@ func (a *App) watchHarnesses(ctx context.Context) (wait func(), err error) {
 // — add it to the hub?" with Add and Not now. Without a notification
 // daemon that shows actions, it says so in the log (`hub import` adds it).
 func (a *App) offer(o watch.Offer) {
+	if a.gone.Load() != nil {
+		// No hub to add it to: `hub import` offers it again once there is.
+		a.log.Info("an agent's config gained a server; the hub is gone: nothing to offer", "harness", o.Harness, "server", o.Server.Name)
+		return
+	}
 	if a.ownEndpoint(o.Server.URL) {
 		// An agent connected to this app's endpoint by hand: it reaches
 		// the hub already, and the hub refuses itself as a source.

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,7 @@ type pages struct {
 	hub  *hub.Hub
 	log  *slog.Logger
 	open func(link string) error
+	gone func() string // nil: the hub is never gone (windowsOptions.gone)
 
 	mu     sync.Mutex
 	guard  *console.Guard
@@ -74,7 +78,7 @@ func (p *pages) console() (*console.Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the console: %w", err)
 	}
-	g, err := console.NewGuard(console.New(p.hub, console.Options{Logger: p.log, Channel: approval.ChannelDesktop}), ln.Addr().String(), console.GuardOptions{Logger: p.log})
+	g, err := console.NewGuard(goneAPI(console.New(p.hub, console.Options{Logger: p.log, Channel: approval.ChannelDesktop}), p.gone), ln.Addr().String(), console.GuardOptions{Logger: p.log})
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("starting the console: %w", err)
@@ -107,4 +111,28 @@ func (p *pages) Close() {
 		<-p.served
 		p.guard, p.stop = nil, nil
 	}
+}
+
+// goneAPI answers the console's API with what happened to the hub once its
+// folder is gone (410 in the API's error shape, code hub_gone: the page
+// stops for good and shows it, its list of calls emptied), instead of each
+// screen failing on a file that is not there; the page's session and its
+// assets are served as before. gone nil: next.
+func goneAPI(next http.Handler, gone func() string) http.Handler {
+	if gone == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		msg := ""
+		if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/session" {
+			msg = gone()
+		}
+		if msg == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "hub_gone", "message": msg}})
+	})
 }

@@ -40,7 +40,7 @@ func (a *App) serveMCP(ctx context.Context, port int) (endpoint string, stop fun
 	if err != nil {
 		return "", nil, err
 	}
-	srv := mcpserver.New(a.hub, mcpserver.Options{Logger: a.log, Signer: signer, Pages: notePages{a}})
+	srv := mcpserver.New(a.hub, mcpserver.Options{Logger: a.log, Signer: signer, Pages: notePages{a}, Unavailable: a.unavailable})
 	// The sandbox and the catalog are built in the background now, so an
 	// agent's first execute does not wait for them.
 	a.hub.Prepare(ctx)

@@ -13,6 +13,9 @@ const watcherName = "org.kde.StatusNotifierWatcher"
 
 // trayView is what the tray shows.
 type trayView struct {
+	// gone is set when the hub's folder is gone: the tray says so and
+	// offers a new hub there, and nothing else.
+	gone  *hubGone
 	calls []*call // pending, oldest first
 	// interrupted are the runs whose process stopped while they ran: the
 	// Approvals screen resumes or cancels them.

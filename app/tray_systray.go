@@ -25,7 +25,9 @@ const slots = 8
 // Approvals screen), "Sign in to
 // <namespace>…" while a connection needs a sign-in (the Sources screen), "Review N new or
 // changed tools", "Runs…", "Sources…", "Settings…", "Connect agents…", "Pause hub" (or "Resume hub"),
-// where MCP is served, "Open hub folder", "Quit".
+// where MCP is served, "Open hub folder", "Quit". Once the hub's folder is
+// gone, the first item says so and "Set up a new hub here" follows it
+// (gone.go); the items that need the hub raise its notification again.
 type tray struct {
 	end      func()
 	endpoint string // host:port of the MCP endpoint, "" when not serving
@@ -37,6 +39,7 @@ type tray struct {
 	sources  *systray.MenuItem
 	pause    *systray.MenuItem
 	login    *systray.MenuItem // nil where start at login is not built
+	setUp    *systray.MenuItem // "Set up a new hub here", shown once the hub is gone
 	shown    string            // the icon shown: "idle", "pending", "failing" or "paused"
 }
 
@@ -51,28 +54,31 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 		systray.SetTooltip(t.tooltip("idle"))
 		t.status = systray.AddMenuItem("No pending calls", "Calls waiting for your decision")
 		t.status.Disable()
+		t.setUp = systray.AddMenuItem("Set up a new hub here", "Set up a new hub at "+a.dir+" (or take the one there now) and start the app again on it")
+		t.setUp.Hide()
+		on(t.setUp, events, a.setUp)
 		for i := range t.calls {
 			t.calls[i] = systray.AddMenuItem("", "Open the call's approval in the console")
 			t.calls[i].Hide()
-			on(t.calls[i], events, func() { a.openCall(i) })
+			on(t.calls[i], events, a.unlessGone(func() { a.openCall(i) }))
 		}
 		t.stopped = systray.AddMenuItem("", "Runs whose process stopped (killed, crashed) while they ran: resume or cancel them on the Approvals screen")
 		t.stopped.Hide()
-		on(t.stopped, events, func() { a.openPage("") })
+		on(t.stopped, events, a.unlessGone(func() { a.openPage("") }))
 		t.signIn = systray.AddMenuItem("Sign in…", "Sign in to the sources that ask for it, on the Sources screen")
 		t.signIn.Hide()
-		on(t.signIn, events, func() { a.openPage("sources") })
+		on(t.signIn, events, a.unlessGone(func() { a.openPage("sources") }))
 		systray.AddSeparator()
 		t.review = systray.AddMenuItem("Review new or changed tools", "Review the tools that are new or changed since you last looked")
-		on(t.review, events, func() { a.openPage("review") })
-		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, func() { a.openPage("runs") })
+		on(t.review, events, a.unlessGone(func() { a.openPage("review") }))
+		on(systray.AddMenuItem("Runs…", "The runs and their calls"), events, a.unlessGone(func() { a.openPage("runs") }))
 		t.sources = systray.AddMenuItem("Sources…", "The hub's MCP servers")
-		on(t.sources, events, func() { a.openPage("sources") })
-		on(systray.AddMenuItem("Settings…", "Bring approvals to the front, pause the hub"), events, func() { a.openPage("settings") })
-		on(systray.AddMenuItem("Connect agents…", "Write one capabilities entry into each agent's MCP config (capabilities rollback undoes it)"), events, a.connectAgents)
+		on(t.sources, events, a.unlessGone(func() { a.openPage("sources") }))
+		on(systray.AddMenuItem("Settings…", "Bring approvals to the front, pause the hub"), events, a.unlessGone(func() { a.openPage("settings") }))
+		on(systray.AddMenuItem("Connect agents…", "Write one capabilities entry into each agent's MCP config (capabilities rollback undoes it)"), events, a.unlessGone(a.connectAgents))
 		systray.AddSeparator()
 		t.pause = systray.AddMenuItem("Pause hub", "Paused: every call asks, nothing runs unseen")
-		on(t.pause, events, a.togglePause)
+		on(t.pause, events, a.unlessGone(a.togglePause))
 		serving := "Not serving MCP"
 		if t.endpoint != "" {
 			serving = "Serving MCP at " + t.endpoint
@@ -83,11 +89,11 @@ func startTray(events chan<- func(), a *App) (*tray, error) {
 			on(t.login, events, a.toggleLogin)
 		}
 		systray.AddSeparator()
-		on(systray.AddMenuItem("Open hub folder", a.dir), events, func() {
+		on(systray.AddMenuItem("Open hub folder", a.dir), events, a.unlessGone(func() {
 			if err := openFolder(a.dir); err != nil {
 				a.log.Warn("opening the hub folder", "err", err)
 			}
-		})
+		}))
 		on(systray.AddMenuItem("Quit", "Quit the desktop app"), events, a.Quit)
 		close(ready)
 	}, nil)
@@ -110,6 +116,11 @@ func on(item *systray.MenuItem, events chan<- func(), f func()) {
 // and the pause. The icon: paused, else calls pending, else a source
 // failing, else idle.
 func (t *tray) update(v trayView) {
+	if v.gone != nil {
+		t.lost(v.gone)
+		return
+	}
+	t.setUp.Hide()
 	calls := v.calls
 	state := "idle"
 	switch n := len(calls); n {
@@ -181,6 +192,27 @@ func (t *tray) update(v trayView) {
 		t.review.SetTitle(fmt.Sprintf("Review %d new or changed %s", review, plural(review, "tool", "tools")))
 	} else {
 		t.review.SetTitle("Review new or changed tools")
+	}
+}
+
+// lost shows the hub gone: the status says so and names the folder, "Set
+// up a new hub here" comes under it, the calls and offers go; the icon is
+// the failing one.
+func (t *tray) lost(g *hubGone) {
+	t.status.SetTitle(g.summary() + ": " + g.dir)
+	t.setUp.SetTitle(g.wayBack())
+	t.setUp.Show()
+	for _, item := range t.calls {
+		item.Hide()
+	}
+	t.stopped.Hide()
+	t.signIn.Hide()
+	t.review.SetTitle("Review new or changed tools")
+	t.sources.SetTitle("Sources…")
+	systray.SetTooltip("capabilities: " + g.tooltip())
+	if t.shown != "failing" {
+		systray.SetIcon(icons["failing"])
+		t.shown = "failing"
 	}
 }
 

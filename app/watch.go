@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/app/screen"
@@ -50,6 +53,20 @@ type App struct {
 	// running are the runs recorded running, interrupted those of them
 	// that no live process holds (track).
 	running, interrupted map[string]bool
+
+	// hubID is the ID of the hub the app opened; gone is set once
+	// it is not there any more (read by the MCP server's goroutines too),
+	// goneNote is its notification; vanished are the calls withdrawn as
+	// their run's record disappeared, named if the hub turns out gone.
+	hubID    string
+	gone     atomic.Pointer[hubGone]
+	goneNote uint32
+	vanished []vanished
+	// release gives up the app's name on the session bus and its lock
+	// (nil: none), so that an app started on a new hub there runs.
+	release func()
+	stderr  io.Writer // nil: the log only
+	restart bool      // Quit from "Set up a new hub here": Run returns ErrRestart
 
 	events   chan func()
 	quit     chan struct{}
@@ -145,9 +162,16 @@ func (a *App) loop(ctx context.Context) error {
 		a.armExpiry(expiry)
 		select {
 		case <-live.C:
-			if len(a.running) > 0 && a.checkRunning(ctx) {
+			// Nothing is written when the hub's folder goes with the
+			// folders above it (or is moved): it is looked at here too.
+			switch {
+			case a.checkHub():
+				a.show()
+			case a.gone.Load() != nil:
+			case len(a.running) > 0 && a.checkRunning(ctx):
 				a.show()
 			}
+			a.forgetVanished()
 		case <-expiry.C:
 			now := time.Now()
 			for _, c := range a.sorted() {
@@ -161,15 +185,34 @@ func (a *App) loop(ctx context.Context) error {
 			return nil
 		case <-a.quit:
 			a.withdrawAll()
+			if a.restart {
+				return ErrRestart
+			}
 			return nil
 		case f := <-a.events:
 			f()
 		case err := <-w.Errors:
+			if a.gone.Load() != nil {
+				continue
+			}
 			// An overflowed queue lost events: read every run again.
 			a.log.Warn("watching the hub", "err", err)
 			a.scan(ctx)
 			a.show()
 		case ev := <-w.Events:
+			// The hub's folder removed or emptied: its runs' records go
+			// in the same burst, and their calls are lost, not decided.
+			if a.gone.Load() != nil || a.checkHub() {
+				for more := true; more; {
+					select {
+					case <-w.Events:
+					default:
+						more = false
+					}
+				}
+				a.show()
+				continue
+			}
 			// A burst of writes is one pass: each run read once.
 			dirty, review := map[string]bool{}, false
 			for more := true; more; {
@@ -262,6 +305,10 @@ func (a *App) sync(ctx context.Context, id string) {
 		a.track(ctx, id, &r)
 	} else {
 		a.track(ctx, id, nil)
+		if a.awaits(id) && a.checkHub() {
+			// The record went with the hub: lose named its calls.
+			return
+		}
 	}
 	waiting := map[string]*model.Pending{}
 	if err == nil && r.Status.Paused() {
@@ -275,6 +322,9 @@ func (a *App) sync(ctx context.Context, id string) {
 	}
 	for _, c := range a.pending {
 		if c.run == id && waiting[c.id] == nil {
+			if err != nil {
+				a.vanished = append(a.vanished, vanished{at: time.Now(), call: lostCall(c)})
+			}
 			a.withdraw(c)
 		}
 	}
@@ -292,6 +342,23 @@ func (a *App) sync(ctx context.Context, id string) {
 	}
 	sort.Slice(fresh, func(i, j int) bool { return fresh[i].seq < fresh[j].seq })
 	a.raise(fresh)
+}
+
+// awaits reports whether a call of run id is shown waiting.
+func (a *App) awaits(id string) bool {
+	for _, c := range a.pending {
+		if c.run == id {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetVanished forgets the calls whose run vanished over vanishWindow
+// ago (the hub is still there: the runs were removed on their own).
+func (a *App) forgetVanished() {
+	now := time.Now()
+	a.vanished = slices.DeleteFunc(a.vanished, func(v vanished) bool { return now.Sub(v.at) >= vanishWindow })
 }
 
 // raise shows new pending calls: a notification each, within the budget
@@ -421,8 +488,11 @@ func (a *App) withdrawAll() {
 				a.notes.close(id)
 			}
 		}
+		if a.goneNote != 0 {
+			a.notes.close(a.goneNote)
+		}
 	}
-	a.moreNote = 0
+	a.moreNote, a.goneNote = 0, 0
 	clear(a.offers)
 	if a.sign != nil {
 		clear(a.sign.byNote)
@@ -435,6 +505,10 @@ func (a *App) withdrawAll() {
 // recorded as the person's decision (channel desktop); the default action
 // opens the console.
 func (a *App) act(note uint32, action string) {
+	if note != 0 && note == a.goneNote {
+		a.actGone(action)
+		return
+	}
 	if o, ok := a.offers[note]; ok {
 		a.actOffer(note, o, action)
 		return
@@ -475,6 +549,9 @@ func (a *App) act(note uint32, action string) {
 // closed forgets a notification the server closed (dismissed, expired or
 // acted on); its call stays pending in the tray.
 func (a *App) closed(note uint32) {
+	if note != 0 && note == a.goneNote {
+		a.goneNote = 0
+	}
 	delete(a.offers, note)
 	a.closedSignIn(note)
 	if note != 0 && note == a.moreNote {
@@ -533,6 +610,6 @@ func (a *App) sorted() []*call {
 // show updates the tray.
 func (a *App) show() {
 	if a.tray != nil {
-		a.tray.update(trayView{calls: a.sorted(), interrupted: a.interruptedRuns(), review: a.review, failing: a.failing, paused: a.paused, signIn: a.signInTitle()})
+		a.tray.update(trayView{gone: a.gone.Load(), calls: a.sorted(), interrupted: a.interruptedRuns(), review: a.review, failing: a.failing, paused: a.paused, signIn: a.signInTitle()})
 	}
 }

@@ -50,13 +50,15 @@ type windowProcess struct {
 // newWindows is the app's window where capabilities-window is installed
 // beside the app, else pages in the browser.
 func newWindows(ctx context.Context, o windowsOptions) windows {
+	pg := newPages(ctx, o.hub, o.log, o.open)
+	pg.gone = o.gone
 	if self, err := os.Executable(); err == nil {
 		bin := filepath.Join(filepath.Dir(self), windowBinary)
 		if fi, err := os.Stat(bin); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
-			return &windowProcess{bin: bin, log: o.log, pages: newPages(ctx, o.hub, o.log, o.open)}
+			return &windowProcess{bin: bin, log: o.log, pages: pg}
 		}
 	}
-	return newPages(ctx, o.hub, o.log, o.open)
+	return pg
 }
 
 // Show shows a screen, starting the window's process if it is not running.
@@ -159,6 +161,21 @@ func (w *windowProcess) Withdraw() {
 		return
 	}
 	w.log.Info("withdrew the window")
+	w.in.Close() // the process ends when its stdin does
+	w.cmd, w.in = nil, nil
+}
+
+// hubGone closes the window whatever it shows once the hub's folder is
+// gone: its process opened the hub itself, and every screen would fail on
+// files that are not there (the tray and the notification say what
+// happened). Without a tray it stays: it is the one way to the app.
+func (w *windowProcess) hubGone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd == nil || w.noTray {
+		return
+	}
+	w.log.Info("closed the window: the hub is gone")
 	w.in.Close() // the process ends when its stdin does
 	w.cmd, w.in = nil, nil
 }

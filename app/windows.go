@@ -31,4 +31,7 @@ type windowsOptions struct {
 	hub  *hub.Hub
 	log  *slog.Logger
 	open func(link string) error // the browser, for the pure-Go build
+	// gone says what happened to the hub once its folder is gone ("" while
+	// it is there): the console's API answers every request with it.
+	gone func() string
 }

@@ -27,6 +27,13 @@ type fakeNotifications struct {
 	mu    sync.Mutex
 	calls []string
 	next  uint32
+	sent  map[uint32]sentNote // what each notification said last
+}
+
+// sentNote is what a notification said.
+type sentNote struct {
+	summary, body string
+	actions       []string
 }
 
 func (f *fakeNotifications) Call(method string, _ dbus.Flags, args ...any) *dbus.Call {
@@ -34,9 +41,20 @@ func (f *fakeNotifications) Call(method string, _ dbus.Flags, args ...any) *dbus
 	defer f.mu.Unlock()
 	switch method {
 	case notifyName + ".Notify":
-		f.next++
-		f.calls = append(f.calls, fmt.Sprintf("Notify %d", f.next))
-		return &dbus.Call{Body: []any{f.next}}
+		id, _ := args[1].(uint32)
+		if id == 0 {
+			f.next++
+			id = f.next
+		}
+		f.calls = append(f.calls, fmt.Sprintf("Notify %d", id))
+		if f.sent == nil {
+			f.sent = map[uint32]sentNote{}
+		}
+		summary, _ := args[3].(string)
+		body, _ := args[4].(string)
+		actions, _ := args[5].([]string)
+		f.sent[id] = sentNote{summary, body, actions}
+		return &dbus.Call{Body: []any{id}}
 	case notifyName + ".CloseNotification":
 		f.calls = append(f.calls, fmt.Sprintf("Close %d", args[0]))
 	}

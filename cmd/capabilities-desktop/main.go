@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -31,6 +32,15 @@ func main() {
 	err := app.Run(ctx, app.Options{Logger: log, Stderr: os.Stderr})
 	stop()
 	switch {
+	case errors.Is(err, app.ErrRestart):
+		// A new hub was set up in place of one deleted: the app starts
+		// again on it, as a new process (its tray, its bus name, its
+		// endpoint all new).
+		fmt.Fprintln(os.Stderr, "capabilities-desktop:", err)
+		if err := restart(); err != nil {
+			fmt.Fprintln(os.Stderr, "capabilities-desktop: starting again:", err, "(start the app again)")
+			os.Exit(1)
+		}
 	case errors.Is(err, app.ErrNoDisplay):
 		fmt.Fprintln(os.Stderr, "capabilities-desktop:", err)
 		os.Exit(2)
@@ -38,4 +48,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "capabilities-desktop:", err)
 		os.Exit(1)
 	}
+}
+
+// restart replaces this process with a new run of the app (where the
+// system has no exec, it starts one and this one exits).
+func restart() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Exec(exe, os.Args, os.Environ()); err == nil || runtime.GOOS != "windows" {
+		return err
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Start()
 }

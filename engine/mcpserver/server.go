@@ -45,6 +45,12 @@ type Options struct {
 	// every tool). A direct-mode profile serves each visible tool as an MCP
 	// tool of its own instead of search, describe and execute.
 	Profile *hub.Profile
+	// Unavailable, when it returns an error, answers every request that
+	// would reach the hub with it instead (a tool call as a tool error, a
+	// resource read or a prompt as an error), before anything runs: the
+	// desktop app whose hub folder was deleted under it says so, instead of
+	// each call failing on a file that is gone. Its text reaches the model.
+	Unavailable func() error
 }
 
 // Server serves the hub over MCP.
@@ -82,6 +88,7 @@ func New(h *hub.Hub, opts Options) *Server {
 			// Tools come and go with the hub's sources and the profile.
 			Capabilities: withSkills(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}),
 		})
+		s.gate()
 		s.direct.shown = map[string]string{}
 		if err := s.syncDirect(context.Background()); err != nil {
 			opts.Logger.Warn("the direct-mode profile starts with no tools", "profile", s.name, "err", err)
@@ -95,6 +102,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		Logger:       opts.Logger,
 		Capabilities: codeCapabilities(),
 	})
+	s.gate()
 	yes, no := true, false
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        "search",
@@ -117,6 +125,33 @@ func New(h *hub.Hub, opts Options) *Server {
 	}, s.inProfile(s.execute))
 	s.serveSkills()
 	return s
+}
+
+// gate answers the requests that reach the hub with Options.Unavailable's
+// error while it returns one.
+func (s *Server) gate() {
+	unavailable := s.opts.Unavailable
+	if unavailable == nil {
+		return
+	}
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/call", "resources/read", "prompts/get":
+			default:
+				return next(ctx, method, req)
+			}
+			err := unavailable()
+			switch {
+			case err == nil:
+				return next(ctx, method, req)
+			case method == "tools/call":
+				return toolError("%s", err.Error()), nil
+			default:
+				return nil, err
+			}
+		}
+	})
 }
 
 // Close stops following the hub's changes (direct mode) and closes the
