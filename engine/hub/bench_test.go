@@ -197,6 +197,17 @@ func benchWarmCode(b *testing.B, code func(i int) string) {
 // benchWarmOn is benchWarmCode on the hub h.
 func benchWarmOn(b *testing.B, h *hub.Hub, code func(i int) string) {
 	ctx := context.Background()
+	benchSpaced(b, func(i int) {
+		env, err := h.Execute(ctx, code(i))
+		if err != nil || env.Status != "completed" {
+			b.Fatalf("%v %+v", err, env)
+		}
+	})
+}
+
+// benchSpaced times op(i), each after a pause of gap, and reports the p50
+// and p99.
+func benchSpaced(b *testing.B, op func(i int)) {
 	var lat []time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
@@ -204,11 +215,8 @@ func benchWarmOn(b *testing.B, h *hub.Hub, code func(i int) string) {
 		time.Sleep(gap)
 		b.StartTimer()
 		start := time.Now()
-		env, err := h.Execute(ctx, code(len(lat)))
+		op(len(lat))
 		lat = append(lat, time.Since(start))
-		if err != nil || env.Status != "completed" {
-			b.Fatalf("%v %+v", err, env)
-		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
@@ -228,22 +236,11 @@ func BenchmarkExecuteOneCallWarm(b *testing.B) {
 func BenchmarkHubCallWarm(b *testing.B) {
 	h := benchHub(b)
 	ctx := context.Background()
-	var lat []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		time.Sleep(gap)
-		b.StartTimer()
-		start := time.Now()
-		_, err := h.Call(ctx, "up.echo", fmt.Appendf(nil, `{"message":"hi %d"}`, len(lat)), "")
-		lat = append(lat, time.Since(start))
-		if err != nil {
+	benchSpaced(b, func(i int) {
+		if _, err := h.Call(ctx, "up.echo", fmt.Appendf(nil, `{"message":"hi %d"}`, i), ""); err != nil {
 			b.Fatal(err)
 		}
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
 }
 
 // BenchmarkExecuteSameCodeWarm sends the same code every time, as a model
