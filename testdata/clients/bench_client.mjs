@@ -6,7 +6,8 @@
 //   {startMs, firstExecuteMs, series: {name: {n, p50, p90, min, max}}}
 //
 // startMs is spawn → initialize and tools/list answered; firstExecuteMs the
-// first execute (trivial code) right after. Then each series runs BENCH_N
+// first execute (trivial code, or with BENCH_FIRST=call one call of
+// BENCH_TOOL) right after. Then each series runs BENCH_N
 // times back to back ("…/b2b") and with BENCH_GAP_MS between calls
 // ("…/gap"): trivial code; code calling BENCH_TOOL once (when set, e.g.
 // "up.echo"); search; and, with BENCH_DIRECT (the upstream's command line as
@@ -69,7 +70,10 @@ run(async () => {
   const startMs = performance.now() - t0;
   // New code every time: the same code twice would be remembered by the pipeline.
   const exec = (code) => client.callTool({ name: "execute", arguments: { code } }).then((r) => check(r, "execute"));
-  const firstExecuteMs = await timed(() => exec("return 0"));
+  // BENCH_FIRST=call: the first execute calls BENCH_TOOL (and so starts
+  // its upstream) instead of running trivial code.
+  const first = process.env.BENCH_FIRST === "call" && tool ? `return await ${tool}({message: "first"})` : "return 0";
+  const firstExecuteMs = await timed(() => exec(first));
   const out = {};
   await series(out, "execute-trivial", (i) => exec("return " + (i + 1)));
   if (tool) {
