@@ -185,17 +185,12 @@ func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outco
 	return directFailed(req.JS, d.Run(ctx, req))
 }
 
-// Execute runs the model's code as a new run. Code that is one call
-// returned does not wait for the sandbox to be built (the first execute
-// after start); should it need it after all, the run fails with the
-// sandbox's error instead of Execute.
-func (h *Hub) Execute(ctx context.Context, js string) (*Envelope, error) {
-	if _, _, _, one := code.OneCall(js); !one {
-		if _, err := h.sandbox(); err != nil {
-			return nil, err
-		}
+// Execute runs the model's code as a new run.
+func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
+	if _, err := h.sandbox(); err != nil {
+		return nil, err
 	}
-	env, err := h.runEngine().Execute(ctx, js)
+	env, err := h.runEngine().Execute(ctx, code)
 	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) })
 	h.explainOutside(ctx, env)
 	return env, err
