@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
-	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
@@ -37,9 +36,11 @@ func directCall(code string) (address string, args json.RawMessage, ok bool) {
 // JavaScript runtime: the one call goes to the run's host as the sandbox
 // would send it (sequence 1, no connection), and the outcome is what the
 // code returns, {value} or {toolError}. ok is false for any other code,
-// for a tool the run's namespaces do not have, and for a result the
-// envelope would cut: the sandbox runs those (a settled call is answered
-// from the attempt's journal, so the upstream is not called twice).
+// for a tool the run's namespaces do not have, for a result the envelope
+// would cut and for a run stopped from outside: the sandbox runs those (a
+// settled call is answered from the attempt's journal, so the upstream is
+// not called twice). A call over the attempt's wall time ends it as in the
+// sandbox (callOnce).
 func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool) {
 	address, args, ok := directCall(req.JS)
 	if !ok {
@@ -49,11 +50,13 @@ func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool)
 	if !reaches(req, ns, tool) || req.Host == nil {
 		return sandbox.Outcome{}, false
 	}
-	start := time.Now()
-	res := req.Host.CallTool(ctx, sandbox.Call{Seq: 1, Address: address, Args: args})
-	out := sandbox.Outcome{Calls: 1, Wall: time.Since(start)}
+	res, out, ok := callOnce(ctx, req, address, args)
 	var result []byte
 	switch {
+	case !ok:
+		return sandbox.Outcome{}, false
+	case out.Status != "": // the attempt's wall time
+		return out, true
 	case res.Pause:
 		out.Status = sandbox.StatusPaused
 		return out, true
@@ -72,11 +75,7 @@ func directRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool)
 		}
 		result = append(append([]byte(`{"value":`), b.Bytes()...), '}')
 	}
-	limit := req.Limits.InlineResultBytes
-	if limit <= 0 {
-		limit = 24 << 10
-	}
-	if len(result) > limit {
+	if len(result) > inlineLimit(req.Limits) {
 		return sandbox.Outcome{}, false
 	}
 	out.Status, out.Result = sandbox.StatusCompleted, result

@@ -27,7 +27,7 @@ import (
 // already, is answered from the attempt's journal, so the upstream is not
 // called twice. TestOneCallAsTheSandboxRunsIt runs each case both ways.
 func oneCallRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool) {
-	if !oneCallOn.Load() {
+	if oneCallOff.Load() {
 		return sandbox.Outcome{}, false
 	}
 	ns, tool, args, ok := code.OneCall(req.JS)
@@ -35,32 +35,11 @@ func oneCallRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool
 		return sandbox.Outcome{}, false
 	}
 	address := ns + "." + tool
-	// As an attempt bounds its calls: its wall time cuts the call short
-	// and ends it with wall_timeout; the upstream timeout bounds the call.
-	callCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	wall := req.Limits.WallMs
-	if wall <= 0 {
-		wall = 90_000
-	}
-	var overWall atomic.Bool
-	timer := time.AfterFunc(time.Duration(wall)*time.Millisecond, func() { overWall.Store(true); stop() })
-	defer timer.Stop()
-	if ms := req.Limits.UpstreamTimeoutMs; ms > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(callCtx, time.Duration(ms)*time.Millisecond)
-		defer cancel()
-	}
-	start := time.Now()
-	res := req.Host.CallTool(callCtx, sandbox.Call{Seq: 1, Address: address, Args: args})
-	out := sandbox.Outcome{Calls: 1, Wall: time.Since(start)}
+	res, out, ok := callOnce(ctx, req, address, args)
 	switch {
-	case ctx.Err() != nil:
-		// Stopped from outside: the sandbox says how (cancelled, the
-		// run's deadline), at once, the call settled or not.
+	case !ok:
 		return sandbox.Outcome{}, false
-	case overWall.Load():
-		out.Status, out.Error = sandbox.StatusFailed, sandbox.WallTimeoutError()
+	case out.Status != "": // the attempt's wall time
 	case res.Pause:
 		out.Status = sandbox.StatusPaused
 	case res.Error != nil:
@@ -90,11 +69,7 @@ func oneCallRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool
 			v = json.RawMessage("null")
 		}
 		result, ok := code.Restringify(v)
-		limit := req.Limits.InlineResultBytes
-		if limit <= 0 {
-			limit = 24 << 10
-		}
-		if !ok || len(result) > limit {
+		if !ok || len(result) > inlineLimit(req.Limits) {
 			return sandbox.Outcome{}, false
 		}
 		out.Status, out.Result = sandbox.StatusCompleted, result
@@ -106,9 +81,51 @@ func oneCallRun(ctx context.Context, req sandbox.Request) (sandbox.Outcome, bool
 // oneCallRuns counts the attempts oneCallRun made (tests read it).
 var oneCallRuns atomic.Int64
 
-// oneCallOn is false only in tests that run such code in the sandbox, to
+// oneCallOff is set only in tests that run such code in the sandbox, to
 // compare (SetOneCall).
-var oneCallOn = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
+var oneCallOff atomic.Bool
+
+// callOnce makes a run's one call to its host as an attempt would:
+// sequence 1, bounded by the upstream timeout, and cut short by the
+// attempt's wall time, which ends it as the sandbox does (out's Status and
+// Error set). out counts the call and the time; ok is false when ctx ended
+// meanwhile: the sandbox says how (cancelled, the run's deadline), at once,
+// the call settled or not.
+func callOnce(ctx context.Context, req sandbox.Request, address string, args json.RawMessage) (res sandbox.CallResult, out sandbox.Outcome, ok bool) {
+	callCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	wall := req.Limits.WallMs
+	if wall <= 0 {
+		wall = 90_000
+	}
+	var overWall atomic.Bool
+	timer := time.AfterFunc(time.Duration(wall)*time.Millisecond, func() { overWall.Store(true); stop() })
+	defer timer.Stop()
+	if ms := req.Limits.UpstreamTimeoutMs; ms > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(callCtx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	start := time.Now()
+	res = req.Host.CallTool(callCtx, sandbox.Call{Seq: 1, Address: address, Args: args})
+	out = sandbox.Outcome{Calls: 1, Wall: time.Since(start)}
+	if ctx.Err() != nil {
+		return res, out, false
+	}
+	if overWall.Load() {
+		out.Status, out.Error = sandbox.StatusFailed, sandbox.WallTimeoutError()
+	}
+	return res, out, true
+}
+
+// inlineLimit is the envelope's budget for a result (sandbox.Limits'
+// default where l leaves it out).
+func inlineLimit(l sandbox.Limits) int {
+	if l.InlineResultBytes > 0 {
+		return l.InlineResultBytes
+	}
+	return 24 << 10
+}
 
 // reaches says whether the run's namespaces have ns.tool.
 func reaches(req sandbox.Request, ns, tool string) bool {

@@ -82,6 +82,15 @@ func TestOneCallRunEndsAsTheSandbox(t *testing.T) {
 		if want.Error == nil || want.Error.Code != sandbox.CodeWallTimeout || fast.calls != 1 {
 			t.Errorf("the sandbox ended %+v; the one-call path made %d calls", want.Error, fast.calls)
 		}
+		// A direct-mode call takes the same bound (callOnce).
+		js, err := DirectCode("writer.record", json.RawMessage(`{"item": "x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, ok := directRun(ctx, sandbox.Request{JS: js, NamespaceSet: nss, Host: &blockingHost{}, Limits: sandbox.Limits{WallMs: 100}})
+		if !ok || direct.Status != want.Status || !cmp.Equal(direct.Error, want.Error) {
+			t.Errorf("a hanging direct call: %v %s %+v; the sandbox's %s %+v", ok, direct.Status, direct.Error, want.Status, want.Error)
+		}
 	})
 	t.Run("stopped from outside", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
