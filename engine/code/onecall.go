@@ -1,6 +1,7 @@
 package code
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -206,6 +207,7 @@ func (p *lit) object(out []byte) ([]byte, bool) {
 	p.i++ // {
 	out = append(out, '{')
 	var keys []string
+	var seen map[string]bool // past a few keys, to find one given twice
 	for {
 		p.space()
 		if p.eat('}') {
@@ -241,10 +243,17 @@ func (p *lit) object(out []byte) ([]byte, bool) {
 		if arrayIndex(key) || key == "__proto__" && !p.json {
 			return nil, false
 		}
-		for _, k := range keys {
-			if k == key {
-				return nil, false
+		if len(keys) == 8 {
+			seen = make(map[string]bool, 16)
+			for _, k := range keys {
+				seen[k] = true
 			}
+		}
+		if seen != nil && seen[key] || seen == nil && slices.Contains(keys, key) {
+			return nil, false
+		}
+		if seen != nil {
+			seen[key] = true
 		}
 		keys = append(keys, key)
 		p.space()

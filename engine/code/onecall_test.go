@@ -3,6 +3,7 @@ package code
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +223,40 @@ func FuzzOneCallCode(f *testing.F) {
 			t.Errorf("%q: OneCall read %s.%s(%s); the sandbox: %s %s %+v, calls %+v", code, ns, tool, args, out.Status, out.Result, out.Error, h.calls)
 		}
 	})
+}
+
+// A result of many keys is read in linear time, and a key given twice among
+// them is still found.
+func TestRestringifyManyKeys(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 5000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d":%d`, i, i)
+	}
+	many := b.String() + "}"
+	if out, ok := Restringify([]byte(many)); !ok || len(out) != len(many) {
+		t.Fatalf("5,000 keys: ok %v, %d bytes of %d", ok, len(out), len(many))
+	}
+	if _, ok := Restringify([]byte(many[:len(many)-1] + `,"k4321":1}`)); ok {
+		t.Error("a key given twice among 5,000 was read")
+	}
+}
+
+func BenchmarkRestringifyManyKeys(b *testing.B) {
+	var s strings.Builder
+	s.WriteString("{")
+	for i := range 5000 {
+		if i > 0 {
+			s.WriteString(",")
+		}
+		fmt.Fprintf(&s, `"k%d":%d`, i, i)
+	}
+	j := []byte(s.String() + "}")
+	b.ReportAllocs()
+	for b.Loop() {
+		Restringify(j)
+	}
 }
