@@ -154,28 +154,25 @@ func (w *windowProcess) send(line string) error {
 
 // Withdraw closes the window when it shows the pending calls, unless there
 // is no tray: then it is the one way to the app, and it stays.
-func (w *windowProcess) Withdraw() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cmd == nil || !screen.Approvals(w.screen) || w.noTray {
-		return
-	}
-	w.log.Info("withdrew the window")
-	w.in.Close() // the process ends when its stdin does
-	w.cmd, w.in = nil, nil
-}
+func (w *windowProcess) Withdraw() { w.closeIf(screen.Approvals, "withdrew the window") }
 
 // hubGone closes the window whatever it shows once the hub's folder is
 // gone: its process opened the hub itself, and every screen would fail on
 // files that are not there (the tray and the notification say what
 // happened). Without a tray it stays: it is the one way to the app.
 func (w *windowProcess) hubGone() {
+	w.closeIf(func(string) bool { return true }, "closed the window: the hub is gone")
+}
+
+// closeIf closes the window when the screen it shows passes shows, unless
+// there is no tray.
+func (w *windowProcess) closeIf(shows func(screen string) bool, why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cmd == nil || w.noTray {
+	if w.cmd == nil || !shows(w.screen) || w.noTray {
 		return
 	}
-	w.log.Info("closed the window: the hub is gone")
+	w.log.Info(why)
 	w.in.Close() // the process ends when its stdin does
 	w.cmd, w.in = nil, nil
 }
