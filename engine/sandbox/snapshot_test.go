@@ -69,7 +69,7 @@ return { r, uuid: crypto.randomUUID(), now: Date.now(), evalBlocked, std: typeof
 // the same checks in run A's own code see every change.
 func TestCopiedRuntimesShareNothing(t *testing.T) {
 	d := driver(t)
-	before := d.copies.Load()
+	before := d.copies.Load() + d.reuses.Load()
 	pollute := `
 globalThis.leaked = "A";
 Object.prototype.polluted = "A";
@@ -100,8 +100,12 @@ return seen`
 			t.Fatalf("run B %d after run A saw what A changed: %s %+v", i, out.Result, out.Error)
 		}
 	}
-	if n := d.copies.Load() - before; n < 10 {
-		t.Errorf("%d of 20 runs got a copied runtime, want at least 10", n)
+	// Each run starts from the snapshot's memory: a new copy, or a copy
+	// whose clean run ended reset to it; which of the two depends on how
+	// fast the warmers are (9 new copies of 20 on a loaded CI machine),
+	// not what is tested.
+	if n := d.copies.Load() + d.reuses.Load() - before; n < 10 {
+		t.Errorf("%d of 20 runs got a copied or reset runtime, want at least 10", n)
 	}
 }
 
