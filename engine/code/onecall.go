@@ -11,12 +11,18 @@ import (
 //
 //	return await github.getIssue({owner: "acme", repo: 'web', number: 7});
 //
-// the commonest code a model sends, so that the host can make the call
-// without starting JavaScript. ok is false for anything else, and for any
-// argument whose value it cannot be sure of: then the code runs in the
-// sandbox as any other. args is what the sandbox would send, byte for byte
+// the commonest code a model sends, or the same with the value named first,
+//
+//	const issue = await github.getIssue({number: 7});
+//	return issue;
+//
+// so that the host can make the call without starting JavaScript. ok is
+// false for anything else, and for any argument whose value it cannot be
+// sure of: then the code runs in the sandbox as any other. args is what the sandbox would send, byte for byte
 // (JSON.stringify of the literal). The forms read: `return`, `await`
-// optional (no line break right after return); `ns.tool` or `ns["tool"]`; no argument, or one object literal of
+// optional (no line break right after return; the declaration's await is
+// not optional, and its name is no namespace the call names and no reserved
+// word); `ns.tool` or `ns["tool"]`; no argument, or one object literal of
 // strings (single or double quoted, the escapes JSON has), integers of up to
 // 15 digits, decimals written as JavaScript prints them, true, false, null,
 // arrays and objects, trailing commas allowed, keys identifiers or strings;
@@ -28,6 +34,37 @@ import (
 func OneCall(js string) (ns, tool string, args []byte, ok bool) {
 	p := &lit{s: js}
 	p.space()
+	// const r = await ns.tool({…}); return r
+	var name string
+	if p.word("const") || p.word("let") || p.word("var") {
+		p.space()
+		if name, ok = p.ident(); !ok || reserved[name] {
+			return "", "", nil, false
+		}
+		p.space()
+		if !p.eat('=') {
+			return "", "", nil, false
+		}
+		p.space()
+		if !p.word("await") {
+			return "", "", nil, false
+		}
+		p.space()
+		// The name is bound only once the call settled: named as the
+		// namespace, the call throws a ReferenceError.
+		if ns, tool, args, ok = p.call(); !ok || ns == name {
+			return "", "", nil, false
+		}
+		// A semicolon or a line break ends the declaration.
+		start := p.i
+		p.space()
+		broke := strings.ContainsAny(p.s[start:p.i], "\n\r")
+		if p.eat(';') {
+			p.space()
+		} else if !broke {
+			return "", "", nil, false
+		}
+	}
 	if !p.word("return") {
 		return "", "", nil, false
 	}
@@ -36,9 +73,30 @@ func OneCall(js string) (ns, tool string, args []byte, ok bool) {
 	for p.peek() == ' ' || p.peek() == '\t' {
 		p.i++
 	}
-	if p.word("await") {
-		p.space()
+	if name != "" {
+		if got, ok := p.ident(); !ok || got != name {
+			return "", "", nil, false
+		}
+	} else {
+		if p.word("await") {
+			p.space()
+		}
+		if ns, tool, args, ok = p.call(); !ok {
+			return "", "", nil, false
+		}
 	}
+	p.space()
+	p.eat(';')
+	p.space()
+	if p.i != len(p.s) {
+		return "", "", nil, false
+	}
+	return ns, tool, args, true
+}
+
+// call reads ns.tool(…) or ns["tool"](…), with no argument or one object
+// literal: args as JSON.stringify writes it.
+func (p *lit) call() (ns, tool string, args []byte, ok bool) {
 	if ns, ok = p.ident(); !ok {
 		return "", "", nil, false
 	}
@@ -82,14 +140,21 @@ func OneCall(js string) (ns, tool string, args []byte, ok bool) {
 	if !p.eat(')') {
 		return "", "", nil, false
 	}
-	p.space()
-	p.eat(';')
-	p.space()
-	if p.i != len(p.s) {
-		return "", "", nil, false
-	}
 	return ns, tool, args, true
 }
+
+// reserved holds the words a declaration may not bind, in strict code and
+// in an async function, and the two strict code may not either.
+var reserved = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`await break case catch class const continue debugger default delete do
+		else enum export extends false finally for function if import in instanceof new null return
+		super switch this throw true try typeof var void while with yield let static implements
+		interface package private protected public arguments eval`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // Restringify is JSON.stringify(JSON.parse(j)) as the sandbox computes it,
 // for the JSON a tool call answers: what code that returns the call's value

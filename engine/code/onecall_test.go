@@ -58,6 +58,22 @@ func TestOneCallForms(t *testing.T) {
 		{"return await\n gh\n.x\n({a: 1}\n)\n;\n", got{"gh", "x", `{"a":1}`, true}},
 		{`return awaitgh.x()`, got{"awaitgh", "x", `{}`, true}},
 		{`return await gh.x({a: "é"})`, got{"gh", "x", `{"a":"é"}`, true}},
+		// The value named first.
+		{"const issue = await github.getIssue({number: 7});\nreturn issue;", got{"github", "getIssue", `{"number":7}`, true}},
+		{"let r = await gh[\"x\"]()\nreturn r", got{"gh", "x", `{}`, true}},
+		{"var r=await gh.x({a: 1});return r", got{"gh", "x", `{"a":1}`, true}},
+		{"const r = await\n gh.x()\r\n\n  return   r  ;\n", got{"gh", "x", `{}`, true}},
+		{"const r = await gh.x() return r", got{}},           // no semicolon, no line break
+		{"const r = await gh.x();\nreturn\nr", got{}},        // returns undefined
+		{"const r = gh.x();\nreturn r", got{}},               // a promise, not awaited
+		{"const r = await gh.x();\nreturn s", got{}},         // another name
+		{"const gh = await gh.x();\nreturn gh", got{}},       // a ReferenceError
+		{"const yield = await gh.x();\nreturn yield", got{}}, // a reserved word
+		{"const r = await gh.x();\nreturn r.items", got{}},
+		{"const r = await gh.x()\n.items;\nreturn r", got{}},
+		{"const r = await gh.x();\nconsole.log(r);\nreturn r", got{}},
+		{"const {r} = await gh.x();\nreturn r", got{}},
+		{"constr = await gh.x();\nreturn constr", got{}},
 	} {
 		ns, tool, args, ok := OneCall(tc.code)
 		if d := cmp.Diff(tc.want, got{ns, tool, string(args), ok}); d != "" {
@@ -204,6 +220,8 @@ func FuzzOneCallCode(f *testing.F) {
 		`return await github.getIssue({owner: "acme", repo: 'web', number: 7});`,
 		"return await\n gh\n.x\n({a: 1}\n)\n;\n", `return gh["list-issues"]({state: "open",})`,
 		"return\nawait gh.x()", `return await gh.x({a: [1, {b: "c"}]})`,
+		"const r = await gh.x({a: 1})\nreturn r", "let gh = await gh.x();\nreturn gh",
+		"var r = await gh.x() return r", "const r = await gh.x();\nreturn\nr",
 	} {
 		f.Add(c)
 	}

@@ -33,6 +33,8 @@ func TestOneCallAsTheSandboxRunsIt(t *testing.T) {
 		`return await leaky.echo({message: 7})`,
 		`return await leaky.sleep({ms: 1})`,
 		`return await leaky["echo"]({message: "by index"})`,
+		"const named = await leaky.echo({message: \"named\"})\nreturn named;",
+		"let e = await leaky.leakError({});\n  return e",
 		`return await leaky.record({item: "x"})`,
 		`return await leaky.big({})`,
 		`return await leaky.nope({})`,
@@ -103,7 +105,7 @@ func TestOneCallAsTheSandboxRunsIt(t *testing.T) {
 		}
 		statuses = append(statuses, env.Status)
 	}
-	if !strings.Contains(strings.Join(statuses, " "), "completed failed failed failed completed completed awaiting_approval completed completed failed failed") {
+	if !strings.Contains(strings.Join(statuses, " "), "completed failed failed failed completed completed completed failed awaiting_approval completed completed failed failed") {
 		t.Errorf("statuses: %v", statuses)
 	}
 	b, _ := json.Marshal(got)

@@ -10,7 +10,7 @@
 // BENCH_TOOL) right after. Then each series runs BENCH_N
 // times back to back ("…/b2b") and with BENCH_GAP_MS between calls
 // ("…/gap"): trivial code; code calling BENCH_TOOL once (when set, e.g.
-// "up.echo"); search; and, with BENCH_DIRECT (the upstream's command line as
+// "up.echo"), and the same call in code that uses its value; search; and, with BENCH_DIRECT (the upstream's command line as
 // a JSON array), the same tool called directly over stdio (the floor).
 import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -78,6 +78,9 @@ run(async () => {
   await series(out, "execute-trivial", (i) => exec("return " + (i + 1)));
   if (tool) {
     await series(out, "execute-one-call", (i) => exec(`return await ${tool}({message: "m${i}"})`));
+    // The same call in code that does something with its value: the
+    // sandbox runs it (no path without JavaScript).
+    await series(out, "execute-call-and-code", (i) => exec(`const r = await ${tool}({message: "m${i}"});\nreturn {r, i: ${i}}`));
   }
   await series(out, "search", (i) => client.callTool({ name: "search", arguments: { query: "create issue " + i } }).then((r) => check(r, "search")));
   await client.close();
