@@ -27,8 +27,11 @@ go vet ./...
 # The desktop app's window (Wails, cgo) is behind build tags: vet it too.
 CGO_ENABLED=1 go vet -tags desktop,production,webkit2_41 ./app/window/ ./cmd/capabilities-window/
 
-step "build for macOS (the desktop app's other platform)"
+step "build for macOS and Windows (the desktop app's other platforms)"
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build ./...
+# Built, not run: no Windows here. Its own files: engine/source/group_windows.go
+# (an upstream's process tree), app/login_windows.go, engine/hub/inode_other.go.
+GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build ./...
 
 step "staticcheck"
 # Built once per machine (outside the clone, so a fresh clone reuses it).

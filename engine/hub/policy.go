@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -36,12 +35,11 @@ type fileKey struct {
 	ino, size, mtimeNs int64
 }
 
-func keyOf(fi os.FileInfo) fileKey {
-	k := fileKey{size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ino = int64(st.Ino)
-	}
-	return k
+// keyOf is fi's key; ok is false where the system gives no inode (the
+// file is then read every time: size and time alone could miss a write).
+func keyOf(fi os.FileInfo) (k fileKey, ok bool) {
+	ino, ok := inode(fi)
+	return fileKey{ino: ino, size: fi.Size(), mtimeNs: fi.ModTime().UnixNano()}, ok
 }
 
 // Policy reads the profile's policy. A missing file is an empty policy; a
@@ -56,17 +54,21 @@ func (h *Hub) Policy(ctx context.Context) (*policy.Policy, error) {
 	if err != nil {
 		return h.readPolicy(ctx)
 	}
+	key, ok := keyOf(fi)
+	if !ok {
+		return h.readPolicy(ctx)
+	}
 	c := &h.policyCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.p != nil && keyOf(fi) == c.key {
+	if c.p != nil && key == c.key {
 		return c.p, nil
 	}
 	p, err := h.readPolicy(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c.p, c.key = p, keyOf(fi)
+	c.p, c.key = p, key
 	return p, nil
 }
 

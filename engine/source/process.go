@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -241,14 +240,14 @@ func (p *process) stop() {
 		}
 	}
 	if !wait(500 * time.Millisecond) {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		terminateGroup(pgid)
 		if !wait(time.Second) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			killGroup(pgid)
 			<-p.done
 		}
 	}
 	// Anything the leader left behind in its group goes too.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	killGroup(pgid)
 }
 
 // tail keeps the last n bytes written to it.
