@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,7 +35,13 @@ func BenchmarkPutRun(b *testing.B) { benchPutRun(b, 0) }
 // when executes are not back to back: 10 ms pass (untimed) between writes.
 func BenchmarkPutRunSpare(b *testing.B) { benchPutRun(b, 10*time.Millisecond) }
 
-func benchPutRun(b *testing.B, pause time.Duration) {
+// BenchmarkPutNewRunSpare is BenchmarkPutRunSpare with a new record each
+// time, as a run that calls nothing writes its one record.
+func BenchmarkPutNewRunSpare(b *testing.B) { benchPutRunID(b, 10*time.Millisecond, true) }
+
+func benchPutRun(b *testing.B, pause time.Duration) { benchPutRunID(b, pause, false) }
+
+func benchPutRunID(b *testing.B, pause time.Duration, newID bool) {
 	f, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
 	if err != nil {
 		b.Fatal(err)
@@ -42,6 +49,7 @@ func benchPutRun(b *testing.B, pause time.Duration) {
 	defer f.Close()
 	rec := map[string]any{"id": "r1", "status": "running", "code": "return await github.createIssue({owner, repo, title})"}
 	ctx := context.Background()
+	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		if pause > 0 {
@@ -49,7 +57,12 @@ func benchPutRun(b *testing.B, pause time.Duration) {
 			time.Sleep(pause)
 			b.StartTimer()
 		}
-		if err := f.Put(ctx, store.Runs, "r1", rec); err != nil {
+		id := "r1"
+		if newID {
+			id = fmt.Sprintf("r%d", n)
+		}
+		n++
+		if err := f.Put(ctx, store.Runs, id, rec); err != nil {
 			b.Fatal(err)
 		}
 	}

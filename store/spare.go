@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -14,19 +16,26 @@ import (
 // or starting a log there creates no file on the caller's path. Creating a
 // file costs 0.2–0.9 ms of kernel time on this machine's ext4, and in some
 // directories of the same disk 15 µs: ext4 without a journal (this VM's)
-// looks for a free inode past those deleted in the last minute (writing into an existing empty file and renaming
-// it costs 30–60 µs). An execute that calls a tool takes three (its record,
-// its journal, its final record), one that calls none takes one. The pool
-// is refilled in the background once the directory has been quiet for a
-// moment, so the refill does not compete with the executes that used the
-// spares; spareCount lets a burst of about twenty executes with calls run
-// before the files are created on their path (8 ran out after three: one
-// call back to back over stdio, 30 in a row, p50 2.8 → 1.5 ms mean).
+// looks for a free inode past those deleted in the last minute (naming an
+// existing empty file costs 30–60 µs). An execute that calls a tool takes
+// three (its record, its journal, its final record), one that calls none
+// takes one. The pool is refilled in the background once the directory has
+// been quiet for a moment, so the refill does not compete with the executes
+// that used the spares; spareCount lets a burst of about twenty executes
+// with calls run before the files are created on their path (8 ran out
+// after three: one call back to back over stdio, 30 in a row, p50 2.8 →
+// 1.5 ms mean).
+//
+// A spare is a file with no name yet (O_TMPFILE, held open: spareFile), so
+// the directory shows nothing of the pool: `rm -rf` of the hub while a
+// refill runs removes it whole (with named spares it failed with
+// "Directory not empty" on runs/), and a process that dies leaves nothing
+// behind. A system without such files keeps no spares.
 type spares struct {
 	dir string
 
 	mu      sync.Mutex
-	ready   []string
+	ready   []*os.File
 	taken   time.Time // last take
 	filling bool
 	closed  bool
@@ -35,6 +44,8 @@ type spares struct {
 }
 
 const (
+	// sparePrefix named the spares of earlier versions, files in the
+	// directory; removeStale removes those a dead process left.
 	sparePrefix = ".spare-"
 	spareCount  = 64
 	spareQuiet  = 5 * time.Millisecond
@@ -43,9 +54,9 @@ const (
 
 func newSpares(dir string) *spares { return &spares{dir: dir} }
 
-// take returns the path of an empty file of mode 600, or "" when none is
+// take returns an empty file of mode 600 with no name, or nil when none is
 // ready (the caller then creates its own).
-func (s *spares) take() string {
+func (s *spares) take() *os.File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.taken = time.Now()
@@ -55,22 +66,22 @@ func (s *spares) take() string {
 		go s.fill()
 	}
 	if len(s.ready) == 0 {
-		return ""
+		return nil
 	}
-	p := s.ready[len(s.ready)-1]
+	f := s.ready[len(s.ready)-1]
 	s.ready = s.ready[:len(s.ready)-1]
-	return p
+	return f
 }
 
 // giveBack returns an unused spare.
-func (s *spares) giveBack(p string) {
+func (s *spares) giveBack(f *os.File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		_ = os.Remove(p)
+		_ = f.Close()
 		return
 	}
-	s.ready = append(s.ready, p)
+	s.ready = append(s.ready, f)
 }
 
 func (s *spares) fill() {
@@ -92,19 +103,18 @@ func (s *spares) fill() {
 			time.Sleep(spareQuiet - quiet)
 			continue
 		}
-		fh, err := os.CreateTemp(s.dir, sparePrefix+"*")
+		f, err := spareFile(s.dir)
 		if err != nil {
 			s.mu.Lock()
 			s.filling = false
 			s.mu.Unlock()
 			return // callers create their own files
 		}
-		_ = fh.Close()
-		s.giveBack(fh.Name())
+		s.giveBack(f)
 	}
 }
 
-// close stops filling and removes the spares not used. Writes after close
+// close stops filling and lets the spares not used go. Writes after close
 // create their own files.
 func (s *spares) close() {
 	s.mu.Lock()
@@ -113,16 +123,17 @@ func (s *spares) close() {
 	s.filler.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.ready {
-		_ = os.Remove(p)
+	for _, f := range s.ready {
+		_ = f.Close()
 	}
 	s.ready = nil
 }
 
-// removeStale removes spares an earlier process left behind, once per
-// process that writes runs (not on every Open: runs/ can hold thousands of
-// files). A spare still in a live process's pool is only removed once it is
-// an hour old; that process then creates its file itself.
+// removeStale removes the named spares an earlier version's process left
+// behind, once per process that writes runs (not on every Open: runs/ can
+// hold thousands of files). One still in a live process's pool is only
+// removed once it is an hour old; that process then creates its file
+// itself.
 func (s *spares) removeStale() {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -138,49 +149,53 @@ func (s *spares) removeStale() {
 	}
 }
 
-// writeRecord writes data to path through a spare, renamed over path
-// (without fsync), or through writeFile when no spare is ready.
+// writeRecord writes data to path through a spare, named path at once when
+// path is new, else named beside it and renamed over it (without fsync),
+// or through writeFile when no spare is ready.
 func (s *spares) writeRecord(path string, data []byte) error {
 	sp := s.take()
-	if sp == "" {
+	if sp == nil {
 		return writeFile(path, data, false)
 	}
-	// No O_TRUNC: a spare is empty (a failed write removes it), and ext4
-	// flushes a file truncated to zero when it is closed (auto_da_alloc),
-	// which doubled the cost of a write here.
-	fh, err := os.OpenFile(sp, os.O_WRONLY, fileMode)
-	if err != nil { // removed meanwhile (stale cleanup by another process)
+	defer sp.Close()
+	// Written at offset 0 of an empty file: no O_TRUNC (ext4 flushes a
+	// file truncated to zero when it is closed, auto_da_alloc, which
+	// doubled the cost of a write here).
+	if _, err := sp.Write(data); err != nil {
 		return writeFile(path, data, false)
 	}
-	_, err = fh.Write(data)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(sp, path)
+	err := nameSpare(sp, path)
+	if errors.Is(err, fs.ErrExist) {
+		tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+randomSuffix())
+		if err = nameSpare(sp, tmp); err == nil {
+			if err = os.Rename(tmp, path); err != nil {
+				_ = os.Remove(tmp)
+			}
+		}
 	}
 	if err != nil {
-		_ = os.Remove(sp)
 		return writeFile(path, data, false)
 	}
 	return nil
 }
 
-// create makes path exist as an empty file of mode 600 by linking a spare to
-// it, unless it exists already. It reports nothing: the caller opens path
-// with O_CREATE anyway.
+// create makes path exist as an empty file of mode 600 by naming a spare
+// path, unless it exists already. It reports nothing: the caller opens
+// path with O_CREATE anyway.
 func (s *spares) create(path string) {
 	sp := s.take()
-	if sp == "" {
+	if sp == nil {
 		return
 	}
-	if err := os.Link(sp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			s.giveBack(sp)
-			return
-		}
-		_ = os.Remove(sp)
+	if err := nameSpare(sp, path); errors.Is(err, fs.ErrExist) {
+		s.giveBack(sp)
 		return
 	}
-	_ = os.Remove(sp)
+	_ = sp.Close()
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -71,9 +71,10 @@ func checkModes(t *testing.T, dir string) {
 }
 
 // TestSpares: run records and journals are written through empty files the
-// store keeps ready in runs/ (refilled in the background), the records stay
-// whole and mode 600, Close removes the unused ones, and those a dead
-// process left behind are removed once they are an hour old.
+// store keeps ready in the background (the same inodes), with no name until
+// then, so nothing of them is in the directory; the files are whole and mode
+// 600, Close lets the unused ones go, and the named spares an earlier
+// version's dead process left behind are removed once they are an hour old.
 func TestSpares(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "hub")
@@ -83,26 +84,35 @@ func TestSpares(t *testing.T) {
 	}
 	defer f.Close()
 	runs := filepath.Join(dir, "runs")
-	spares := func() int {
-		m, _ := filepath.Glob(filepath.Join(runs, ".spare-*"))
-		return len(m)
+	names := func() []string {
+		entries, err := os.ReadDir(runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
 	}
 	if err := f.Put(ctx, store.Runs, "r1", map[string]int{"n": 1}); err != nil {
 		t.Fatal(err)
 	}
 	wait := testenv.Timeout(5 * time.Second)
 	deadline := time.Now().Add(wait)
-	for spares() < store.SpareCount {
+	for len(store.SpareInodes(f)) < store.SpareCount {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d spares after %v; want %d made in the background", spares(), wait, store.SpareCount)
+			t.Fatalf("%d spares after %v; want %d made in the background", len(store.SpareInodes(f)), wait, store.SpareCount)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	if d := cmp.Diff([]string{"r1.json"}, names()); d != "" {
+		t.Errorf("runs/ with %d spares ready (-want +got):\n%s", store.SpareCount, d)
+	}
 	// The files written next are spares that were ready (the same inodes).
 	ready := map[uint64]bool{}
-	m, _ := filepath.Glob(filepath.Join(runs, ".spare-*"))
-	for _, p := range m {
-		ready[inode(t, p)] = true
+	for _, ino := range store.SpareInodes(f) {
+		ready[ino] = true
 	}
 	if err := f.Put(ctx, store.Runs, "r2", map[string]int{"n": 2}); err != nil {
 		t.Fatal(err)
@@ -138,10 +148,13 @@ func TestSpares(t *testing.T) {
 	if ids, _ := f.List(ctx, store.Runs); len(ids) != 2 {
 		t.Errorf("List = %v; spares must not be listed", ids)
 	}
+	if d := cmp.Diff([]string{"r1.json", "r2.journal.jsonl", "r2.json"}, names()); d != "" {
+		t.Errorf("runs/ (-want +got):\n%s", d)
+	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := spares(); n != 0 {
+	if n := len(store.SpareInodes(f)); n != 0 {
 		t.Errorf("%d spares after Close; want none", n)
 	}
 	// Writes after Close still work, without spares.
@@ -621,5 +634,31 @@ func TestHeldTakesNothing(t *testing.T) {
 		}
 		sawHeld = sawHeld || held
 		asked++
+	}
+}
+
+// TestRemovedWhileRefilling: `rm -rf` of a hub while its process refills
+// its spares (right after a write) removes it whole the first time: the
+// spares have no name in runs/ (named ones made rmdir fail with
+// "directory not empty").
+func TestRemovedWhileRefilling(t *testing.T) {
+	ctx := context.Background()
+	for i := range 20 {
+		dir := filepath.Join(t.TempDir(), "hub")
+		f, _, err := store.Init(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 30 {
+			if err := f.Put(ctx, store.Runs, fmt.Sprintf("r%d", j), map[string]int{"n": j}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The refill starts 5 ms after the last write and makes 64 files.
+		time.Sleep(time.Duration(i%10) * time.Millisecond)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("trial %d: removing the hub while its spares are refilled: %v", i, err)
+		}
+		f.Close()
 	}
 }

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package store
+
+import (
+	"errors"
+	"os"
+)
+
+var errNoSpares = errors.New("no files without a name on this system")
+
+// spareFile: this system has no file without a name (O_TMPFILE), so no
+// spares are kept; every record and journal creates its own file.
+func spareFile(string) (*os.File, error) { return nil, errNoSpares }
+
+func nameSpare(*os.File, string) error { return errNoSpares }
