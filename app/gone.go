@@ -1,15 +1,10 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/visible"
@@ -34,7 +29,7 @@ var ErrRestart = errors.New("a new hub was set up: starting again")
 // hubGone is what happened to the app's hub.
 type hubGone struct {
 	dir  string
-	what string // hubDeleted, hubReplaced
+	what string // store.HubDeleted, store.HubReplaced
 	at   time.Time
 	tray bool // the app has a tray (its way back is there)
 	// lost are the calls that were waiting for a person in it, as
@@ -43,7 +38,7 @@ type hubGone struct {
 }
 
 // replaced reports whether another hub is at the folder now.
-func (g *hubGone) replaced() bool { return g.what == hubReplaced }
+func (g *hubGone) replaced() bool { return g.what == store.HubReplaced }
 
 // Error is what an agent's call is answered with: what happened, since
 // when, and what the person is offered. It names the folder only (nothing
@@ -123,33 +118,6 @@ func lostCall(c *call) string {
 	return fmt.Sprintf("%s (run %s, call %s)", visible.Line(cut(c.address, noteAddressChars)), c.run, c.id)
 }
 
-// hubChange says what happened to the hub at dir since the app opened it
-// (its hub.json said id): "" while it is there, or when that cannot be
-// told now (hub.json unreadable for a moment is not taken for gone). A hub
-// set up there since is another hub, even in a folder of the same inode.
-func hubChange(dir, id string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "hub.json"))
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-		// The folder, or only its hub.json (rm -rf caught halfway): no
-		// hub is there any more.
-		return hubDeleted
-	case err != nil:
-		return ""
-	}
-	var h store.Hub
-	if json.Unmarshal(b, &h) != nil || h.ID == "" || id == "" || h.ID == id {
-		return ""
-	}
-	return hubReplaced
-}
-
-// What happened to the hub (hubChange).
-const (
-	hubDeleted  = "was deleted or moved away"
-	hubReplaced = "was replaced by another hub"
-)
-
 // vanishWindow is how long a call whose run record disappeared is
 // remembered: rm -rf removes runs/ before hub.json as often as after, and
 // a call withdrawn then is named among those lost with the hub.
@@ -186,7 +154,7 @@ func (a *App) checkHub() bool {
 	if a.gone.Load() != nil {
 		return false
 	}
-	what := hubChange(a.dir, a.hubID)
+	what := store.Gone(a.dir, a.hubID)
 	if what == "" {
 		return false
 	}

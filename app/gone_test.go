@@ -20,42 +20,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestHubChange: the hub's folder deleted, emptied of its hub.json (rm -rf
-// caught halfway), moved away with the folder above it, or replaced by
-// another hub (set up there since) is told from a hub still there.
-func TestHubChange(t *testing.T) {
-	tests := []struct {
-		name   string
-		change func(t *testing.T, home, dir string)
-		want   string
-	}{
-		{"there", func(*testing.T, string, string) {}, ""},
-		{"deleted", func(t *testing.T, _, dir string) { must(t, os.RemoveAll(dir)) }, "was deleted or moved away"},
-		{"hub.json removed", func(t *testing.T, _, dir string) { must(t, os.Remove(filepath.Join(dir, "hub.json"))) }, "was deleted or moved away"},
-		{"home moved", func(t *testing.T, home, _ string) { must(t, os.Rename(home, home+"-moved")) }, "was deleted or moved away"},
-		{"replaced", func(t *testing.T, _, dir string) {
-			must(t, os.RemoveAll(dir))
-			st, _, err := store.Init(dir)
-			must(t, err)
-			st.Close()
-		}, "was replaced by another hub"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			home := filepath.Join(t.TempDir(), "home")
-			dir := filepath.Join(home, "hub")
-			st, _, err := store.Init(dir)
-			must(t, err)
-			st.Close()
-			id := st.Hub().ID
-			tt.change(t, home, dir)
-			if got := hubChange(dir, id); got != tt.want {
-				t.Errorf("hubChange = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -173,8 +137,8 @@ func TestHubGoneIsTold(t *testing.T) {
 // hub, or the one there now), with the calls lost listed up to five.
 func TestHubGoneTexts(t *testing.T) {
 	at := time.Date(2026, 12, 2, 10, 2, 3, 0, time.UTC)
-	deleted := &hubGone{dir: "/h/hub", what: hubDeleted, at: at, lost: []string{"a.w (run r1, call c1)", "a.w (run r2, call c1)", "a.w (run r3, call c1)", "a.w (run r4, call c1)", "a.w (run r5, call c1)", "a.w (run r6, call c1)"}}
-	replaced := &hubGone{dir: "/h/hub", what: hubReplaced, at: at}
+	deleted := &hubGone{dir: "/h/hub", what: store.HubDeleted, at: at, lost: []string{"a.w (run r1, call c1)", "a.w (run r2, call c1)", "a.w (run r3, call c1)", "a.w (run r4, call c1)", "a.w (run r5, call c1)", "a.w (run r6, call c1)"}}
+	replaced := &hubGone{dir: "/h/hub", what: store.HubReplaced, at: at}
 	tests := []struct {
 		g                           *hubGone
 		summary, wayBack, body, err string
@@ -238,11 +202,11 @@ func TestHubGoneWayBack(t *testing.T) {
 		actions, tray bool
 		want          string
 	}{
-		{hubDeleted, true, true, "Set up a new hub there (the app starts again on it), or Quit."},
-		{hubDeleted, false, true, "Set up a new hub there from the tray (the app starts again on it), or quit the app, run `capabilities hub init` and start it again."},
-		{hubDeleted, false, false, "Quit the app (Ctrl-C or SIGTERM), run `capabilities hub init` and start it again."},
-		{hubReplaced, false, true, "Start again on the new hub from the tray, or quit the app and start it again."},
-		{hubReplaced, false, false, "Quit the app (Ctrl-C or SIGTERM) and start it again."},
+		{store.HubDeleted, true, true, "Set up a new hub there (the app starts again on it), or Quit."},
+		{store.HubDeleted, false, true, "Set up a new hub there from the tray (the app starts again on it), or quit the app, run `capabilities hub init` and start it again."},
+		{store.HubDeleted, false, false, "Quit the app (Ctrl-C or SIGTERM), run `capabilities hub init` and start it again."},
+		{store.HubReplaced, false, true, "Start again on the new hub from the tray, or quit the app and start it again."},
+		{store.HubReplaced, false, false, "Quit the app (Ctrl-C or SIGTERM) and start it again."},
 	}
 	for _, tt := range tests {
 		g := &hubGone{dir: "/h/hub", what: tt.what, tray: tt.tray}

@@ -101,7 +101,12 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				}
 				ectx, ecancel := context.WithCancel(ctx)
 				pages := newPageOpener(ectx, h, e.log, net.JoinHostPort("127.0.0.1", strconv.Itoa(pagePort)))
-				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p})
+				restart := "restart `capabilities hub serve --http`"
+				if stdio {
+					restart = "restart this MCP server in the agent (or the agent)"
+				}
+				unavailable := watchGone(ectx, st, e.stderr, restart)
+				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p, Unavailable: unavailable})
 				h.Prepare(ectx)
 				go func() {
 					if err := h.Watch(ectx); err != nil {

@@ -157,11 +157,18 @@ func clientsDir(t testing.TB) string {
 // and bearer token. It is stopped when the test ends.
 func (h *hubEnv) serveHTTP() (url, token string) {
 	h.t.Helper()
+	url, token, _ = h.serveHTTPLogged()
+	return url, token
+}
+
+// serveHTTPLogged is serveHTTP, with what serve writes on stderr.
+func (h *hubEnv) serveHTTPLogged() (url, token string, stderr *lockedBuffer) {
+	h.t.Helper()
 	port := testenv.FreePort(h.t)
 	cmd := exec.Command(binPath, "hub", "serve", "--http", "--port", strconv.Itoa(port))
 	cmd.Env = h.env()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr = &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatalf("starting hub serve --http: %v", err)
 	}
@@ -198,7 +205,7 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp", strings.TrimSpace(string(tok))
+	return "http://" + addr + "/mcp", strings.TrimSpace(string(tok)), stderr
 }
 
 // stdioSession is `hub serve --stdio` driven with raw newline-delimited

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestServeSaysItsHubIsGone: the hub's folder moved away, moved back,
+// deleted, then set up again while `hub serve` serves it (stdio and HTTP).
+// Every call is answered with what happened to which folder and what the
+// person does (not a failure on a file that is gone), stderr says it once
+// per change, and the hub moved back is served again.
+func TestServeSaysItsHubIsGone(t *testing.T) {
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			must := func(t *testing.T, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := newHub(t)
+			dir := filepath.Join(h.home, "hub")
+			ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+			defer cancel()
+			var stderr lockedBuffer
+			var transport mcp.Transport
+			if mode == "stdio" {
+				cmd := exec.Command(binPath, "hub", "serve", "--stdio", "--no-shim")
+				cmd.Env = h.env()
+				cmd.Stderr = &stderr
+				transport = &mcp.CommandTransport{Command: cmd}
+			} else {
+				url, token, logs := h.serveHTTPLogged()
+				stderr.src = logs
+				transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "gone", Version: "1"}, nil).Connect(ctx, transport, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			execute := func() (string, bool) {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"code": "return 6 * 7"}})
+				if err != nil {
+					t.Fatalf("execute: %v", err)
+				}
+				var text string
+				for _, c := range res.Content {
+					if tc, ok := c.(*mcp.TextContent); ok {
+						text += tc.Text
+					}
+				}
+				return text, res.IsError
+			}
+			// until calls execute until its answer is an error holding want
+			// (or, want empty, a value again).
+			until := func(want string) string {
+				t.Helper()
+				wait := testenv.Timeout(30 * time.Second)
+				for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+					text, isErr := execute()
+					if want == "" && !isErr && strings.Contains(text, "42") || want != "" && isErr && strings.Contains(text, want) {
+						return text
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("after %v execute still answers (error %v) %q; want %q\nstderr:\n%s", wait, isErr, text, want, stderr.String())
+					}
+				}
+			}
+			until("")
+
+			must(t, os.Rename(dir, dir+"-away"))
+			text := until("was deleted or moved away")
+			for _, w := range []string{"the hub at " + dir + " was deleted or moved away while `capabilities hub serve` served it", "run `capabilities hub init`"} {
+				if !strings.Contains(text, w) {
+					t.Errorf("the answer %q does not say %q", text, w)
+				}
+			}
+			must(t, os.Rename(dir+"-away", dir))
+			until("")
+
+			must(t, os.RemoveAll(dir))
+			until("was deleted or moved away")
+			h.cli("hub", "init")
+			text = until("was replaced by another hub")
+			if !strings.Contains(text, "restart") {
+				t.Errorf("the answer %q does not say to restart serve", text)
+			}
+			cs.Close()
+			got := stderr.String()
+			for _, w := range []string{"capabilities: the hub at " + dir + " was deleted or moved away", "capabilities: the hub at " + dir + " is back: serving it again", "capabilities: the hub at " + dir + " was replaced by another hub"} {
+				if !strings.Contains(got, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by a process's stderr and read by
+// the test; src, when set, is read instead.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	src interface{ String() string }
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	if b.src != nil {
+		return b.src.String()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
