@@ -107,7 +107,7 @@ func TestOneCallRunEndsAsTheSandbox(t *testing.T) {
 		"an error read as memory's":  {code, sandbox.CallResult{Error: &sandbox.ToolError{Message: "out of memory"}}},
 		"a global's namespace":       {`return await escape.x()`, sandbox.CallResult{Value: json.RawMessage(`1`)}},
 		"an unseen tool":             {`return await writer.nope()`, sandbox.CallResult{Value: json.RawMessage(`1`)}},
-		"more code":                  {`const r = await writer.echo({}); return r`, sandbox.CallResult{Value: json.RawMessage(`1`)}},
+		"more code":                  {`const r = await writer.echo({}); return r.n`, sandbox.CallResult{Value: json.RawMessage(`1`)}},
 	} {
 		if _, ok := oneCallRun(ctx, sandbox.Request{JS: tc.code, NamespaceSet: nss, Host: &fakeHost{res: tc.res}}); ok {
 			t.Errorf("%s took the one-call path", name)
