@@ -279,7 +279,8 @@ func appendNew(out []string, v string) []string {
 // PlainCredential reports whether the value of the variable or header name
 // is, or holds, a credential written in plain text: a value shaped like a
 // well-known token, the value of a credential's name (CredentialName) that
-// is not a number, a switch or a path, or a value that holds a password (a
+// is not a number, a switch, a path, or a word when the name says what sort
+// of credential is meant (TOKEN_TYPE=bearer), or a value that holds a password (a
 // URL's postgres://user:password@host, a connection string's Password=).
 func PlainCredential(name, value string) bool {
 	out, _ := PlainSecrets(name, value)
@@ -299,7 +300,10 @@ func PlainSecrets(name, value string) (out []string, weak bool) {
 	if v == "" {
 		return nil, false
 	}
-	whole := !IsReference(v) && (shape.MatchString(v) || (CredentialName(name) && !notCredential.MatchString(v)))
+	// A word as the value of a name that says what sort of credential is
+	// meant (TOKEN_TYPE=bearer, --key-format PEM) is none, as in a query.
+	named := CredentialName(name) && !notCredential.MatchString(v) && !(describesCredential(name) && wordLike(v))
+	whole := !IsReference(v) && (shape.MatchString(v) || named)
 	return secrets(v, whole)
 }
 

@@ -95,6 +95,11 @@ func TestPlainSecrets(t *testing.T) {
 		// … but a word naming the sort of credential is none.
 		{"URL", "https://h.example.test/mcp?token_type=bearer", result{}},
 		{"URL", "https://h.example.test/mcp?tokenType=Bearer&key_format=PEM", result{}},
+		{"TOKEN_TYPE", "bearer", result{}},
+		{"AuthKeyFormat", "PEM", result{}},
+		// … unless it is not a word, or the name does not say so.
+		{"TOKEN_TYPE", "Zq81xTyLw02pKd", result{[]string{"Zq81xTyLw02pKd"}, false}},
+		{"TOKEN", "bearer", result{[]string{"bearer"}, false}},
 		// Not credentials.
 		{"DATABASE_URL", "postgres://app@db.internal/prod", result{}},
 		{"DATABASE_URL", "postgres://db.internal/prod?sslmode=require", result{}},
@@ -161,6 +166,8 @@ func TestCredentialArgs(t *testing.T) {
 		"--use-api-key=true",
 		"--pattern", "*.md",
 		"postgres://db/prod",
+		"--token-type", "bearer",
+		"--api-key-format=pem",
 	}
 	want := []CredentialArg{
 		{Index: 3, Flag: "--url", Secrets: []string{"Hunter2SuperSecretPw"}},
