@@ -3,15 +3,13 @@ package store
 // SpareCount is how many spare files a directory keeps ready.
 const SpareCount = spareCount
 
-// SpareInodes are the inodes of the spares f keeps ready in runs/.
-func SpareInodes(f *File) []uint64 {
+// SparesReady is how many spares f keeps ready in runs/ now.
+func SparesReady(f *File) int {
 	f.runs.mu.Lock()
 	defer f.runs.mu.Unlock()
-	var out []uint64
-	for _, sp := range f.runs.ready {
-		if fi, err := sp.Stat(); err == nil {
-			out = append(out, inode(fi))
-		}
-	}
-	return out
+	return len(f.runs.ready)
 }
+
+// SpareUse is how many records and journals f's runs/ made of a spare, and
+// how many it created itself.
+func SpareUse(f *File) (named, missed int64) { return f.runs.named.Load(), f.runs.missed.Load() }

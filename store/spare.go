@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,9 @@ type spares struct {
 	closed  bool
 	swept   bool // stale spares removed (by the first fill)
 	filler  sync.WaitGroup
+	// named counts the files made of a spare, missed the records and
+	// journals that were not (no spare ready, or it failed): tests.
+	named, missed atomic.Int64
 }
 
 const (
@@ -155,6 +159,7 @@ func (s *spares) removeStale() {
 func (s *spares) writeRecord(path string, data []byte) error {
 	sp := s.take()
 	if sp == nil {
+		s.missed.Add(1)
 		return writeFile(path, data, false)
 	}
 	defer sp.Close()
@@ -162,6 +167,7 @@ func (s *spares) writeRecord(path string, data []byte) error {
 	// file truncated to zero when it is closed, auto_da_alloc, which
 	// doubled the cost of a write here).
 	if _, err := sp.Write(data); err != nil {
+		s.missed.Add(1)
 		return writeFile(path, data, false)
 	}
 	err := nameSpare(sp, path)
@@ -174,8 +180,10 @@ func (s *spares) writeRecord(path string, data []byte) error {
 		}
 	}
 	if err != nil {
+		s.missed.Add(1)
 		return writeFile(path, data, false)
 	}
+	s.named.Add(1)
 	return nil
 }
 
@@ -185,11 +193,18 @@ func (s *spares) writeRecord(path string, data []byte) error {
 func (s *spares) create(path string) {
 	sp := s.take()
 	if sp == nil {
+		s.missed.Add(1)
 		return
 	}
-	if err := nameSpare(sp, path); errors.Is(err, fs.ErrExist) {
+	err := nameSpare(sp, path)
+	if errors.Is(err, fs.ErrExist) {
 		s.giveBack(sp)
 		return
+	}
+	if err != nil {
+		s.missed.Add(1)
+	} else {
+		s.named.Add(1)
 	}
 	_ = sp.Close()
 }
