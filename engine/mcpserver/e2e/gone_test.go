@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,16 +32,16 @@ func TestServeSaysItsHubIsGone(t *testing.T) {
 			dir := filepath.Join(h.home, "hub")
 			ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 			defer cancel()
-			var stderr lockedBuffer
+			stderr := &testenv.Buffer{}
 			var transport mcp.Transport
 			if mode == "stdio" {
 				cmd := exec.Command(binPath, "hub", "serve", "--stdio", "--no-shim")
 				cmd.Env = h.env()
-				cmd.Stderr = &stderr
+				cmd.Stderr = stderr
 				transport = &mcp.CommandTransport{Command: cmd}
 			} else {
-				url, token, logs := h.serveHTTPLogged()
-				stderr.src = logs
+				var url, token string
+				url, token, stderr = h.serveHTTPLogged()
 				transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true}
 			}
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "gone", Version: "1"}, nil).Connect(ctx, transport, nil)
@@ -107,27 +105,4 @@ func TestServeSaysItsHubIsGone(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a bytes.Buffer written by a process's stderr and read by
-// the test; src, when set, is read instead.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	src interface{ String() string }
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	if b.src != nil {
-		return b.src.String()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

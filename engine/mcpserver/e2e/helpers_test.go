@@ -162,12 +162,12 @@ func (h *hubEnv) serveHTTP() (url, token string) {
 }
 
 // serveHTTPLogged is serveHTTP, with what serve writes on stderr.
-func (h *hubEnv) serveHTTPLogged() (url, token string, stderr *lockedBuffer) {
+func (h *hubEnv) serveHTTPLogged() (url, token string, stderr *testenv.Buffer) {
 	h.t.Helper()
 	port := testenv.FreePort(h.t)
 	cmd := exec.Command(binPath, "hub", "serve", "--http", "--port", strconv.Itoa(port))
 	cmd.Env = h.env()
-	stderr = &lockedBuffer{}
+	stderr = &testenv.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatalf("starting hub serve --http: %v", err)
