@@ -2,7 +2,10 @@ package hub_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,7 +86,8 @@ func BenchmarkFirstExecuteBySize(b *testing.B) {
 		name   string
 		copies int
 		kept   bool
-	}{{"corpus-x1", 1, true}, {"corpus-x20", 20, true}, {"corpus-x20/new-store", 20, false}} {
+		runs   int
+	}{{"corpus-x1", 1, true, 0}, {"corpus-x1/runs-5000", 1, true, 5000}, {"corpus-x20", 20, true, 0}, {"corpus-x20/new-store", 20, false, 0}} {
 		copies := c.copies
 		b.Run(c.name, func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "hub")
@@ -92,6 +96,13 @@ func BenchmarkFirstExecuteBySize(b *testing.B) {
 				b.Fatal(err)
 			}
 			addCorpus(b, st, copies)
+			for i := range c.runs {
+				at := time.Now().Add(-time.Duration(i) * time.Minute)
+				r := model.Run{ID: fmt.Sprintf("r%020d", i), Status: model.RunCompleted, Code: "return 1", Result: json.RawMessage("1"), CreatedAt: at, UpdatedAt: at}
+				if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
+					b.Fatal(err)
+				}
+			}
 			past := time.Now().Add(-time.Hour)
 			for _, k := range []store.Kind{store.Sources, store.Manifests} {
 				if err := os.Chtimes(filepath.Join(dir, string(k)), past, past); err != nil {
@@ -107,6 +118,9 @@ func BenchmarkFirstExecuteBySize(b *testing.B) {
 					if err := os.RemoveAll(filepath.Join(dir, "cache")); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if err := os.Remove(filepath.Join(dir, "blobs", "runs-pruned.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					b.Fatal(err)
 				}
 				st, err := store.Open(dir)
 				if err != nil {

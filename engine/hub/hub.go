@@ -94,7 +94,7 @@ func (h *Hub) Store() store.Store { return h.store }
 func (h *Hub) Close() {
 	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) }) // Prepare waits no more for an execute
 	h.preparing.Wait()
-	h.runEngine().Flush() // the records of the runs that just ended
+	h.runEngine().Wait() // the records of the runs that just ended, the prune
 	h.refreshes.close()
 	h.pool.Close()
 	if d := h.runs.driver.Load(); d != nil {

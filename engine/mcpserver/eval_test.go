@@ -61,6 +61,7 @@ func TestEvalTokens(t *testing.T) {
 	}
 	t.Cleanup(func() { sb.Close() })
 	eng := run.New(st, sb, ft, run.Options{})
+	t.Cleanup(eng.Wait) // the automatic prune, before the store's folder goes
 
 	surface := fixedSurface(t)
 	direct := directDefinitions(t)

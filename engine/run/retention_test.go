@@ -31,6 +31,7 @@ func TestPruneRunsBySize(t *testing.T) {
 		}
 		done = append(done, env.RunID)
 	}
+	eng.Wait() // the automatic prune the first execute started, before any run is aged
 	// Ages: the waiting run oldest (10 days), then done[0] 9, done[1] 8,
 	// done[2] 1.
 	for id, days := range map[string]int{waiting.RunID: 10, done[0]: 9, done[1]: 8, done[2]: 1} {

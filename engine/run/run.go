@@ -139,6 +139,7 @@ type Engine struct {
 	writing int                           // records being written (later)
 	written *sync.Cond                    // writing fell to 0
 	pruned  time.Time
+	pruning sync.WaitGroup // the automatic prune, in the background
 	sets    namespaceSets
 	handles handleCache
 	seen    seenRecords // what Waiting last read of each record
@@ -220,7 +221,7 @@ var ErrNoCode = errors.New("the code is empty")
 
 // Execute starts a new run of src (the body of an async function).
 func (e *Engine) Execute(ctx context.Context, src string) (*Envelope, error) {
-	e.maybePrune(ctx)
+	defer e.maybePrune(ctx)
 	if len(src) > e.limits.CodeBytes {
 		return nil, fmt.Errorf("%w: %d bytes; the limit is %d: send less code, or split the work across runs", ErrCodeTooLarge, len(src), e.limits.CodeBytes)
 	}
@@ -570,21 +571,54 @@ func digest(args json.RawMessage) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// maybePrune removes finished runs older than the retention, at most hourly.
+// maybePrune starts the automatic prune (Prune) when this process has not
+// started one in the last hour. It runs in the background, after the run
+// that started it, and only when no process pruned the hub's runs in the
+// last hour (the mark it leaves in the store): reading every run record is
+// no part of an agent's first execute, nor of every `hub exec`. Wait waits
+// for it.
 func (e *Engine) maybePrune(ctx context.Context) {
 	e.mu.Lock()
 	due := e.now().Sub(e.pruned) > time.Hour
 	if due {
 		e.pruned = e.now()
+		e.pruning.Add(1)
 	}
 	e.mu.Unlock()
-	if due {
+	if !due {
+		return
+	}
+	go func() {
+		defer e.pruning.Done()
+		ctx := context.WithoutCancel(ctx)
+		now := e.now()
+		if m, err := store.Get[pruneMark](ctx, e.store, store.Blobs, pruneMarkID); err == nil && !m.At.After(now) && now.Sub(m.At) < time.Hour {
+			return
+		}
+		if err := e.store.Put(ctx, store.Blobs, pruneMarkID, pruneMark{At: now}); err != nil {
+			e.log.Warn("marking the runs pruned", "err", err)
+		}
 		if n, err := e.Prune(ctx); err != nil {
 			e.log.Warn("pruning old runs", "err", err)
 		} else if n > 0 {
 			e.log.Info("pruned old runs", "count", n)
 		}
-	}
+	}()
+}
+
+// pruneMark is when a process last started the automatic prune of the
+// hub's runs (a blob, pruneMarkID).
+type pruneMark struct {
+	At time.Time `json:"at"`
+}
+
+const pruneMarkID = "runs-pruned"
+
+// Wait waits for the automatic prune this process started and for the
+// records of the runs that ended in it (Flush). The hub's Close calls it.
+func (e *Engine) Wait() {
+	e.pruning.Wait()
+	e.Flush()
 }
 
 // Prune is the automatic prune: PruneRuns with Options.Retention, else

@@ -305,6 +305,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng, _ := f.h.Runs()
+	eng.Wait() // the automatic prune the execute started, before the run is aged
 	if n, err := eng.Prune(ctx); err != nil || n != 0 {
 		t.Fatalf("Prune of a fresh run = %d, %v", n, err)
 	}
@@ -347,6 +348,114 @@ func TestPrune(t *testing.T) {
 	age(time.Now().Add(-time.Hour))
 	if n, err := eng.Prune(ctx); err != nil || n != 1 {
 		t.Fatalf("Prune of an old run whose approval expired = %d, %v; want it deleted", n, err)
+	}
+}
+
+// slowRunList is a store whose listing of runs (the prune's first step)
+// says it began on listing and waits until release is closed.
+type slowRunList struct {
+	store.Store
+	listing chan struct{}
+	release chan struct{}
+}
+
+func (s slowRunList) List(ctx context.Context, kind store.Kind) ([]string, error) {
+	if kind == store.Runs {
+		select {
+		case s.listing <- struct{}{}:
+		default:
+		}
+		<-s.release
+	}
+	return s.Store.List(ctx, kind)
+}
+
+// TestAutomaticPrune: the prune a process starts with its first execute
+// reads the run records in the background (the execute answers without
+// waiting for it) and is done when the hub closes; a process finding the
+// hub's runs pruned less than an hour ago, by any process, does not prune.
+func TestAutomaticPrune(t *testing.T) {
+	f := newHub(t, run.Limits{})
+	ctx := context.Background()
+	st := f.h.Store()
+	eng, _ := f.h.Runs()
+	finishedLongAgo := func() string {
+		t.Helper()
+		env, err := f.h.Execute(ctx, `return 1`)
+		if err != nil || env.Status != "completed" {
+			t.Fatalf("execute: %+v, %v", env, err)
+		}
+		eng.Wait()
+		rec, err := eng.Get(ctx, env.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.UpdatedAt = time.Now().Add(-8 * 24 * time.Hour)
+		if err := st.Put(ctx, store.Runs, rec.ID, rec); err != nil {
+			t.Fatal(err)
+		}
+		return rec.ID
+	}
+	markPruned := func(at time.Time) {
+		t.Helper()
+		if err := st.Put(ctx, store.Blobs, "runs-pruned", map[string]time.Time{"at": at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	there := func(id string) bool {
+		err := st.Get(ctx, store.Runs, id, new(model.Run))
+		return err == nil
+	}
+
+	// Last pruned two hours ago: the next process's first execute prunes,
+	// after it has answered.
+	old := finishedLongAgo()
+	markPruned(time.Now().Add(-2 * time.Hour))
+	slow := slowRunList{Store: st, listing: make(chan struct{}, 1), release: make(chan struct{})}
+	h := hub.New(slow, hub.Options{})
+	answered := make(chan error, 1)
+	go func() {
+		_, err := h.Execute(ctx, `return 2`)
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testenv.Timeout(30 * time.Second)):
+		t.Fatal("the execute waits for the prune's reading of the run records")
+	}
+	select {
+	case <-slow.listing:
+	case <-time.After(testenv.Timeout(30 * time.Second)):
+		t.Fatal("no prune started after the first execute of a hub last pruned two hours ago")
+	}
+	close(slow.release)
+	h.Close()
+	if there(old) {
+		t.Error("an 8-day-old run is still there after the process that pruned closed")
+	}
+
+	// Pruned just now (by the process above): the next process does not.
+	old = finishedLongAgo()
+	h = hub.New(st, hub.Options{})
+	if _, err := h.Execute(ctx, `return 3`); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if !there(old) {
+		t.Error("a process pruned the runs though another had pruned them minutes before")
+	}
+	// A mark in the future (a clock set back) does not hold the prune off.
+	markPruned(time.Now().Add(24 * time.Hour))
+	h = hub.New(st, hub.Options{})
+	if _, err := h.Execute(ctx, `return 4`); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if there(old) {
+		t.Error("a mark dated tomorrow held the prune off")
 	}
 }
 
