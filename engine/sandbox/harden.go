@@ -120,8 +120,9 @@ func DefaultCacheDir() string {
 
 // cacheLayout names the subdirectory of Options.CacheDir holding wazero's
 // compilation cache (wazero adds a directory per wazero version, architecture
-// and OS; a file's name is a hash of the wasm and the CPU's features). Only
-// this package writes there: the instrumented QuickJS (interrupt.go) without
+// and OS; a file's name is a hash of the wasm and the CPU's features), and
+// the instrumented module itself (instrumented.go). Only this package writes
+// there: the instrumented QuickJS (interrupt.go) without
 // CloseOnContextDone, the original only with it (wazero's key leaves that
 // setting out, and code compiled without either cannot be stopped).
 const cacheLayout = "sandbox-wasm-v1"
@@ -203,12 +204,18 @@ func compileModule(dir string, memoryBytes int, cacheDir string) error {
 }
 
 // compileWith compiles QuickJS with a compilation cache in cacheDir ("":
-// in memory) and hands it to qjs. Debug information is off: wazero would
+// in memory), the instrumented module kept there too, and hands it to qjs. Debug information is off: wazero would
 // parse QuickJS's DWARF sections and keep, and store, a source map of its
 // machine code (150,000 reads of 8 bytes each when loaded from the cache).
 func compileWith(cacheDir string) error {
 	ctx := context.Background()
-	q, err := instrumentedQuickJS()
+	var q instrumented
+	var err error
+	if cacheDir != "" {
+		q, err = cachedInstrumented(cacheDir)
+	} else {
+		q, err = instrumentedQuickJS()
+	}
 	wasm := q.wasm
 	if err != nil {
 		// Slower but as safe: wazero checks for termination at every loop
