@@ -162,12 +162,8 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	qjsMutex.Lock()
-	d.reuse = qjsFixed
+	d.reuse, d.prelude = qjsFixed, qjsPrelude
 	qjsMutex.Unlock()
-	if d.prelude, err = compilePrelude(root.dir, opts.MemoryBytes); err != nil {
-		_ = root.remove()
-		return nil, err
-	}
 	v, err := d.build(nil)
 	if err != nil {
 		_ = root.remove()
@@ -536,13 +532,8 @@ func (d *Driver) newVM(nss *Namespaces) (v *vm, err error) {
 }
 
 // compilePrelude compiles the prelude to bytecode, which loads several times
-// faster than source in every new runtime.
-func compilePrelude(dir string, memoryBytes int) (_ []byte, err error) {
-	rt, _, _, err := newRuntime(dir, memoryBytes)
-	if err != nil {
-		return nil, err
-	}
-	defer closeRuntime(rt)
+// faster than source in every new runtime, on rt (checkInterrupt's).
+func compilePrelude(rt *qjs.Runtime) (_ []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("compiling prelude: %v", r)

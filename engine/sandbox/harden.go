@@ -146,6 +146,10 @@ var qjsConfig wazero.RuntimeConfig
 //go:linkname qjsHash github.com/fastschema/qjs.cachedBytesHash
 var qjsHash uint64
 
+// qjsPrelude is the prelude's bytecode (under qjsMutex), compiled once per
+// process by checkInterrupt; nil until the interrupt is proven.
+var qjsPrelude []byte
+
 // qjsFixed is set (under qjsMutex) when the compiled QuickJS keeps all of a
 // runtime's state in its linear memory (instrumented.fixed): its runtimes
 // may then be reset to their snapshot and serve another run.
@@ -175,7 +179,7 @@ func compileModule(dir string, memoryBytes int, cacheDir string) error {
 	compiling.Lock()
 	defer compiling.Unlock()
 	qjsMutex.Lock()
-	done := qjsCompiled != nil && qjsHash == markerHash()
+	done := qjsCompiled != nil && qjsHash == markerHash() && qjsPrelude != nil
 	qjsMutex.Unlock()
 	if done {
 		return nil
@@ -249,22 +253,39 @@ func compileWith(cacheDir string) error {
 // checkInterrupt proves that a runaway guest can be stopped. qjs compiles the
 // wasm module once per process with the CloseOnContextDone setting of the
 // first qjs.New; had anything else in this process created a qjs runtime
-// first without it, no limit could stop an infinite loop.
+// first without it, no limit could stop an infinite loop. Its runtime first
+// compiles the prelude (qjsPrelude, set once the proof is made): a start
+// creates one runtime fewer.
 func checkInterrupt(dir string, memoryBytes int) error {
 	rt, _, ks, err := newRuntime(dir, memoryBytes)
 	if err != nil {
 		return err
 	}
+	prelude, err := compilePrelude(rt)
+	if err != nil {
+		closeRuntime(rt)
+		return err
+	}
 	returned := make(chan struct{})
+	before := ticks.Load()
 	go func() {
 		defer close(returned)
 		defer func() { _ = recover() }()
 		_, _ = rt.Eval("probe.js", qjs.Code("for (;;) {}"))
 	}()
-	time.AfterFunc(5*time.Millisecond, func() { ks.trip(errComputeTimeout) })
+	// The switch trips once the guest ticks (it is running: a microsecond
+	// in), or after 5 ms without a tick (QuickJS compiled with wazero's own
+	// check, which does not tick).
+	for wait := time.Now().Add(5 * time.Millisecond); ticks.Load() == before && time.Now().Before(wait); {
+		time.Sleep(50 * time.Microsecond)
+	}
+	ks.trip(errComputeTimeout)
 	select {
 	case <-returned:
 		closeRuntime(rt)
+		qjsMutex.Lock()
+		qjsPrelude = prelude
+		qjsMutex.Unlock()
 		return nil
 	case <-time.After(5 * time.Second):
 		return errors.New("checking the sandbox interrupt: guest code cannot be stopped")
