@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,7 +27,10 @@ import (
 // nothing else, "corpus" adds the 19 corpus servers' manifests (501 tools),
 // "10k-tools" adds the corpus 20 times under renamed namespaces (380
 // namespaces, 10,020 tools). Those sources are never started: trivial code
-// and search do not need them.
+// and search do not need them. "1-source-5000-runs" is "1-source" with the
+// history of a busy week: 5,000 finished runs, which no process has pruned
+// in the last hour (each start is the hour's first, so its first execute
+// starts the automatic prune).
 //
 // Reported per run (the script starts a fresh process each time, so the
 // first execute is included): start → tools/list, the first execute, and
@@ -40,10 +45,12 @@ func BenchmarkTSClient(b *testing.B) {
 	for _, size := range []struct {
 		name   string
 		copies int
-	}{{"1-source", 0}, {"corpus", 1}, {"10k-tools", 20}} {
+		runs   int
+	}{{"1-source", 0, 0}, {"1-source-5000-runs", 0, 5000}, {"corpus", 1, 0}, {"10k-tools", 20, 0}} {
 		h := newHub(b)
 		h.addScripted("up", false)
 		addCorpusCopies(b, h, size.copies)
+		addRuns(b, h, size.runs)
 		ageStore(b, h)
 		for _, mode := range []string{"stdio", "http"} {
 			b.Run(size.name+"/"+mode, func(b *testing.B) {
@@ -55,6 +62,9 @@ func BenchmarkTSClient(b *testing.B) {
 					env = append(env, "BENCH_URL="+url, "BENCH_TOKEN="+token)
 				}
 				for b.Loop() {
+					if err := os.Remove(filepath.Join(h.home, "hub", "blobs", "runs-pruned.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						b.Fatal(err)
+					}
 					var res benchResult
 					h.client(&res, env, "bench_client.mjs")
 					res.report(b)
@@ -104,6 +114,27 @@ func ageStore(tb testing.TB, h *hubEnv) {
 	past := time.Now().Add(-time.Hour)
 	for _, k := range []store.Kind{store.Sources, store.Manifests} {
 		if err := os.Chtimes(filepath.Join(h.home, "hub", string(k)), past, past); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// addRuns writes n finished runs into the hub's store, one a minute back
+// from now (all within the retention).
+func addRuns(tb testing.TB, h *hubEnv, n int) {
+	tb.Helper()
+	if n == 0 {
+		return
+	}
+	st, err := store.Open(filepath.Join(h.home, "hub"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer st.Close()
+	for i := range n {
+		at := time.Now().Add(-time.Duration(i) * time.Minute)
+		r := model.Run{ID: fmt.Sprintf("r%020d", i), Status: model.RunCompleted, Code: "return 1", Result: json.RawMessage("1"), CreatedAt: at, UpdatedAt: at}
+		if err := st.Put(context.Background(), store.Runs, r.ID, r); err != nil {
 			tb.Fatal(err)
 		}
 	}
