@@ -208,9 +208,10 @@ func compileModule(dir string, memoryBytes int, cacheDir string) error {
 }
 
 // compileWith compiles QuickJS with a compilation cache in cacheDir ("":
-// in memory), the instrumented module kept there too, and hands it to qjs. Debug information is off: wazero would
-// parse QuickJS's DWARF sections and keep, and store, a source map of its
-// machine code (150,000 reads of 8 bytes each when loaded from the cache).
+// in memory), the instrumented module kept there too, and hands it to qjs.
+// Debug information is off: wazero would parse QuickJS's DWARF sections and
+// keep, and store, a source map of its machine code (150,000 reads of 8
+// bytes each when loaded from the cache).
 func compileWith(cacheDir string) error {
 	ctx := context.Background()
 	var q instrumented
