@@ -26,6 +26,9 @@ type RunFilter struct {
 	// Namespace keeps runs that called a tool of it (their journal), or
 	// wait on a call to one (their pending items).
 	Namespace string
+	// Limit keeps the newest Limit runs selected; 0 keeps them all. The
+	// newest are found without reading every record (run.Engine.Select).
+	Limit int
 }
 
 // ListRuns lists runs newest first, filtered: what `hub runs` and the
@@ -38,31 +41,22 @@ func (h *Hub) ListRuns(ctx context.Context, f RunFilter) ([]model.Run, error) {
 		return nil, fmt.Errorf("listing runs: status %q is not a status: use one of %s", f.Status, strings.Join(RunStatuses, ", "))
 	}
 	eng := h.runEngine()
-	recorded := f.Status
-	if recorded == string(model.RunInterrupted) {
-		recorded = string(model.RunRunning)
-	}
-	list, err := eng.List(ctx, recorded)
+	kept, err := eng.Select(ctx, run.Selection{Since: f.Since, Limit: f.Limit, Keep: func(r *model.Run) bool {
+		recorded := r.Status
+		if f.Status != "" && string(recorded) != f.Status && !(f.Status == string(model.RunInterrupted) && recorded == model.RunRunning) {
+			return false // read no journal, test no hold
+		}
+		r.Status = eng.Effective(ctx, r)
+		if f.Status != "" && string(r.Status) != f.Status {
+			return false
+		}
+		return f.Namespace == "" || h.ranIn(ctx, r, f.Namespace)
+	}})
 	if err != nil {
 		return nil, err
 	}
-	for i := range list {
-		list[i].Status = eng.Effective(ctx, &list[i])
-	}
-	if f.Status != "" {
-		list = slices.DeleteFunc(list, func(r model.Run) bool { return string(r.Status) != f.Status })
-	}
-	if !f.Since.IsZero() {
-		list = slices.DeleteFunc(list, func(r model.Run) bool { return r.CreatedAt.Before(f.Since) })
-	}
 	if f.Namespace == "" {
-		return list, nil
-	}
-	var kept []model.Run
-	for _, r := range list {
-		if h.ranIn(ctx, &r, f.Namespace) {
-			kept = append(kept, r)
-		}
+		return kept, nil
 	}
 	if len(kept) == 0 {
 		if _, err := h.Source(ctx, f.Namespace); err != nil {

@@ -23,10 +23,11 @@ var runStatuses = hub.RunStatuses
 func newRunsCmd(e *env) *cobra.Command {
 	var (
 		status, since, namespace string
+		limit                    int
 		asJSON                   bool
 	)
 	c := &cobra.Command{
-		Use:   "runs [--status STATUS] [--since AGE|TIME] [--namespace NS]",
+		Use:   "runs [--status STATUS] [--since AGE|TIME] [--namespace NS] [--limit N]",
 		Short: "List runs, newest first",
 		Long: "List runs (kept 7 days and 1 GB by default: see `runs prune`): id, status, attempts, when started. --status filters (" + strings.Join(runStatuses, ", ") +
 			"). The statuses are those of execute's envelope: a paused run is awaiting_approval (a call waits for a person's" +
@@ -34,7 +35,8 @@ func newRunsCmd(e *env) *cobra.Command {
 			" A run recorded running whose process stopped (killed, crashed) before it ended is interrupted: `capabilities hub approve <runId>`" +
 			" resumes it, `capabilities hub cancel <runId>` ends it." +
 			" --since keeps runs started within an age (90m, 24h, 7d) or at or after a time (2026-12-01 or RFC 3339); --namespace keeps" +
-			" runs that called a tool of that namespace. `runs prune` deletes runs by the hub's retention (or --older-than, --max-mb).",
+			" runs that called a tool of that namespace. The newest 50 are listed (--limit N, 0 for all), and a last line says when" +
+			" older ones are left out. `runs prune` deletes runs by the hub's retention (or --older-than, --max-mb).",
 		Args: func(c *cobra.Command, args []string) error {
 			if err := exactArgs(0, "no arguments (use `runs show <id>` for one run)")(c, args); err != nil {
 				return err
@@ -48,6 +50,9 @@ func newRunsCmd(e *env) *cobra.Command {
 			return usagef("--status %q is not a status: use one of %s", status, strings.Join(runStatuses, ", "))
 		},
 		PreRunE: func(c *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usagef("--limit %d: give how many runs to list, or 0 for all of them", limit)
+			}
 			if since != "" {
 				if _, err := parseSince(since, time.Now()); err != nil {
 					return usageError{err}
@@ -57,12 +62,19 @@ func newRunsCmd(e *env) *cobra.Command {
 		},
 		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
 			f := hub.RunFilter{Status: status, Namespace: namespace}
+			if limit > 0 {
+				f.Limit = limit + 1 // one more: are older runs left out?
+			}
 			if since != "" {
 				f.Since, _ = parseSince(since, time.Now())
 			}
 			list, err := h.ListRuns(c.Context(), f)
 			if err != nil {
 				return err
+			}
+			more := limit > 0 && len(list) > limit
+			if more {
+				list = list[:limit]
 			}
 			if asJSON {
 				type row struct {
@@ -76,7 +88,7 @@ func newRunsCmd(e *env) *cobra.Command {
 				for _, r := range list {
 					rows = append(rows, row{r.ID, string(r.Status), r.Attempts, r.CreatedAt.Format("2006-01-02T15:04:05Z07:00"), r.UpdatedAt.Format("2006-01-02T15:04:05Z07:00")})
 				}
-				return e.printJSON(map[string]any{"runs": rows})
+				return e.printJSON(map[string]any{"runs": rows, "more": more})
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(e.stdout, "No runs.")
@@ -94,6 +106,9 @@ func newRunsCmd(e *env) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			if more {
+				fmt.Fprintf(e.stdout, "Older runs are not listed: --limit %d lists more, --limit 0 all of them; --since and --status narrow the list.\n", 2*limit)
+			}
 			if interrupted != "" {
 				fmt.Fprintf(e.stdout, "\n%s\n", interruptedHint(interrupted))
 			}
@@ -103,7 +118,8 @@ func newRunsCmd(e *env) *cobra.Command {
 	c.Flags().StringVar(&status, "status", "", "only runs with this `STATUS`: "+strings.Join(runStatuses, ", "))
 	c.Flags().StringVar(&since, "since", "", "only runs started within this `AGE` (90m, 24h, 7d) or at or after a time (2026-12-01, RFC 3339)")
 	c.Flags().StringVar(&namespace, "namespace", "", "only runs that called a tool of the `NAMESPACE`")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	c.Flags().IntVar(&limit, "limit", 50, "list the newest `N` runs (0: all of them)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON (\"more\": older runs left out by --limit)")
 	_ = c.RegisterFlagCompletionFunc("status", complete(fixed(runStatuses...)))
 	c.AddCommand(newRunsShowCmd(e), newRunsPruneCmd(e))
 	return c

@@ -112,12 +112,41 @@ func TestRunsFiltersAndPrune(t *testing.T) {
 		{[]string{"--namespace", "writer"}, []string{"r000000000000000hour", "r00000000000000000old"}},
 		{[]string{"--namespace", "reader", "--status", "failed"}, []string{"r000000000000000week"}},
 		{[]string{"--namespace", "reader", "--since", "30d"}, []string{"r000000000000000hour", "r000000000000000week"}},
+		{[]string{"--limit", "2"}, []string{"r000000000000000hour", "r000000000000000week"}},
+		{[]string{"--limit", "1", "--namespace", "writer"}, []string{"r000000000000000hour"}},
+		{[]string{"--limit", "1", "--status", "failed"}, []string{"r000000000000000week"}},
 	} {
 		if diff := cmp.Diff(tc.want, list(tc.args...)); diff != "" {
 			t.Errorf("hub runs %v (-want +got):\n%s", tc.args, diff)
 		}
 	}
-	for _, bad := range [][]string{{"runs", "--since", "yesterday"}, {"runs", "prune", "--max-mb", "0"}, {"runs", "prune", "--older-than", "soon"}} {
+	// --limit: a last line, and "more" in JSON, say that older runs are
+	// left out; --limit 0 lists them all.
+	for _, tc := range []struct {
+		limit string
+		runs  int
+		more  bool
+	}{{"3", 3, true}, {"4", 4, false}, {"0", 4, false}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main([]string{"hub", "runs", "--json", "--limit", tc.limit}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("hub runs --limit %s: exit %d\n%s", tc.limit, code, stderr.String())
+		}
+		var out struct {
+			Runs []struct{ ID string }
+			More bool
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Runs) != tc.runs || out.More != tc.more {
+			t.Errorf("hub runs --json --limit %s: %d runs, more %v (%v); want %d, more %v", tc.limit, len(out.Runs), out.More, err, tc.runs, tc.more)
+		}
+		stdout.Reset()
+		if code := Main([]string{"hub", "runs", "--limit", tc.limit}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("hub runs --limit %s: exit %d\n%s", tc.limit, code, stderr.String())
+		}
+		if said := strings.Contains(stdout.String(), "Older runs are not listed: --limit"); said != tc.more {
+			t.Errorf("hub runs --limit %s says older runs are left out: %v, want %v\n%s", tc.limit, said, tc.more, stdout.String())
+		}
+	}
+	for _, bad := range [][]string{{"runs", "--limit", "-1"}, {"runs", "--since", "yesterday"}, {"runs", "prune", "--max-mb", "0"}, {"runs", "prune", "--older-than", "soon"}} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(append([]string{"hub"}, bad...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
 			t.Errorf("hub %v: exit %d, want %d\n%s", bad, code, exitUsage, stderr.String())
