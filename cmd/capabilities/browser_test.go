@@ -223,9 +223,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		if diff := cmp.Diff(runs, order); diff != "" {
 			t.Fatalf("the calls were not decided in their queue's order (-want +got):\n%s", diff)
 		}
-		if c := p.closed(); !strings.Contains(c.Empty, "Nothing waits") {
-			t.Fatalf("after the queue the page says %+v", c)
-		}
+		// The dialog closes on the last decision's answer; the list says
+		// that nothing waits once the page has read the queue again (later,
+		// on a loaded machine: one CI run of two read it too early).
+		p.closed()
+		p.text("#empty", "Nothing waits")
 		p.screenshots(shots, "empty")
 		h.resumeAll(runs, "completed")
 		h.wantLines(writes, 8)
