@@ -2,7 +2,6 @@ package hub_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -96,13 +95,7 @@ func BenchmarkFirstExecuteBySize(b *testing.B) {
 				b.Fatal(err)
 			}
 			addCorpus(b, st, copies)
-			for i := range c.runs {
-				at := time.Now().Add(-time.Duration(i) * time.Minute)
-				r := model.Run{ID: fmt.Sprintf("r%020d", i), Status: model.RunCompleted, Code: "return 1", Result: json.RawMessage("1"), CreatedAt: at, UpdatedAt: at}
-				if err := st.Put(ctx, store.Runs, r.ID, r); err != nil {
-					b.Fatal(err)
-				}
-			}
+			testenv.PutFinishedRuns(b, st, c.runs)
 			past := time.Now().Add(-time.Hour)
 			for _, k := range []store.Kind{store.Sources, store.Manifests} {
 				if err := os.Chtimes(filepath.Join(dir, string(k)), past, past); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -41,8 +42,12 @@ type Waiting struct {
 // write.
 func (e *Engine) Waiting(ctx context.Context) (Waiting, error) {
 	var w Waiting
-	d, ok := e.store.(interface{ Dir() string })
-	if !ok {
+	e.Flush()
+	files, onDisk, err := e.recordFiles()
+	if err != nil {
+		return w, err
+	}
+	if !onDisk {
 		all, err := e.List(ctx, "")
 		for i := range all {
 			switch r := &all[i]; {
@@ -54,28 +59,16 @@ func (e *Engine) Waiting(ctx context.Context) (Waiting, error) {
 		}
 		return w, err
 	}
-	e.Flush()
-	entries, err := os.ReadDir(filepath.Join(d.Dir(), string(store.Runs)))
-	if err != nil {
-		return w, fmt.Errorf("listing runs: %w", err)
-	}
 	e.seen.mu.Lock()
 	defer e.seen.mu.Unlock()
 	if e.seen.m == nil {
 		e.seen.m = map[string]recordStamp{}
 	}
-	present := make(map[string]bool, len(entries))
-	for _, de := range entries {
-		id, ok := strings.CutSuffix(de.Name(), ".json")
-		if !ok || store.ValidID(id) != nil {
-			continue
-		}
-		info, err := de.Info()
-		if err != nil {
-			continue // pruned meanwhile
-		}
+	present := make(map[string]bool, len(files))
+	for _, f := range files {
+		id := f.id
 		present[id] = true
-		stamp := stampOf(info)
+		stamp := stampOf(f.info)
 		if old, ok := e.seen.m[id]; ok && old.same(stamp) && !old.paused {
 			if !old.running {
 				continue
@@ -110,6 +103,38 @@ func (e *Engine) Waiting(ctx context.Context) (Waiting, error) {
 	newestFirst(w.Paused)
 	newestFirst(w.Interrupted)
 	return w, nil
+}
+
+// recordFile is a run record's file in a store on disk.
+type recordFile struct {
+	id   string
+	info fs.FileInfo
+}
+
+// recordFiles lists the files of the run records when the store is on
+// disk (onDisk false for another store): what Waiting and Select read
+// without opening every record.
+func (e *Engine) recordFiles() (files []recordFile, onDisk bool, err error) {
+	d, ok := e.store.(interface{ Dir() string })
+	if !ok {
+		return nil, false, nil
+	}
+	entries, err := os.ReadDir(filepath.Join(d.Dir(), string(store.Runs)))
+	if err != nil {
+		return nil, true, fmt.Errorf("listing runs: %w", err)
+	}
+	for _, de := range entries {
+		id, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || de.IsDir() || store.ValidID(id) != nil {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			continue // pruned meanwhile
+		}
+		files = append(files, recordFile{id, info})
+	}
+	return files, true, nil
 }
 
 func newestFirst(runs []model.Run) {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -15,7 +12,9 @@ import (
 )
 
 // Selection is what Select returns: runs started at or after Since that
-// Keep accepts (nil: every run), the newest Limit of them (0: all).
+// Keep accepts (nil: every run), the newest Limit of them (0: all). Keep
+// may change the run it is given (ListRuns sets its effective status):
+// Select returns the run as Keep left it.
 type Selection struct {
 	Since time.Time
 	Keep  func(*model.Run) bool
@@ -42,22 +41,14 @@ func (e *Engine) Select(ctx context.Context, s Selection) ([]model.Run, error) {
 		id  string
 		mod time.Time // zero: unknown (never stops the reading)
 	}
+	files, onDisk, err := e.recordFiles()
+	if err != nil {
+		return nil, err
+	}
 	var cands []candidate
-	if d, ok := e.store.(interface{ Dir() string }); ok {
-		entries, err := os.ReadDir(filepath.Join(d.Dir(), string(store.Runs)))
-		if err != nil {
-			return nil, fmt.Errorf("listing runs: %w", err)
-		}
-		for _, de := range entries {
-			id, ok := strings.CutSuffix(de.Name(), ".json")
-			if !ok || store.ValidID(id) != nil || de.IsDir() {
-				continue
-			}
-			info, err := de.Info()
-			if err != nil {
-				continue // pruned meanwhile
-			}
-			cands = append(cands, candidate{id, info.ModTime()})
+	if onDisk {
+		for _, f := range files {
+			cands = append(cands, candidate{f.id, f.info.ModTime()})
 		}
 		sort.Slice(cands, func(i, j int) bool { return cands[i].mod.After(cands[j].mod) })
 	} else {

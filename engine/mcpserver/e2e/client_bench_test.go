@@ -131,13 +131,7 @@ func addRuns(tb testing.TB, h *hubEnv, n int) {
 		tb.Fatal(err)
 	}
 	defer st.Close()
-	for i := range n {
-		at := time.Now().Add(-time.Duration(i) * time.Minute)
-		r := model.Run{ID: fmt.Sprintf("r%020d", i), Status: model.RunCompleted, Code: "return 1", Result: json.RawMessage("1"), CreatedAt: at, UpdatedAt: at}
-		if err := st.Put(context.Background(), store.Runs, r.ID, r); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	testenv.PutFinishedRuns(tb, st, n)
 }
 
 // addCorpusCopies writes the corpus's manifests into the hub's store, copies
