@@ -16,7 +16,7 @@ import {
 } from "./approval.js";
 import { h, replace, visible } from "./dom.js";
 import { renderReview, reviewCount } from "./review.js";
-import { emptyText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
+import { RUNS_LIMIT, emptyText, moreText, renderRunDetail, renderRunList, runsPath } from "./runs.js";
 import { renderSettings, showSettings } from "./settings.js";
 import { renderImports } from "./imports.js";
 import { showSignIns } from "./signin.js";
@@ -75,6 +75,9 @@ const ui = {
   runsNamespace: byId("runs-namespace", HTMLInputElement),
   runsList: byId("runs-list", HTMLOListElement),
   runsEmpty: byId("runs-empty", HTMLParagraphElement),
+  runsMore: byId("runs-more", HTMLDivElement),
+  runsMoreText: byId("runs-more-text", HTMLParagraphElement),
+  runsOlder: byId("runs-older", HTMLButtonElement),
   runDetail: byId("run-detail", HTMLDivElement),
   sourcesList: byId("sources-list", HTMLDivElement),
   settingsList: byId("settings-list", HTMLDivElement),
@@ -84,6 +87,9 @@ const ui = {
 };
 
 const state = {
+  // How many runs the Runs screen lists: RUNS_LIMIT, doubled by each "Show
+  // older runs", back to RUNS_LIMIT when a filter changes.
+  runsLimit: RUNS_LIMIT,
   /** @type {Approval[]} */
   queue: [],
   /** @type {Interrupted[]} */
@@ -532,13 +538,16 @@ async function loadRuns(run, focus) {
   const shown = state.shown;
   try {
     const filter = { status: ui.runsStatus.value, since: ui.runsSince.value, namespace: ui.runsNamespace.value };
-    const { runs } = await get(runsPath(filter)).then((v) => /** @type {{runs: RunRow[]}} */ (v));
+    const path = runsPath(filter, state.runsLimit);
+    const { runs, more } = await get(path).then((v) => /** @type {{runs: RunRow[], more: boolean}} */ (v));
     if (shown !== state.shown) return;
     showError("");
     replace(ui.runsList, ...renderRunList(runs, run, (id) => go("runs", id, true), Date.now()));
-    ui.runsList.dataset.query = runsPath(filter); // what the list shows (tests wait on it)
+    ui.runsList.dataset.query = path; // what the list shows (tests wait on it)
     ui.runsEmpty.textContent = emptyText(filter);
     ui.runsEmpty.hidden = runs.length > 0;
+    ui.runsMoreText.textContent = more ? moreText(runs.length, filter) : "";
+    ui.runsMore.hidden = !more;
   } catch (err) {
     failed(err);
     return;
@@ -606,9 +615,20 @@ for (const s of SCREENS) {
 // Enter or Filter.
 ui.runsFilter.addEventListener("submit", (ev) => {
   ev.preventDefault();
+  state.runsLimit = RUNS_LIMIT;
   void loadRuns(state.run, false);
 });
-for (const el of [ui.runsStatus, ui.runsSince]) el.addEventListener("change", () => void loadRuns(state.run, false));
+for (const el of [ui.runsStatus, ui.runsSince]) {
+  el.addEventListener("change", () => {
+    state.runsLimit = RUNS_LIMIT;
+    void loadRuns(state.run, false);
+  });
+}
+// Older runs: twice as many each time, the newest still first.
+ui.runsOlder.addEventListener("click", () => {
+  state.runsLimit *= 2;
+  void loadRuns(state.run, false);
+});
 // Back and forward between fragments fire hashchange (popstate too: one is
 // enough, or each screen would load twice).
 window.addEventListener("hashchange", () => void follow());

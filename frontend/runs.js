@@ -10,18 +10,35 @@ import { h, svg, visible } from "./dom.js";
 /** @typedef {import("./api.js").Call} Call */
 /** @typedef {import("./api.js").RunFilter} RunFilter */
 
+/** How many runs the list shows at first (the API's default). */
+export const RUNS_LIMIT = 50;
+
 /**
- * GET /api/runs with the filters set, as `hub runs` takes them.
+ * GET /api/runs with the filters set, as `hub runs` takes them, and how
+ * many runs to list (the API's default, RUNS_LIMIT, is not written).
  * @param {RunFilter} f
+ * @param {number} [limit]
  * @returns {string}
  */
-export function runsPath(f) {
+export function runsPath(f, limit = RUNS_LIMIT) {
   const q = new URLSearchParams();
   if (f.status) q.set("status", f.status);
   if (f.since) q.set("since", f.since);
   if (f.namespace.trim()) q.set("namespace", f.namespace.trim());
+  if (limit !== RUNS_LIMIT) q.set("limit", String(limit));
   const qs = q.toString();
   return qs ? `/api/runs?${qs}` : "/api/runs";
+}
+
+/**
+ * What the list says below its last run when older ones are left out.
+ * @param {number} shown
+ * @param {RunFilter} f
+ * @returns {string}
+ */
+export function moreText(shown, f) {
+  const match = f.status || f.since || f.namespace.trim() ? " that match" : "";
+  return `The newest ${shown} runs${match} are listed; older ones are not.`;
 }
 
 /**

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -435,6 +436,30 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.do(map[string]any{"op": "fill", "selector": "#runs-namespace", "value": ""}, nil)
 		p.do(map[string]any{"op": "click", "selector": "#runs-apply"}, nil)
 		rows("/api/runs")
+
+		// A week of an agent's work: the screen lists the newest 50, says
+		// older ones are left out, and lists them on a click.
+		before := p.count(`[data-testid=run-row]`)
+		st, err := store.Open(filepath.Join(h.work, "home", "hub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.PutFinishedRuns(t, st, 60)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p.do(map[string]any{"op": "click", "selector": "#runs-apply"}, nil)
+		p.text("#runs-more-text", "The newest 50 runs are listed; older ones are not.")
+		if n := p.count(`[data-testid=run-row]`); n != 50 {
+			t.Fatalf("a hub with %d runs lists %d; want the newest 50", before+60, n)
+		}
+		p.screenshots(shots, "runs-more", "#runs-older")
+		p.do(map[string]any{"op": "click", "selector": "#runs-older"}, nil)
+		rows("/api/runs?limit=100")
+		p.do(map[string]any{"op": "attached", "selector": "#runs-more[hidden]"}, nil)
+		if n := p.count(`[data-testid=run-row]`); n != before+60 {
+			t.Fatalf("after Show older runs the screen lists %d runs; want all %d", n, before+60)
+		}
 	})
 
 	t.Run("sources", func(t *testing.T) {

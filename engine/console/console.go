@@ -725,15 +725,43 @@ type RunRow struct {
 // Runs is GET /api/runs, newest first.
 type Runs struct {
 	Runs []RunRow `json:"runs"`
+	// More says that older runs matching the filters are left out by the
+	// limit.
+	More bool `json:"more"`
 }
+
+// RunsLimit is how many runs GET /api/runs lists when its query names no
+// limit: a week of an agent's work is thousands, and the screen shows the
+// newest first.
+const RunsLimit = 50
+
+// maxRunsLimit bounds the limit a query may ask for (0 asks for all).
+const maxRunsLimit = 1_000_000
 
 // runFilter reads GET /api/runs's query: status (one of hub.RunStatuses),
 // since (an RFC 3339 time, or an age: 90m, 24h, 7d) and namespace — the
-// filters of `hub runs`.
-func runFilter(q url.Values, now time.Time) (hub.RunFilter, error) {
+// filters of `hub runs` — and limit, how many to list (RunsLimit when
+// absent, 0 for all).
+func runFilter(q url.Values, now time.Time) (f hub.RunFilter, limit int, err error) {
+	f, err = runFilterOf(q, now)
+	if err != nil {
+		return f, 0, err
+	}
+	limit = RunsLimit
+	if s, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 0 || n > maxRunsLimit || len(s) > 1 {
+			return f, 0, fmt.Errorf("limit %q: write how many runs to list, a whole number from 1 to %d, or 0 for all", strings.Join(s, ","), maxRunsLimit)
+		}
+		limit = n
+	}
+	return f, limit, nil
+}
+
+func runFilterOf(q url.Values, now time.Time) (hub.RunFilter, error) {
 	for k := range q {
-		if k != "status" && k != "since" && k != "namespace" {
-			return hub.RunFilter{}, fmt.Errorf("unknown filter %q: filter by status, since or namespace", k)
+		if k != "status" && k != "since" && k != "namespace" && k != "limit" {
+			return hub.RunFilter{}, fmt.Errorf("unknown filter %q: filter by status, since or namespace, and limit how many", k)
 		}
 	}
 	f := hub.RunFilter{Status: q.Get("status"), Namespace: q.Get("namespace")}
@@ -773,10 +801,13 @@ func parseAge(s string) (time.Duration, error) {
 
 func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	f, err := runFilter(r.URL.Query(), time.Now())
+	f, limit, err := runFilter(r.URL.Query(), time.Now())
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
+	}
+	if limit > 0 && c.opts.Run == "" { // a page about one run lists it, however old
+		f.Limit = limit + 1 // one more: are older runs left out?
 	}
 	list, err := c.hub.ListRuns(ctx, f)
 	if errors.Is(err, hub.ErrUnknownNamespace) {
@@ -788,6 +819,9 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := Runs{Runs: []RunRow{}}
+	if f.Limit > 0 && len(list) > limit {
+		list, out.More = list[:limit], true
+	}
 	for _, rr := range list {
 		if c.opts.Run != "" && rr.ID != c.opts.Run {
 			continue

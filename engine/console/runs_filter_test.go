@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -73,7 +74,27 @@ func TestRunsScreenFilters(t *testing.T) {
 			t.Errorf("GET /api/runs%s (-want +got):\n%s", tc.query, diff)
 		}
 	}
+	// limit: the newest that match, and "more" when older ones are left out.
+	for _, tc := range []struct {
+		query string
+		want  []string
+		more  bool
+	}{
+		{"?limit=2", []string{none, write}, true},
+		{"?limit=4", []string{none, write, read, old}, false},
+		{"?limit=0", []string{none, write, read, old}, false},
+		{"?status=completed&limit=2", []string{none, read}, true},
+		{"?since=7d&limit=3", []string{none, write, read}, false},
+	} {
+		ids, more := listMore(t, p, cookie, tc.query)
+		if diff := cmp.Diff(tc.want, ids); diff != "" || more != tc.more {
+			t.Errorf("GET /api/runs%s: more %v, want %v; runs (-want +got):\n%s", tc.query, more, tc.more, diff)
+		}
+	}
 	for query, want := range map[string]string{
+		"?limit=-1":          `limit \"-1\": write how many runs to list`,
+		"?limit=ten":         `limit \"ten\": write how many runs to list`,
+		"?limit=1&limit=2":   `limit \"1,2\"`,
 		"?status=done":       `status \"done\" is not a status`,
 		"?since=yesterday":   `since \"yesterday\": write an age`,
 		"?namespace=ghost":   `unknown namespace \"ghost\"`,
@@ -129,5 +150,62 @@ func TestRunsWaitOnlyWhilePaused(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
+	}
+}
+
+// listMore is GET /api/runs with query: the runs' ids, and "more".
+func listMore(t *testing.T, p *page, cookie *http.Cookie, query string) ([]string, bool) {
+	t.Helper()
+	w := p.send(request{method: http.MethodGet, target: "/api/runs" + query, cookie: cookie})
+	var out console.Runs
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil {
+		t.Fatalf("GET /api/runs%s: %d %s", query, w.Code, w.Body)
+	}
+	ids := []string{}
+	for _, r := range out.Runs {
+		ids = append(ids, r.ID)
+	}
+	return ids, out.More
+}
+
+// TestRunsScreenListsTheNewest: a hub with a week's history lists its
+// newest console.RunsLimit runs unless the query asks for more (or for all,
+// limit=0), and says that older ones are left out; a page about one run
+// lists that run however old it is.
+func TestRunsScreenListsTheNewest(t *testing.T) {
+	f := newFixture(t)
+	const n = console.RunsLimit + 30
+	testenv.PutFinishedRuns(t, f.st, n) // r…0 newest, one a minute back
+	id := func(i int) string { return fmt.Sprintf("r%020d", i) }
+	newest := func(k int) []string {
+		ids := []string{}
+		for i := range k {
+			ids = append(ids, id(i))
+		}
+		return ids
+	}
+	p := newPage(t, console.New(f.h, console.Options{}), console.GuardOptions{})
+	_, cookie, _ := p.login()
+	for _, tc := range []struct {
+		query string
+		want  []string
+		more  bool
+	}{
+		{"", newest(console.RunsLimit), true},
+		{fmt.Sprintf("?limit=%d", 2*console.RunsLimit), newest(n), false},
+		{"?limit=0", newest(n), false},
+		{"?since=10m", newest(10), false}, // r…10 started 10 min before the query began
+	} {
+		ids, more := listMore(t, p, cookie, tc.query)
+		if diff := cmp.Diff(tc.want, ids); diff != "" || more != tc.more {
+			t.Errorf("GET /api/runs%s: more %v, want %v; runs (-want +got):\n%s", tc.query, more, tc.more, diff)
+		}
+	}
+
+	oldest := id(n - 1)
+	scoped := newPage(t, console.New(f.h, console.Options{Run: oldest}), console.GuardOptions{})
+	_, sc, _ := scoped.login()
+	if ids, more := listMore(t, scoped, sc, ""); !cmp.Equal(ids, []string{oldest}) || more {
+		t.Errorf("a page about run %s lists %v (more %v); want that run alone", oldest, ids, more)
 	}
 }
