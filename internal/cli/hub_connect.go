@@ -167,6 +167,7 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 					}
 				} else {
 					r.Entry, _, _ = edit.Take(format, src, key, name)
+					r.Place, _, _ = edit.Where(format, src, key, name)
 				}
 				out = append(out, r)
 			}

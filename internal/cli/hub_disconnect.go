@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -158,10 +159,14 @@ func leftOut(format edit.Format, src []byte, key []string, replaced []edit.Repla
 }
 
 // turnBackOn undoes what connect --replace did to the harness's own
-// entries: a flag goes back to what it was, a moved entry is put back. An
-// entry the person removed or wrote again since is left as it is.
+// entries: a flag goes back to what it was, a moved entry is put back
+// where it was, in the order the file had them (so that each finds the
+// one it followed). An entry the person removed or wrote again since is
+// left as it is.
 func turnBackOn(format edit.Format, src []byte, key []string, replaced []edit.Replaced) ([]byte, error) {
 	out := src
+	replaced = slices.Clone(replaced)
+	slices.SortStableFunc(replaced, func(a, b edit.Replaced) int { return cmp.Compare(a.Place.Index, b.Place.Index) })
 	for _, r := range replaced {
 		var err error
 		entryPath := append(slices.Clone(key), r.Name)
@@ -173,7 +178,7 @@ func turnBackOn(format edit.Format, src []byte, key []string, replaced []edit.Re
 				out, err = edit.SetFlag(format, out, entryPath, r.Flag, r.Prior == "true")
 			}
 		} else if r.Flag == "" && !there && r.Entry != "" {
-			out, err = edit.PutBack(format, out, key, r.Name, r.Entry)
+			out, err = edit.PutBack(format, out, key, r.Name, r.Entry, r.Place)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("turning %s back on: %w", r.Name, err)

@@ -47,8 +47,10 @@ func RemoveFlag(format Format, src []byte, entryPath []string, key string) ([]by
 }
 
 // PutBack returns src with the entry name set to text, what Take gave for
-// it (its layout and comments kept), in a JSON or JSONC file.
-func PutBack(format Format, src []byte, keyPath []string, name string, text string) ([]byte, error) {
+// it (its layout and comments kept), in a JSON or JSONC file, where Where
+// found it: after the member it followed, first, or before the member it
+// preceded, whichever is still there (else last, as for the zero Place).
+func PutBack(format Format, src []byte, keyPath []string, name string, text string, at Place) ([]byte, error) {
 	if format != JSON && format != JSONC {
 		return nil, fmt.Errorf("putting back %s: a JSON entry in a %s file", keyPathString(keyPath, name), format)
 	}
@@ -58,7 +60,7 @@ func PutBack(format Format, src []byte, keyPath []string, name string, text stri
 	if _, err := hujson.Parse([]byte(text)); err != nil {
 		return nil, fmt.Errorf("putting back %s: the entry does not parse: %w", keyPathString(keyPath, name), err)
 	}
-	return jsonSetText(src, keyPath, name, []byte(text), true)
+	return jsonSetText(src, keyPath, name, []byte(text), true, at)
 }
 
 // Take is the text of the entry name of the object at keyPath, as written
@@ -83,6 +85,52 @@ func Take(format Format, src []byte, keyPath []string, name string) (string, boo
 	v := objs[len(objs)-1].Members[i].Value
 	v.BeforeExtra, v.AfterExtra = nil, nil
 	return string(v.Pack()), true, nil
+}
+
+// Place is where an entry sat in its object, for PutBack: after the
+// member After, or First; Before is the member that followed it ("" when
+// it was last), Index its position, Lead the text before its name as
+// written (the blanks and comments above it). The zero Place is unknown:
+// PutBack puts the entry last.
+type Place struct {
+	After  string `json:"after,omitempty"`
+	First  bool   `json:"first,omitempty"`
+	Before string `json:"before,omitempty"`
+	Index  int    `json:"index,omitempty"`
+	Lead   string `json:"lead,omitempty"`
+}
+
+// Where is the Place of the entry name of the object at keyPath, and
+// whether there is one. JSON and JSONC only.
+func Where(format Format, src []byte, keyPath []string, name string) (Place, bool, error) {
+	if format != JSON && format != JSONC {
+		return Place{}, false, fmt.Errorf("finding %s: a JSON entry in a %s file", keyPathString(keyPath, name), format)
+	}
+	d, err := parseJSON(src)
+	if err != nil {
+		return Place{}, false, err
+	}
+	objs, _, err := d.walk(keyPath)
+	if err != nil || len(objs) < len(keyPath)+1 {
+		return Place{}, false, err
+	}
+	obj := objs[len(objs)-1]
+	i, err := member(obj, name)
+	if err != nil || i < 0 {
+		return Place{}, false, err
+	}
+	name0 := func(j int) string {
+		lit, _ := obj.Members[j].Name.Value.(hujson.Literal)
+		return lit.String()
+	}
+	p := Place{Index: i, First: i == 0, Lead: string(obj.Members[i].Name.BeforeExtra)}
+	if i > 0 {
+		p.After = name0(i - 1)
+	}
+	if i+1 < len(obj.Members) {
+		p.Before = name0(i + 1)
+	}
+	return p, true, nil
 }
 
 func jsonHasEntry(src []byte, entryPath []string) error {

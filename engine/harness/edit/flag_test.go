@@ -3,10 +3,12 @@ package edit
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tailscale/hujson"
 )
 
 func TestFlagRoundTrip(t *testing.T) {
@@ -110,7 +112,7 @@ func TestSetRawPutsAnEntryBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := PutBack(JSON, out, []string{"mcpServers"}, "b", raw)
+	back, err := PutBack(JSON, out, []string{"mcpServers"}, "b", raw, Place{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,4 +196,153 @@ func FuzzJSONCFlag(f *testing.F) {
 	f.Add([]byte("{\"mcpServers\": {\"m\": {\"command\": \"x\"}}}"))
 	f.Add([]byte("{\n  \"mcpServers\": {\n    \"m\": { // c\n      \"disabled\": false,\n    },\n  },\n}\n"))
 	f.Fuzz(func(t *testing.T, src []byte) { fuzzFlag(t, JSONC, []string{"mcpServers"}, "disabled", true, src) })
+}
+
+// TestPutBackWhereItWas: entries moved out of an object (connect
+// --replace, with the hub's own entry added) and put back in the order the
+// object had them (disconnect, after taking the hub's entry out) give back
+// the file's bytes: each where it was, with the comments above it, in
+// objects over several lines or on one, with or without trailing commas.
+func TestPutBackWhereItWas(t *testing.T) {
+	key := []string{"mcpServers"}
+	hub := Entry{{Key: "command", Value: "capabilities"}}
+	for _, tc := range []struct {
+		name   string
+		format Format
+		src    string
+		moved  []string
+	}{
+		{"middle", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"},\n    \"c\": {\"command\": \"z\"}\n  }\n}\n", []string{"b"}},
+		{"first", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"}\n  }\n}\n", []string{"a"}},
+		{"last", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"}\n  }\n}\n", []string{"b"}},
+		{"two side by side", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"},\n    \"c\": {\"command\": \"z\"},\n    \"d\": {}\n  }\n}\n", []string{"c", "b"}},
+		{"all", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"}\n  }\n}\n", []string{"b", "a"}},
+		{"comments above", JSONC, "{\n  \"mcpServers\": {\n    // the first\n    \"a\": {\"command\": \"x\"},\n    /* the second,\n       shared */\n    \"b\": {\"command\": \"y\"}, // same as there\n    \"c\": {\"command\": \"z\"},\n  },\n}\n", []string{"a", "b"}},
+		{"trailing commas, last", JSONC, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"},\n  },\n}\n", []string{"b"}},
+		{"one line, first", JSON, `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {}}}`, []string{"a"}},
+		{"one line, middle", JSON, `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {}}}`, []string{"b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := []byte(tc.src)
+			out, err := SetEntry(tc.format, src, key, "capabilities", hub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var moved []Replaced
+			for _, name := range tc.moved {
+				text, ok, err := Take(tc.format, src, key, name)
+				if err != nil || !ok {
+					t.Fatalf("Take %s: %v %v", name, ok, err)
+				}
+				at, ok, err := Where(tc.format, src, key, name)
+				if err != nil || !ok {
+					t.Fatalf("Where %s: %v %v", name, ok, err)
+				}
+				moved = append(moved, Replaced{Name: name, Entry: text, Place: at})
+				if out, err = RemoveEntry(tc.format, out, key, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out, err = RemoveEntry(tc.format, out, key, "capabilities"); err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(moved, func(a, b Replaced) int { return a.Place.Index - b.Place.Index })
+			for _, r := range moved {
+				if out, err = PutBack(tc.format, out, key, r.Name, r.Entry, r.Place); err != nil {
+					t.Fatalf("PutBack %s: %v", r.Name, err)
+				}
+			}
+			if diff := cmp.Diff(tc.src, string(out)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPutBackBesideWhatIsLeft: an entry whose neighbour was taken out since
+// goes before the one that followed it; with neither left it goes first if
+// it was first, else last; a Lead that is not blanks and comments is not
+// written.
+func TestPutBackBesideWhatIsLeft(t *testing.T) {
+	key := []string{"mcpServers"}
+	src := "{\n  \"mcpServers\": {\n    \"x\": {},\n    \"c\": {}\n  }\n}\n"
+	for _, tc := range []struct {
+		name string
+		at   Place
+		want string
+	}{
+		{"after a gone, before c", Place{After: "a", Before: "c", Index: 1}, "{\n  \"mcpServers\": {\n    \"x\": {},\n    \"b\": {},\n    \"c\": {}\n  }\n}\n"},
+		{"first", Place{First: true, Before: "gone"}, "{\n  \"mcpServers\": {\n    \"b\": {},\n    \"x\": {},\n    \"c\": {}\n  }\n}\n"},
+		{"neighbours gone", Place{After: "a", Before: "d", Index: 3}, "{\n  \"mcpServers\": {\n    \"x\": {},\n    \"c\": {},\n    \"b\": {}\n  }\n}\n"},
+		{"unknown", Place{}, "{\n  \"mcpServers\": {\n    \"x\": {},\n    \"c\": {},\n    \"b\": {}\n  }\n}\n"},
+		{"a lead that is not one", Place{After: "x", Lead: "\n    \"y\": 1,\n    "}, "{\n  \"mcpServers\": {\n    \"x\": {},\n    \"b\": {},\n    \"c\": {}\n  }\n}\n"},
+	} {
+		out, err := PutBack(JSON, []byte(src), key, "b", "{}", tc.at)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, string(out)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// FuzzJSONCPutBack: for a file that parses, each entry of mcpServers taken
+// out and put back where Where found it is there again, at the same index,
+// with the same text, the others in their order.
+func FuzzJSONCPutBack(f *testing.F) {
+	f.Add([]byte("{\"mcpServers\": {\"a\": {}, \"b\": {\"command\": \"x\"}, \"c\": 1}}"))
+	f.Add([]byte("{\n  \"mcpServers\": {\n    // a\n    \"a\": {},\n    \"b\": {}, // b\n    \"c\": 1,\n  },\n}\n"))
+	f.Add([]byte("{\"mcpServers\": { /* x */ \"a\": 1 }}"))
+	key := []string{"mcpServers"}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		names := func(b []byte) []string {
+			d, err := parseJSON(b)
+			if err != nil {
+				return nil
+			}
+			objs, _, err := d.walk(key)
+			if err != nil || len(objs) < 2 {
+				return nil
+			}
+			var out []string
+			for _, m := range objs[1].Members {
+				lit, _ := m.Name.Value.(hujson.Literal)
+				out = append(out, lit.String())
+			}
+			return out
+		}
+		all := names(src)
+		seen := map[string]bool{}
+		for _, name := range all {
+			if seen[name] {
+				return // refused by every edit: not ours to guess which one counts
+			}
+			seen[name] = true
+		}
+		for _, name := range all {
+			text, ok, err := Take(JSONC, src, key, name)
+			if err != nil || !ok {
+				t.Fatalf("Take %q: %v %v", name, ok, err)
+			}
+			at, _, err := Where(JSONC, src, key, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := RemoveEntry(JSONC, src, key, name)
+			if err != nil {
+				continue // refused: nothing to put back
+			}
+			back, err := PutBack(JSONC, out, key, name, text, at)
+			if err != nil {
+				t.Fatalf("PutBack %q into %q: %v", name, out, err)
+			}
+			if got := names(back); !slices.Equal(got, all) {
+				t.Fatalf("%q taken out and put back: members %q, want %q\n%s", name, got, all, back)
+			}
+			if again, _, _ := Take(JSONC, back, key, name); strings.TrimSpace(again) != strings.TrimSpace(text) {
+				t.Fatalf("%q put back as %q, was %q", name, again, text)
+			}
+		}
+	})
 }

@@ -140,7 +140,7 @@ func jsonSet(src []byte, keyPath []string, name string, entry any) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("setting %s: %w", keyPathString(keyPath, name), err)
 	}
-	return jsonSetText(src, keyPath, name, want, false)
+	return jsonSetText(src, keyPath, name, want, false, Place{})
 }
 
 // jsonKeep is entry followed by the keys of the entry src already holds
@@ -178,7 +178,7 @@ func jsonKeep(src []byte, keyPath []string, name string, entry Entry, owned []st
 
 // jsonSetText sets the entry to want, a JSON text; verbatim keeps want's
 // own layout and comments (an entry put back where it was taken from).
-func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbatim bool) ([]byte, error) {
+func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbatim bool, at Place) ([]byte, error) {
 	d, err := parseJSON(src)
 	if err != nil {
 		return nil, err
@@ -210,9 +210,11 @@ func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbati
 			m.Value.Value = v.Value
 			return d.checked(src, keyPath, name, want)
 		}
+		compact := !d.multiline(obj)
 		if err := d.insert(obj, parent, name, want); err != nil {
 			return nil, err
 		}
+		d.moveLast(obj, at, compact)
 		return d.checked(src, keyPath, name, want)
 	}
 	// Create the missing objects of keyPath around the entry.
@@ -313,6 +315,46 @@ func (d *jsonDoc) insert(obj *hujson.Object, parent *hujson.ObjectMember, name s
 		Value: v,
 	})
 	return nil
+}
+
+// moveLast puts obj's last member, which insert just appended, where at
+// says (PutBack), with the blanks and comments that were before its name
+// (Place.Lead); in an object on one line, the member it goes before gets
+// the appended one's spacing if it had none (it was first).
+func (d *jsonDoc) moveLast(obj *hujson.Object, at Place, compact bool) {
+	n := len(obj.Members)
+	k := n - 1
+	if j, _ := member(obj, at.After); at.After != "" && j >= 0 {
+		k = j + 1
+	} else if at.First {
+		k = 0
+	} else if j, _ := member(obj, at.Before); at.Before != "" && j >= 0 {
+		k = j
+	}
+	m := obj.Members[n-1]
+	if !compact && strings.Contains(at.Lead, "\n") && isLead(at.Lead) {
+		m.Name.BeforeExtra = []byte(at.Lead)
+	}
+	if k < n-1 {
+		copy(obj.Members[k+1:], obj.Members[k:n-1])
+		if compact {
+			appended := m.Name.BeforeExtra
+			if !strings.Contains(at.Lead, "\n") && isLead(at.Lead) {
+				m.Name.BeforeExtra = []byte(at.Lead)
+			}
+			if next := &obj.Members[k+1].Name; len(next.BeforeExtra) == 0 {
+				next.BeforeExtra = appended
+			}
+		}
+	}
+	obj.Members[k] = m
+}
+
+// isLead reports whether s is what may stand before a member's name:
+// blanks, and comments that end before the name does.
+func isLead(s string) bool {
+	v, err := hujson.Parse([]byte(s + "0"))
+	return err == nil && len(v.AfterExtra) == 0 && string(v.Value.(hujson.Literal)) == "0"
 }
 
 // removeMember takes member i out of obj, so that removing the member

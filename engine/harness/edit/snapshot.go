@@ -51,6 +51,9 @@ type Replaced struct {
 	Flag  string `json:"flag,omitempty"`
 	Prior string `json:"prior,omitempty"` // the flag's JSON value before, "" when it had none
 	Entry string `json:"entry,omitempty"`
+	// Place is where the moved entry sat, so that disconnect puts it back
+	// there (zero in snapshots made before it was kept: last).
+	Place Place `json:"place,omitzero"`
 	// Snapshot is the folder of the connect snapshot that keeps this
 	// record (set by ReplacedAt; not saved).
 	Snapshot string `json:"-"`
