@@ -124,6 +124,25 @@ func (h *Hub) Prepare(ctx context.Context) {
 	}()
 }
 
+// PrepareWhen is Prepare started once ready is closed or wait has passed,
+// whichever comes first; not at all when ctx ends before. serve --stdio
+// prepares once the agent has listed the tools. Close waits for it.
+func (h *Hub) PrepareWhen(ctx context.Context, ready <-chan struct{}, wait time.Duration) {
+	h.preparing.Add(1)
+	go func() {
+		defer h.preparing.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ready:
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		h.Prepare(ctx)
+	}()
+}
+
 // trimHeap gives the heap back to the system when what Prepare built left
 // much of it unused: a machine's first start compiles QuickJS (then
 // cached), some 60 MB that a process running all day (the desktop app,

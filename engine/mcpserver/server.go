@@ -51,6 +51,9 @@ type Options struct {
 	// desktop app whose hub folder was deleted under it says so, instead of
 	// each call failing on a file that is gone. Its text reaches the model.
 	Unavailable func() error
+	// Listed, when set, is called once, after the first tools/list is
+	// answered.
+	Listed func()
 }
 
 // Server serves the hub over MCP.
@@ -89,6 +92,7 @@ func New(h *hub.Hub, opts Options) *Server {
 			Capabilities: withSkills(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}),
 		})
 		s.gate()
+		s.onListed()
 		s.direct.shown = map[string]string{}
 		if err := s.syncDirect(context.Background()); err != nil {
 			opts.Logger.Warn("the direct-mode profile starts with no tools", "profile", s.name, "err", err)
@@ -103,6 +107,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		Capabilities: codeCapabilities(),
 	})
 	s.gate()
+	s.onListed()
 	yes, no := true, false
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        "search",
@@ -125,6 +130,24 @@ func New(h *hub.Hub, opts Options) *Server {
 	}, s.inProfile(s.execute))
 	s.serveSkills()
 	return s
+}
+
+// onListed calls Options.Listed after the first tools/list is answered.
+func (s *Server) onListed() {
+	listed := s.opts.Listed
+	if listed == nil {
+		return
+	}
+	var once sync.Once
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				once.Do(listed)
+			}
+			return res, err
+		}
+	})
 }
 
 // gate answers the requests that reach the hub with Options.Unavailable's

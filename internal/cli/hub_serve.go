@@ -19,6 +19,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
+
+// prepareWait is how long serve --stdio waits for the agent to list the
+// tools before it prepares the sandbox and the catalog anyway (a client
+// that calls before it lists).
+const prepareWait = 250 * time.Millisecond
+
 func newServeCmd(e *env) *cobra.Command {
 	var (
 		stdio    bool
@@ -106,8 +112,22 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 					restart = "restart this MCP server in the agent (or the agent)"
 				}
 				unavailable := watchGone(ectx, st, e.stderr, restart)
-				srv := mcpserver.New(h, mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p, Unavailable: unavailable})
-				h.Prepare(ectx)
+				opts := mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p, Unavailable: unavailable}
+				listed := make(chan struct{})
+				if stdio {
+					opts.Listed = func() { close(listed) }
+				}
+				srv := mcpserver.New(h, opts)
+				if stdio {
+					// The agent waits for the tool list; its first execute
+					// comes after its model's turn. So the sandbox and the
+					// catalog are built once the tools are listed, not beside
+					// the start, whose CPU and page faults they would share
+					// (BENCHMARKS.md, "serve --stdio lists its tools first").
+					h.PrepareWhen(ectx, listed, prepareWait)
+				} else {
+					h.Prepare(ectx)
+				}
 				go func() {
 					if err := h.Watch(ectx); err != nil {
 						e.log.Warn("live configuration is off", "err", err)
