@@ -47,15 +47,7 @@ func TestRunsScreenFilters(t *testing.T) {
 	_, cookie, _ := p.login()
 	list := func(query string) []string {
 		t.Helper()
-		w := p.send(request{method: http.MethodGet, target: "/api/runs" + query, cookie: cookie})
-		var out console.Runs
-		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil {
-			t.Fatalf("GET /api/runs%s: %d %s", query, w.Code, w.Body)
-		}
-		ids := []string{}
-		for _, r := range out.Runs {
-			ids = append(ids, r.ID)
-		}
+		ids, _ := listMore(t, p, cookie, query)
 		return ids
 	}
 	for _, tc := range []struct {

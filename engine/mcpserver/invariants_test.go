@@ -20,18 +20,8 @@ func TestInvariantI8ModelCannotChangeConfiguration(t *testing.T) {
 	h := hub.New(store.NewMem(), hub.Options{})
 	defer h.Close()
 	s := New(h, Options{})
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInMemory(t, s)
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestListedOnceAfterTheFirstList: Options.Listed is called once the
@@ -19,18 +18,8 @@ func TestListedOnceAfterTheFirstList(t *testing.T) {
 		h := hub.New(store.NewMem(), hub.Options{})
 		defer h.Close()
 		var calls atomic.Int32
-		ct, st := mcp.NewInMemoryTransports()
 		ctx := context.Background()
-		ss, err := New(h, Options{Profile: profile, Listed: func() { calls.Add(1) }}).MCP().Connect(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ss.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
+		cs := connectInMemory(t, New(h, Options{Profile: profile, Listed: func() { calls.Add(1) }}))
 		if err := cs.Ping(ctx, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestExecuteDescriptionTellsTheModel: execute's description, as a client
@@ -19,18 +18,8 @@ import (
 func TestExecuteDescriptionTellsTheModel(t *testing.T) {
 	h := hub.New(store.NewMem(), hub.Options{})
 	defer h.Close()
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := New(h, Options{}).MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInMemory(t, New(h, Options{}))
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

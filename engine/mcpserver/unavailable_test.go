@@ -28,18 +28,8 @@ func TestUnavailableAnswersEveryCall(t *testing.T) {
 		}
 		return nil
 	}
-	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := New(h, Options{Unavailable: unavailable}).MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInMemory(t, New(h, Options{Unavailable: unavailable}))
 	if _, err := cs.ListTools(ctx, nil); err != nil {
 		t.Fatalf("listing the tools while unavailable: %v", err)
 	}

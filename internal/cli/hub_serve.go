@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-
 // prepareWait is how long serve --stdio waits for the agent to list the
 // tools before it prepares the sandbox and the catalog anyway (a client
 // that calls before it lists).
