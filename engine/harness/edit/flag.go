@@ -24,7 +24,7 @@ func SetFlag(format Format, src []byte, entryPath []string, key string, value bo
 		if err := jsonHasEntry(src, entryPath); err != nil {
 			return nil, err
 		}
-		return jsonSet(src, entryPath, key, value)
+		return jsonSetFlag(src, entryPath, key, value)
 	case TOML:
 		return tomlSetFlag(src, entryPath, key, value)
 	}
@@ -39,7 +39,7 @@ func RemoveFlag(format Format, src []byte, entryPath []string, key string) ([]by
 	}
 	switch format {
 	case JSON, JSONC:
-		return jsonRemove(src, entryPath, key)
+		return jsonRemoveMember(src, entryPath, key, true)
 	case TOML:
 		return tomlRemoveFlag(src, entryPath, key)
 	}
@@ -90,7 +90,9 @@ func Take(format Format, src []byte, keyPath []string, name string) (string, boo
 // Place is where an entry sat in its object, for PutBack: after the
 // member After, or First; Before is the member that followed it ("" when
 // it was last), Index its position, Lead the text before its name as
-// written (the blanks and comments above it). The zero Place is unknown:
+// written (the blanks and comments above it), Comma that it was last with
+// a trailing comma after it (kept when it goes back into an object left
+// empty, which no longer says whether it had one). The zero Place is unknown:
 // PutBack puts the entry last.
 type Place struct {
 	After  string `json:"after,omitempty"`
@@ -98,6 +100,7 @@ type Place struct {
 	Before string `json:"before,omitempty"`
 	Index  int    `json:"index,omitempty"`
 	Lead   string `json:"lead,omitempty"`
+	Comma  bool   `json:"comma,omitempty"`
 }
 
 // Where is the Place of the entry name of the object at keyPath, and
@@ -123,7 +126,8 @@ func Where(format Format, src []byte, keyPath []string, name string) (Place, boo
 		lit, _ := obj.Members[j].Name.Value.(hujson.Literal)
 		return lit.String()
 	}
-	p := Place{Index: i, First: i == 0, Lead: string(obj.Members[i].Name.BeforeExtra)}
+	last := i == len(obj.Members)-1
+	p := Place{Index: i, First: i == 0, Lead: string(obj.Members[i].Name.BeforeExtra), Comma: last && obj.Members[i].Value.AfterExtra != nil}
 	if i > 0 {
 		p.After = name0(i - 1)
 	}

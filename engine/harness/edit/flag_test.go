@@ -219,6 +219,8 @@ func TestPutBackWhereItWas(t *testing.T) {
 		{"all", JSON, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"}\n  }\n}\n", []string{"b", "a"}},
 		{"comments above", JSONC, "{\n  \"mcpServers\": {\n    // the first\n    \"a\": {\"command\": \"x\"},\n    /* the second,\n       shared */\n    \"b\": {\"command\": \"y\"}, // same as there\n    \"c\": {\"command\": \"z\"},\n  },\n}\n", []string{"a", "b"}},
 		{"trailing commas, last", JSONC, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"},\n  },\n}\n", []string{"b"}},
+		{"trailing comma, the only one", JSONC, "{\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"x\"\n    },\n  }\n}\n", []string{"a"}},
+		{"trailing commas, all", JSONC, "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"},\n    \"b\": {\"command\": \"y\"},\n  },\n}\n", []string{"a", "b"}},
 		{"one line, first", JSON, `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {}}}`, []string{"a"}},
 		{"one line, middle", JSON, `{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}, "c": {}}}`, []string{"b"}},
 	} {

@@ -143,6 +143,40 @@ func jsonSet(src []byte, keyPath []string, name string, entry any) ([]byte, erro
 	return jsonSetText(src, keyPath, name, want, false, Place{})
 }
 
+// jsonSetFlag sets key to value in the entry object at entryPath, as
+// jsonSet does, except in an entry with nothing but blanks inside: the
+// member goes in on its own line when those blanks hold a line break, on
+// the brace's line otherwise, and the blanks stay, so that taking it out
+// again (jsonRemoveMember, keepBlank) gives back the bytes before.
+func jsonSetFlag(src []byte, entryPath []string, key string, value bool) ([]byte, error) {
+	d, err := parseJSON(src)
+	if err != nil {
+		return nil, err
+	}
+	objs, mems, err := d.walk(entryPath)
+	if err != nil || len(objs) != len(entryPath)+1 {
+		return jsonSet(src, entryPath, key, value)
+	}
+	obj := objs[len(objs)-1]
+	if len(obj.Members) > 0 || !isBlank(obj.AfterExtra) {
+		return jsonSet(src, entryPath, key, value)
+	}
+	name, _ := marshal(key)
+	before := []byte(" ")
+	switch {
+	case len(obj.AfterExtra) == 0:
+		before = nil
+	case bytes.IndexByte(obj.AfterExtra, '\n') >= 0:
+		before = []byte(d.nl + d.openIndent(mems[len(mems)-1]) + d.unit)
+	}
+	obj.Members = append(obj.Members, hujson.ObjectMember{
+		Name:  hujson.Value{BeforeExtra: before, Value: hujson.Literal(name)},
+		Value: hujson.Value{BeforeExtra: []byte(" "), Value: hujson.Bool(value)},
+	})
+	want, _ := marshal(value)
+	return d.checked(src, entryPath, key, want)
+}
+
 // jsonKeep is entry followed by the keys of the entry src already holds
 // that are neither entry's nor owned (a timeout the person added), with
 // their values.
@@ -215,6 +249,11 @@ func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbati
 			return nil, err
 		}
 		d.moveLast(obj, at, compact)
+		if last := &obj.Members[len(obj.Members)-1]; at.Comma && last.Value.AfterExtra == nil {
+			if i, _ := member(obj, name); i == len(obj.Members)-1 {
+				last.Value.AfterExtra = []byte{} // last, with its trailing comma
+			}
+		}
 		return d.checked(src, keyPath, name, want)
 	}
 	// Create the missing objects of keyPath around the entry.
@@ -380,6 +419,13 @@ func removeMember(obj *hujson.Object, i int) {
 }
 
 func jsonRemove(src []byte, keyPath []string, name string) ([]byte, error) {
+	return jsonRemoveMember(src, keyPath, name, false)
+}
+
+// jsonRemoveMember is jsonRemove; keepBlank leaves an object that had only
+// that member with the blanks it has inside (a flag jsonSetFlag added to
+// an empty entry: "{ }" comes back as it was).
+func jsonRemoveMember(src []byte, keyPath []string, name string, keepBlank bool) ([]byte, error) {
 	d, err := parseJSON(src)
 	if err != nil {
 		return nil, err
@@ -399,7 +445,11 @@ func jsonRemove(src []byte, keyPath []string, name string) ([]byte, error) {
 	if i < 0 {
 		return src, nil
 	}
+	after := obj.AfterExtra
 	removeMember(obj, i)
+	if keepBlank && len(obj.Members) == 0 && isBlank(after) {
+		obj.AfterExtra = after
+	}
 	return d.checked(src, keyPath, name, nil)
 }
 
