@@ -3,38 +3,41 @@
 // error message, a result or CLI output.
 //
 // A Scrubber is built once per run from the run's secret values with New and
-// then used for every string of that run. Each occurrence of a secret, in any
-// of the forms listed below, becomes Marker. All forms of all secrets are
-// found in ONE pass over the text: a 4-byte window hashed into an 8 KiB
-// bitset, and only on a hit a lookup of the candidate forms that start with
-// those 4 bytes. Overlapping occurrences are merged, so no part of a form is
-// left behind when two forms overlap.
+// then used for every string of that run. Each occurrence of a secret, in
+// any form a model could trivially decode it from, becomes Marker.
+// Overlapping occurrences are merged, so no part of a form is left behind.
 //
-// Forms covered, for a secret value v:
+// The forms are found by decoding, not by listing them: the text is scanned
+// for each secret v and reverse(v) (and v with its spaces written as '+', as
+// a query string writes them) through a 4-byte window hashed into an 8 KiB
+// bitset, and so is every decoded view of it (decode.go):
 //
-//   - v itself;
-//   - base64 of v: standard and URL-safe alphabets, padded and unpadded;
-//   - base64 of v embedded anywhere inside a longer base64 string (an API
-//     that base64-encodes a whole JSON document holding the token): v may
-//     start at byte offset 0, 1 or 2 modulo 3 of the encoded data, which
-//     shifts the encoding. For each of the three alignments the characters
-//     determined by v alone (the stable middle) are a form. The one or two
-//     characters at each end of an embedded encoding that mix bits of v with
-//     bits of the surrounding data stay; they carry at most 10 bits of v;
-//   - URL-encoded v: url.QueryEscape and url.PathEscape, with upper-case and
-//     lower-case percent hex;
-//   - JSON-escaped v (the content of a JSON string, without quotes): Go's
-//     encoding/json with and without HTML escaping, "\/" for "/", and the
-//     ASCII-only form of Python's json.dumps (\uXXXX for non-ASCII);
-//   - hex of v, lower and upper case;
-//   - base32 of v (standard alphabet, padded and unpadded, upper and lower
-//     case);
-//   - forms of forms: URL-encoding applied twice, and base64 (standard and
-//     URL-safe, padded and unpadded) of the URL-encoded and JSON-escaped v;
-//   - any form broken by line breaks (MIME or PEM base64 wrapped at 64 or
-//     76 columns, a hex dump wrapped anywhere): text holding '\n' is also
-//     matched with its CR and LF bytes left out, and a match covers the
-//     line breaks inside it.
+//   - the escapes view, when the text holds a '%', '\' or '&': every
+//     escape decoded in one pass, any mix of them, either case — %XX,
+//     \uXXXX (surrogate pairs too), \u{X…}, \UXXXXXXXX, \xXX, octal \NNN,
+//     the one-character escapes of JSON, JavaScript and C (\" \/ \n …), and
+//     &#NNN; &#xXX; &amp; &lt; &gt; &quot; &apos;. So percent-encoding of
+//     any subset of bytes, JSON, JavaScript and HTML escaping are one form;
+//   - the runs view: each run of characters of the base64 alphabet
+//     (standard and URL-safe, padded or not), of hex digits (either case,
+//     mixed) and of the base32 alphabet (either case), long enough to
+//     encode the shortest secret, decoded from each of its alignments (4
+//     for base64, 2 for hex, 8 for base32), so an encoding embedded in a
+//     longer one (a token inside a base64-encoded JSON body, at any of the 3
+//     byte offsets) is found too. Line breaks inside a run (PEM, MIME, a
+//     wrapped hex dump) are skipped.
+//
+// Each view is scanned the same way, to a depth of maxDepth, so chains of
+// these forms (base64 of a percent-encoded value, hex inside a JSON string,
+// a URL-encoding applied twice…) are found as well. A match in a view marks
+// the characters of the text it was decoded from: for a base-N run every
+// character holding a bit of the secret, and the run's padding when the
+// match reaches its end. Around each line break the bytes on both sides are
+// also read as one, so a raw secret broken by line breaks is found.
+//
+// Decoding is bounded: a text whose views would hold more than workFactor
+// times its own length (text built to nest encodings without end) is not
+// read further and becomes one Marker as a whole.
 //
 // The output never holds a form: when Marker would form one with the text
 // beside it ("0" + "[secret]" + "x" holding the secret "et]x"), the
@@ -43,19 +46,21 @@
 // (see (*Scrubber).Marker). Each round shortens the output, since the span
 // replaced holds a form and more than the marker.
 //
-// Not covered: other encodings (quoted-printable, gzip, base32 embedded in
-// longer base32, …), a secret split across two strings scrubbed separately
-// (the hub scrubs again every value that leaves the sandbox, so code that
-// joins two halves is caught there), case changes other than those above,
-// and arbitrary transformations by code (reversing, XOR, a custom
-// alphabet): code that holds a secret's halves can always re-encode them;
-// the halves themselves are what the hub cannot tell from data.
+// Not covered: other encodings (quoted-printable, gzip, …), an encoding
+// that is itself reversed (reverse(base64(v)); v reversed inside any
+// encoding is covered), a secret split across two strings scrubbed
+// separately (the hub scrubs again every value that leaves the sandbox, so
+// code that joins two halves is caught there), case changes of v itself,
+// and arbitrary transformations by code (XOR, a custom alphabet): code that
+// holds a secret's halves can always re-encode them; the halves themselves
+// are what the hub cannot tell from data. Outgoing calls are checked with
+// Which, so a secret joined by code does not reach another origin.
 //
 // Secrets shorter than MinLen bytes are ignored: such a value carries too
 // little entropy to be a credential, and scrubbing it would replace common
 // words and numbers all over the text (a 3-character value occurs by chance
 // in every few kilobytes of base64). MinLen also fixes the 4-byte window of
-// the matcher: every form of an accepted secret is at least 4 bytes long.
+// the matcher.
 package scrub
 
 import (
@@ -69,6 +74,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Marker replaces every occurrence of a secret. It holds no quote and no
@@ -91,48 +97,86 @@ const (
 type Scrubber struct {
 	marker string // Marker, or another when a form is a part of it
 	filter [1 << filterBits / 64]uint64
-	// buckets maps the first 4 bytes of a form (little endian) to the forms
-	// starting with them, longest first.
-	buckets map[uint32][]string
-	forms   []string
-	// structural is true when a form holds a byte that can end a JSON token
-	// (a quote, one of ,:[]{} or JSON whitespace): only then can a form span
-	// two tokens of a document.
+	// buckets maps the first 4 bytes of a direct form (little endian) to the
+	// forms starting with them, longest first.
+	buckets map[uint32][]form
+	nforms  int
+	secrets []string // the secrets accepted, in the order given to New
+	// structural is true when a secret holds a byte that can end a JSON
+	// token (a quote, one of ,:[]{} or JSON whitespace): only then can an
+	// occurrence span two tokens of a document.
 	structural bool
+	// run64, runHex and run32 are the shortest runs of each alphabet that
+	// can encode the shortest secret: shorter runs are not decoded.
+	run64, runHex, run32 int
+	longest              int // the longest secret's length
+}
+
+// form is a text the matcher looks for directly: a secret, reversed, or
+// with its spaces as '+'.
+type form struct {
+	text   string
+	secret int // index in Scrubber.secrets
 }
 
 // New builds a scrubber for the given secret values. Values shorter than
 // MinLen bytes are ignored; duplicates are harmless.
 func New(secrets ...string) *Scrubber {
-	s := &Scrubber{buckets: map[uint32][]string{}, marker: Marker}
+	s := &Scrubber{buckets: map[uint32][]form{}, marker: Marker}
 	seen := map[string]bool{}
+	shortest := 0
 	for _, v := range secrets {
-		if len(v) < MinLen {
+		if len(v) < MinLen || seen[v] {
 			continue
 		}
-		for _, f := range Forms(v) {
-			if len(f) < MinLen || seen[f] {
+		seen[v] = true
+		i := len(s.secrets)
+		s.secrets = append(s.secrets, v)
+		if shortest == 0 || len(v) < shortest {
+			shortest = len(v)
+		}
+		s.longest = max(s.longest, len(v))
+		s.structural = s.structural || strings.ContainsAny(v, jsonStructural)
+		for _, f := range directForms(v) {
+			k := key(f)
+			if slices.ContainsFunc(s.buckets[k], func(x form) bool { return x.text == f }) {
 				continue
 			}
-			seen[f] = true
-			s.forms = append(s.forms, f)
-			s.structural = s.structural || strings.ContainsAny(f, jsonStructural)
-			k := key(f)
-			s.buckets[k] = append(s.buckets[k], f)
+			s.nforms++
+			s.buckets[k] = append(s.buckets[k], form{f, i})
 			h := hash(k)
 			s.filter[h>>6] |= 1 << (h & 63)
 		}
 	}
 	for _, b := range s.buckets {
-		slices.SortFunc(b, func(x, y string) int { return len(y) - len(x) })
+		slices.SortFunc(b, func(x, y form) int { return len(y.text) - len(x.text) })
+	}
+	if shortest > 0 {
+		s.run64 = (8*shortest + 5) / 6
+		s.runHex = 2 * shortest
+		s.run32 = (8*shortest + 4) / 5
 	}
 	for _, m := range []string{"[redacted]", shortMarker} {
-		if len(s.forms) == 0 || !contains(s, s.marker) {
+		if s.nforms == 0 || !contains(s, s.marker) {
 			break
 		}
 		s.marker = m
 	}
 	return s
+}
+
+// directForms are the texts of v the matcher looks for in the text and in
+// each decoded view: v, v reversed, and both with spaces as '+'.
+func directForms(v string) []string {
+	r := []byte(v)
+	slices.Reverse(r)
+	out := []string{v}
+	for _, f := range []string{string(r), strings.ReplaceAll(v, " ", "+"), strings.ReplaceAll(string(r), " ", "+")} {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // shortMarker is shorter than MinLen, so it never holds a form.
@@ -148,17 +192,20 @@ func (s *Scrubber) Marker() string {
 	return s.marker
 }
 
-// Len reports how many distinct forms the scrubber looks for.
+// Len reports how many texts the scrubber looks for directly (each secret,
+// reversed, with spaces as '+'); 0 when it scrubs nothing.
 func (s *Scrubber) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.forms)
+	return s.nforms
 }
 
-// Forms lists the forms of v that a Scrubber replaces (see the package
-// documentation), without duplicates. It returns nil for a value shorter
-// than MinLen.
+// Forms lists encodings of v, each of the whole value, that a Scrubber
+// replaces: for tests that check a path end to end. A Scrubber finds far
+// more (any mix and chain of escapes and encodings, see the package
+// documentation); these are the common ones. It returns nil for a value
+// shorter than MinLen.
 func Forms(v string) []string {
 	if len(v) < MinLen {
 		return nil
@@ -169,84 +216,55 @@ func Forms(v string) []string {
 			out = append(out, f)
 		}
 	}
-	add(v)
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-		add(enc.EncodeToString([]byte(v)))
-		raw := enc.WithPadding(base64.NoPadding)
-		add(raw.EncodeToString([]byte(v)))
-		for a := range 3 {
-			add(base64Middle(raw, v, a))
-		}
+	for _, f := range directForms(v) {
+		add(f)
+	}
+	b := []byte(v)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		add(enc.EncodeToString(b))
 	}
 	q, p := url.QueryEscape(v), url.PathEscape(v)
 	add(q)
 	add(p)
-	add(lowerPercent(q))
-	add(lowerPercent(p))
-	plain := jsonEscape(v, false)
+	add(strings.ToLower(percentAll(v)))
+	add(percentAll(v))
 	add(jsonEscape(v, true))
-	add(plain)
-	add(strings.ReplaceAll(plain, "/", `\/`))
+	add(jsonEscape(v, false))
 	add(jsonASCII(v))
-	h := hex.EncodeToString([]byte(v))
+	var u, x, dec, hx strings.Builder
+	for _, r := range v {
+		fmt.Fprintf(&u, `\u%04x`, r)
+		fmt.Fprintf(&dec, "&#%d;", r)
+		fmt.Fprintf(&hx, "&#x%X;", r)
+	}
+	for _, c := range b {
+		fmt.Fprintf(&x, `\x%02x`, c)
+	}
+	add(u.String())
+	add(x.String())
+	add(dec.String())
+	add(hx.String())
+	h := hex.EncodeToString(b)
 	add(h)
 	add(strings.ToUpper(h))
 	for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.StdEncoding.WithPadding(base32.NoPadding)} {
-		b32 := enc.EncodeToString([]byte(v))
+		b32 := enc.EncodeToString(b)
 		add(b32)
 		add(strings.ToLower(b32))
 	}
 	add(url.QueryEscape(q))
-	add(url.PathEscape(p))
-	for _, inner := range []string{q, p, plain, jsonEscape(v, true)} {
-		if inner == v {
-			continue
-		}
-		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-			add(enc.EncodeToString([]byte(inner)))
-		}
-	}
+	add(base64.StdEncoding.EncodeToString([]byte(q)))
+	add(base64.StdEncoding.EncodeToString([]byte(percentAll(v))))
 	return out
 }
 
-// base64Middle is the part of the encoding of v, placed at byte offset a
-// (0, 1 or 2) of a longer encoded input, that depends on v alone: the
-// characters whose 6 bits all come from v.
-func base64Middle(enc *base64.Encoding, v string, a int) string {
-	buf := make([]byte, a+len(v))
-	copy(buf[a:], v)
-	e := enc.EncodeToString(buf)
-	first := (8*a + 5) / 6       // first character starting at or after bit 8a
-	last := (8*a + 8*len(v)) / 6 // characters ending at or before the end of v
-	if last > len(e) {
-		last = len(e)
+// percentAll is v with every byte percent-encoded, upper-case hex.
+func percentAll(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		fmt.Fprintf(&b, "%%%02X", v[i])
 	}
-	if first >= last {
-		return ""
-	}
-	return e[first:last]
-}
-
-func lowerPercent(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			b[i+1] = toLowerASCII(b[i+1])
-			b[i+2] = toLowerASCII(b[i+2])
-			i += 2
-		}
-	}
-	return string(b)
-}
-
-func toLowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
+	return b.String()
 }
 
 // jsonEscape is v as encoding/json writes it inside a string, without the
@@ -303,7 +321,10 @@ func key[T string | []byte](b T) uint32 {
 
 func hash(k uint32) uint32 { return (k * hashMul) >> (32 - filterBits) }
 
-func (s *Scrubber) empty() bool { return s == nil || len(s.forms) == 0 }
+func (s *Scrubber) empty() bool { return s == nil || s.nforms == 0 }
+
+// bytesOf is str's bytes, shared: never written.
+func bytesOf(str string) []byte { return unsafe.Slice(unsafe.StringData(str), len(str)) }
 
 // String returns str with every form of every secret replaced by Marker.
 // It returns str itself, without allocating, when nothing matched.
@@ -311,7 +332,7 @@ func (s *Scrubber) String(str string) string {
 	if s.empty() {
 		return str
 	}
-	out, ok := scrub(s, nil, str)
+	out, ok := scrub(s, nil, bytesOf(str))
 	if !ok {
 		return str
 	}
@@ -340,22 +361,46 @@ func (s *Scrubber) Contains(text string) bool {
 	return contains(s, text)
 }
 
-func contains[T string | []byte](s *Scrubber, text T) bool {
-	if hasLineBreak(text) {
-		return len(find(s, text)) > 0
+// Which lists the secrets (as given to New, each once, in that order) that
+// text holds in any form.
+func (s *Scrubber) Which(text string) []string {
+	if s.empty() {
+		return nil
 	}
-	found := false
-	scan(s, text, func(int, int) bool { found = true; return false })
-	return found
+	f := getFinder(s, len(text))
+	defer f.put()
+	f.which = make([]bool, len(s.secrets))
+	f.find(bytesOf(text))
+	var out []string
+	for i, hit := range f.which {
+		if hit {
+			out = append(out, s.secrets[i])
+		}
+	}
+	return out
+}
+
+func contains[T string | []byte](s *Scrubber, text T) bool {
+	f := getFinder(s, len(text))
+	defer f.put()
+	f.first = true
+	var b []byte
+	switch t := any(text).(type) {
+	case string:
+		b = bytesOf(t)
+	case []byte:
+		b = t
+	}
+	return len(f.find(b)) > 0
 }
 
 // leaks reports whether text holds a form of a secret.
 func leaks(s *Scrubber, text []byte) bool { return contains(s, text) }
 
-// scan calls match(start, end) for every occurrence of a form, in order of
-// start, with the longest form at each start. It stops when match returns
-// false.
-func scan[T string | []byte](s *Scrubber, text T, match func(start, end int) bool) {
+// scan calls match(start, end, secret) for every occurrence of a direct
+// form in text, in order of start, with the longest form at each start.
+// It stops when match returns false.
+func scan(s *Scrubber, text []byte, match func(start, end, secret int) bool) {
 	n := len(text)
 	for i := 0; i+4 <= n; i++ {
 		k := uint32(text[i]) | uint32(text[i+1])<<8 | uint32(text[i+2])<<16 | uint32(text[i+3])<<24
@@ -364,8 +409,8 @@ func scan[T string | []byte](s *Scrubber, text T, match func(start, end int) boo
 			continue
 		}
 		for _, f := range s.buckets[k] {
-			if len(f) <= n-i && string(text[i:i+len(f)]) == f {
-				if !match(i, i+len(f)) {
+			if len(f.text) <= n-i && string(text[i:i+len(f.text)]) == f.text {
+				if !match(i, i+len(f.text), f.secret) {
 					return
 				}
 				break
@@ -375,13 +420,12 @@ func scan[T string | []byte](s *Scrubber, text T, match func(start, end int) boo
 }
 
 // scrub appends text to dst with every occurrence of a form replaced by
-// the marker; overlapping occurrences become one marker. Text holding a line
-// break is also matched with its CR and LF bytes left out. When a marker and
+// the marker; overlapping occurrences become one marker. When a marker and
 // the text beside it form a form, both are replaced again, until no form is
 // left (each round shortens the output: no form is a part of the marker).
 // It reports whether anything matched; when nothing did, dst is returned
 // unchanged.
-func scrub[T string | []byte](s *Scrubber, dst []byte, text T) ([]byte, bool) {
+func scrub(s *Scrubber, dst, text []byte) ([]byte, bool) {
 	spans := find(s, text)
 	if len(spans) == 0 {
 		return dst, false
@@ -444,38 +488,16 @@ func scrub[T string | []byte](s *Scrubber, dst []byte, text T) ([]byte, bool) {
 
 type span struct{ start, end int }
 
-// find returns the spans of text covered by occurrences of forms, merged
-// and in order; text holding '\n' is also matched with CR and LF left out.
-func find[T string | []byte](s *Scrubber, text T) []span {
-	var spans []span
-	scan(s, text, func(i, j int) bool {
-		spans = append(spans, span{i, j})
-		return true
-	})
-	if hasLineBreak(text) {
-		view := make([]byte, 0, len(text))
-		idx := make([]int, 0, len(text))
-		for i := 0; i < len(text); i++ {
-			if c := text[i]; c != '\n' && c != '\r' {
-				view = append(view, c)
-				idx = append(idx, i)
-			}
-		}
-		scan(s, view, func(i, j int) bool {
-			spans = append(spans, span{idx[i], idx[j-1] + 1})
-			return true
-		})
+// find returns the spans of text covered by occurrences of forms, in the
+// text and in its decoded views, merged and in order.
+func find(s *Scrubber, text []byte) []span {
+	f := getFinder(s, len(text))
+	defer f.put()
+	spans := f.find(text)
+	if len(spans) == 0 {
+		return nil
 	}
-	return merge(spans)
-}
-
-func hasLineBreak[T string | []byte](text T) bool {
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' {
-			return true
-		}
-	}
-	return false
+	return slices.Clone(spans)
 }
 
 // merge sorts spans and joins the overlapping ones.

@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -51,6 +52,28 @@ func TestString(t *testing.T) {
 		{"base64 wrapped at 4 columns", []string{tok}, wrap(b64([]byte(tok)), 4, "\n"), "[secret]"},
 		{"base64 wrapped CRLF", []string{tok}, "-----\r\n" + wrap(b64([]byte(tok)), 8, "\r\n") + "\r\n-----", "-----\r\n[secret]\r\n-----"},
 		{"hex wrapped", []string{"s3cr3t-value"}, wrap(hex.EncodeToString([]byte("s3cr3t-value")), 10, "\n"), "[secret]"},
+		// Issue 36: forms a model decodes at once.
+		{"every byte percent-encoded, lower case", []string{"sk_live"}, "k=%73%6b%5f%6c%69%76%65&n=1", "k=[secret]&n=1"},
+		{"every byte percent-encoded, upper case", []string{"sk_live"}, "k=%73%6B%5F%6C%69%76%65;", "k=[secret];"},
+		{"some bytes percent-encoded, mixed case", []string{"sk_live"}, "k=s%6bx%5F%6cive", "k=s%6bx%5F%6cive"},
+		{"some bytes percent-encoded", []string{"sk_live"}, "k=s%6b_%6Cive.", "k=[secret]."},
+		{"\\u escapes in plain text", []string{"sk_live"}, `say \u0073\u006b\u005f\u006c\u0069\u0076\u0065 now`, "say [secret] now"},
+		{"\\u escapes of some characters", []string{"sk_live"}, `s\u006b_live!`, "[secret]!"},
+		{"\\x escapes", []string{"sk_live"}, `b'\x73\x6B\x5f\x6c\x69\x76\x65'`, "b'[secret]'"},
+		{"\\u{} escapes", []string{"sk_live"}, `\u{73}\u{6b}_live`, "[secret]"},
+		{"decimal character references", []string{"sk_live"}, "<p>&#115;&#107;&#95;&#108;&#105;&#118;&#101;</p>", "<p>[secret]</p>"},
+		{"hex character references", []string{"sk_live"}, "<p>&#x73;&#X6B;_l&#x69;ve</p>", "<p>[secret]</p>"},
+		{"named entities", []string{"a<b&c>d"}, "x a&lt;b&amp;c&gt;d y", "x [secret] y"},
+		{"reversed", []string{"sk_live_123"}, "id 321_evil_ks.", "id [secret]."},
+		{"hex of mixed case", []string{"sk_live"}, "736B5f6C697665", "[secret]"},
+		{"hex glued to hex digits", []string{"sk_live"}, "abc736b5f6c697665", "abc[secret]"},
+		{"base64 glued to letters", []string{"sk_live_123"}, "xyc2tfbGl2ZV8xMjM=", "xy[secret]"},
+		{"base64 of hex", []string{"sk_live"}, base64.StdEncoding.EncodeToString([]byte("736b5f6c697665")), "[secret]"},
+		{"hex of base64", []string{"sk_live"}, hex.EncodeToString([]byte(base64.StdEncoding.EncodeToString([]byte("sk_live")))), "[secret]"},
+		{"base64 of the reversed value", []string{"sk_live"}, base64.StdEncoding.EncodeToString([]byte("evil_ks")), "[secret]"},
+		{"percent-encoded JSON escapes", []string{"sk_live"}, "%5Cu0073k_live", "[secret]"},
+		{"JSON escapes of HTML references", []string{"abcd"}, `"a\u0026#98;cd"`, `"[secret]"`},
+		{"base32 embedded", []string{"sk_live_123"}, "X" + base32.StdEncoding.EncodeToString([]byte("..sk_live_123..")), "XFYX[secret]LRO"},
 		{"empty text", []string{"abcdef"}, "", ""},
 		{"at the very end", []string{"abcdef"}, "xabcdef", "x[secret]"},
 		{"prefix only", []string{"abcdef"}, "xabcde", "xabcde"},
@@ -141,7 +164,7 @@ func TestJSON(t *testing.T) {
 		{"base64 in a string", []string{tok}, `{"b":"` + base64.StdEncoding.EncodeToString([]byte(tok)) + `"}`, `{"b":"[secret]"}`},
 		{"secret with a space", []string{"p@ss w/rd"}, `{"a":"x p@ss w/rd y","b":"p@ss%20w%2Frd"}`, `{"a":"x [secret] y","b":"[secret]"}`},
 		{"across literal tokens", []string{"1234, 5678"}, `[1234, 5678]`, `"[secret]"`},
-		{"backslash outside a string", []string{"s3cr3t-value"}, `[1,\s3cr3t-value]`, `[1,\[secret]]`},
+		{"backslash outside a string", []string{"s3cr3t-value"}, `[1,\s3cr3t-value]`, `[1,[secret]]`}, // \s is an escape of s
 		{"across tokens", []string{`a","b`}, `["xa","bx"]`, `"[secret]"`},
 		{"escaped backslash before a quote", []string{"s3cr3t-value"}, `{"t":"x\\","u":"a\"s3cr3t-value"}`, `{"t":"x\\","u":"a\"[secret]"}`},
 		{"escapes but no secret", []string{"s3cr3t-value"}, `{"t":"line\nbreak"}`, `{"t":"line\nbreak"}`},
@@ -166,17 +189,27 @@ func TestForms(t *testing.T) {
 	// "abcd" has no byte that URL, JSON or upper-case hex encodings change,
 	// so those forms collapse into the ones below.
 	want := []string{
-		"abcd",
+		"abcd", "dcba",
 		"YWJjZA==", "YWJjZA", // base64, padded and not
-		"YWJjZ", "FiY2", "hYmNk", // stable middles at alignments 0, 1, 2
+		"%61%62%63%64",
+		`\u0061\u0062\u0063\u0064`, `\x61\x62\x63\x64`, "&#97;&#98;&#99;&#100;", "&#x61;&#x62;&#x63;&#x64;",
 		"61626364",
 		"MFRGGZA=", "mfrggza=", "MFRGGZA", "mfrggza", // base32
+		"JTYxJTYyJTYzJTY0", // base64 of the percent-encoded value
 	}
 	if diff := cmp.Diff(want, Forms("abcd")); diff != "" {
 		t.Errorf("Forms(abcd) (-want +got):\n%s", diff)
 	}
 	if got := Forms("abc"); got != nil {
 		t.Errorf("Forms(abc) = %q, want nil", got)
+	}
+	// Every form is scrubbed, of a value with bytes that every encoding
+	// changes.
+	s := New(tok)
+	for _, f := range Forms(tok) {
+		if got := s.String("<" + f + ">"); got != "<[secret]>" {
+			t.Errorf("form %q: String gave %q", f, got)
+		}
 	}
 }
 
@@ -196,4 +229,42 @@ func wrap(s string, n int, sep string) string {
 		s = s[n:]
 	}
 	return strings.Join(append(lines, s), sep)
+}
+
+// TestBudget: a text whose views would hold more than the budget is
+// withheld whole rather than read on; an ordinary large result stays within
+// the budget and is left as it is.
+func TestBudget(t *testing.T) {
+	s := New("sk_live_4eC39HqLyjWDarjtT1zdp7dc")
+	nested := strings.Repeat("nothing secret here ", 50)
+	for range 3 { // base64 of base64 of …: each level decodes to the next
+		nested = base64.StdEncoding.EncodeToString([]byte(nested))
+	}
+	if got := s.String(nested); got != nested {
+		t.Fatalf("String changed a text without the secret, within the budget: %.40q…", got)
+	}
+	factor, floor := workFactor, workFloor
+	workFactor, workFloor = 1, 0 // the views of nested hold ~3 times its length
+	defer func() { workFactor, workFloor = factor, floor }()
+	if got := s.String(nested); got != s.Marker() {
+		t.Errorf("String(nested) over the budget = %.40q…, want the marker alone", got)
+	}
+	workFactor, workFloor = factor, floor
+	clean := result1MB(false)
+	f := getFinder(New(benchSecrets...), len(clean))
+	defer f.put()
+	if f.find(clean); f.over || len(f.spans) > 0 {
+		t.Errorf("a clean 1 MB result: over the budget %v, %d spans", f.over, len(f.spans))
+	}
+}
+
+func TestWhich(t *testing.T) {
+	s := New("first-secret", "second-secret", "ab")
+	got := s.Which("x " + hex.EncodeToString([]byte("second-secret")) + " and " + url.PathEscape("first-secret") + "; ab")
+	if diff := cmp.Diff([]string{"first-secret", "second-secret"}, got); diff != "" {
+		t.Errorf("Which (-want +got):\n%s", diff)
+	}
+	if got := s.Which("nothing here"); got != nil {
+		t.Errorf("Which(clean) = %q", got)
+	}
 }
