@@ -452,7 +452,7 @@ func encodeMultipart(op *Operation, v any) ([]byte, string, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		if !safeHeaderText(name) {
-			return nil, "", fmt.Errorf("field %q: a field name cannot hold a line break or a NUL", name)
+			return nil, "", fmt.Errorf("field %q: a field name cannot hold a line break or another control character", name)
 		}
 		e := m[name]
 		items, isArray := e.([]any)
@@ -494,7 +494,7 @@ func writePart(w *multipart.Writer, name string, v any, file bool) error {
 			ct = "application/octet-stream"
 		}
 		if !safeHeaderText(fname) || !safeHeaderText(ct) {
-			return fmt.Errorf("a file's name or type cannot hold a line break or a NUL")
+			return fmt.Errorf("a file's name or type cannot hold a line break or another control character")
 		}
 		if _, _, err := mime.ParseMediaType(ct); err != nil {
 			return fmt.Errorf("type %q is not a media type: %w", ct, err)
@@ -544,7 +544,12 @@ func writePart(w *multipart.Writer, name string, v any, file bool) error {
 	return err
 }
 
-func safeHeaderText(s string) bool { return !strings.ContainsAny(s, "\r\n\x00") }
+// safeHeaderText reports whether s can stand in a part's header: no
+// control character (a line break, NUL, DEL…), which a reader refuses or
+// takes for the header's end.
+func safeHeaderText(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
 
 // origin is model.Origin: scheme://host:port, the port written out.
 func origin(u *url.URL) string { return model.Origin(u) }
