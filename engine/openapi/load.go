@@ -25,7 +25,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
 	yaml4 "go.yaml.in/yaml/v4"
-	"gopkg.in/yaml.v3"
 )
 
 // MaxDocumentBytes bounds a document the hub reads (GitHub's REST
@@ -219,8 +218,8 @@ func refError(err error) error {
 	return err
 }
 
-// decode reads JSON (with a line and column on a syntax error) or YAML
-// (with a line), keys as strings.
+// decode reads JSON or YAML (with a line and column on a syntax error),
+// keys as strings.
 func decode(data []byte) (any, error) {
 	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '{' || t[0] == '[') {
@@ -249,15 +248,30 @@ func decode(data []byte) (any, error) {
 		}
 		return v, nil
 	}
-	var n yaml.Node
-	if err := yaml.Unmarshal(data, &n); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+	var n yaml4.Node
+	if err := yaml4.Unmarshal(data, &n); err != nil {
+		return nil, yamlError(err)
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, yamlError(err)
 	}
 	return stringKeys(v), nil
+}
+
+// yamlError says where a YAML document is wrong: the line and column of
+// the fault (not of the mapping that holds it), and what the parser was
+// reading there.
+func yamlError(err error) error {
+	var le *yaml4.LoadError
+	if !errors.As(err, &le) || le.Mark.Line == 0 {
+		return fmt.Errorf("invalid YAML: %w", err)
+	}
+	msg := fmt.Sprintf("invalid YAML at line %d, column %d: %s", le.Mark.Line, le.Mark.Column, le.Message)
+	if c := le.ContextMark; le.ContextMsg != "" && c.Line > 0 {
+		msg += fmt.Sprintf(" (%s from line %d, column %d)", le.ContextMsg, c.Line, c.Column)
+	}
+	return errors.New(msg)
 }
 
 // stringKeys turns YAML's non-string keys (200: in responses) into strings.

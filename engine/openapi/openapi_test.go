@@ -192,6 +192,46 @@ func TestBadDocuments(t *testing.T) {
 	}
 }
 
+// TestYAMLErrorsSayWhere: a YAML document's syntax error names the line
+// and column of the fault, not the line of the mapping that holds it (the
+// issue's document: a key indented wrong on line 9, in a mapping from
+// line 7, was reported at line 6), and what the parser was reading there.
+func TestYAMLErrorsSayWhere(t *testing.T) {
+	const head = "openapi: 3.0.3\ninfo:\n  title: t\n  version: '1'\npaths:\n"
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"key indented wrong", head + "  /pets:\n    get:\n      summary: s\n     description: d\n",
+			"invalid YAML at line 9, column 6: did not find expected key (while parsing a block mapping from line 7, column 5)"},
+		{"flow sequence not closed", "openapi: 3.0.3\ninfo:\n  title: [unclosed\npaths: {}\n",
+			"invalid YAML at line 4, column 6: did not find expected ',' or ']' (while parsing a flow sequence from line 3, column 10)"},
+		{"quoted string not closed", "openapi: 3.0.3\ninfo:\n  title: \"t\npaths: {}\n",
+			"invalid YAML at line 5, column 1: found unexpected end of stream (while scanning a quoted scalar from line 3, column 10)"},
+		{"a value where none may be", head + "  /pets:\n    get:\n      summary: s\n      bad: a: b\n",
+			"invalid YAML at line 9, column 13: mapping values are not allowed in this context"},
+		{"tab as indentation", "openapi: 3.0.3\n\tinfo: x\n",
+			"invalid YAML at line 2, column 1: found a tab character that violates indentation (while scanning a plain scalar from line 1, column 10)"},
+		{"list item among keys", head + "  /pets:\n    - get\n    post: {}\n",
+			"invalid YAML at line 8, column 5: did not find expected '-' indicator (while parsing a block collection from line 7, column 5)"},
+		{"unknown anchor", head + "  /pets: *nope\n", "invalid YAML at line 6, column 10: unknown anchor 'nope' referenced"},
+		{"key given twice", head + "  /pets: {}\n  /pets: {}\n", `invalid YAML at line 7, column 3: mapping key "/pets" already defined at line 6`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decode([]byte(tc.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if d := cmp.Diff(tc.want, err.Error()); d != "" {
+				t.Errorf("error (-want +got):\n%s", d)
+			}
+			// And the same, named, through Parse.
+			if _, err := Parse(context.Background(), []byte(tc.doc), "api.yaml"); err == nil || err.Error() != "parsing api.yaml: "+tc.want {
+				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
 // TestReadRefuses: a document larger than the cap is refused without
 // reading it whole; a page of HTML, an error status, a redirect to another
 // origin (refused before anything reaches it) and a server that never
