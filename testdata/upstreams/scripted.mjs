@@ -38,8 +38,11 @@
 //                   a \uXXXX escape, sent with every character escaped on the
 //                   wire too), leak-forms (base32, base64 wrapped at 8 columns,
 //                   a MIME-wrapped base64 document holding it, double
-//                   URL-encoding) and leak-big (a >64 KB result, the credential
-//                   straddling byte 65536 of the line on the wire)
+//                   URL-encoding), leak-big (a >64 KB result, the credential
+//                   straddling byte 65536 of the line on the wire) and
+//                   leak-encoded (percent-encoded in both cases, \u, \x, &#
+//                   and &#x escapes, reversed, hex, base32, base64 at each
+//                   offset, inside a JSON string)
 //   SCRIPTED_BIG    a size in bytes: adds the read-only tool big, whose result is a
 //                   JSON text of about that size, {"rows": [{"id", "text"}…]}; with
 //                   SCRIPTED_LEAK each row's text holds the credential, at a
@@ -153,6 +156,7 @@ function tools() {
         { name: "leak-escaped", description: "Return the credential in JSON written with \\u escapes.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
         { name: "leak-forms", description: "Return the credential in base32, wrapped base64 and double URL-encoding.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
         { name: "leak-big", description: "Return a result over 64 KB with the credential across byte 65536.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
+        { name: "leak-encoded", description: "Return the credential percent-encoded, escaped, reversed, as hex, base32 and base64 at each offset.", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
       );
     }
   }
@@ -219,6 +223,32 @@ function corpus(name, args, id) {
         mime: wrap(Buffer.from(doc).toString("base64"), 76),
         doubleURL: encodeURIComponent(encodeURIComponent(v)),
       }));
+      return true;
+    }
+    case "leak-encoded": {
+      // One line per form a model decodes at once (issue 36, part 1).
+      const b = Buffer.from(v);
+      const hex2 = (c) => c.toString(16).padStart(2, "0");
+      const pct = (up) => [...b].map((c) => "%" + (up ? hex2(c).toUpperCase() : hex2(c))).join("");
+      const cps = [...v].map((ch) => ch.codePointAt(0));
+      const b64at = (off, url, pad) => {
+        const s = Buffer.concat([Buffer.from("x".repeat(off)), b, Buffer.from("!")]).toString(url ? "base64url" : "base64");
+        return pad ? s : s.replace(/=+$/, "");
+      };
+      const lines = [
+        "pct-lower " + pct(false),
+        "pct-upper " + pct(true),
+        "u " + uescape(v),
+        "x " + [...b].map((c) => "\\x" + hex2(c)).join(""),
+        "dec " + cps.map((c) => "&#" + c + ";").join(""),
+        "hexref " + cps.map((c) => "&#x" + c.toString(16) + ";").join(""),
+        "reversed " + [...v].reverse().join(""),
+        "hex " + b.toString("hex").toUpperCase(),
+        "base32 " + base32(b),
+        ...[0, 1, 2].flatMap((off) => ["b64 " + b64at(off, false, true), "b64url " + b64at(off, true, false)]),
+        "json " + JSON.stringify(JSON.stringify({ t: pct(true) })),
+      ];
+      text(lines.join("\n"));
       return true;
     }
     case "leak-big": {

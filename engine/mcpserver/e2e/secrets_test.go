@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +34,21 @@ func leaks(text string) []string {
 		"query-twice": url.QueryEscape(url.QueryEscape(v)),
 		"base32":      base32.StdEncoding.EncodeToString([]byte(v)),
 	}
+	var pct, u, x, dec, hexref strings.Builder
+	for i := range len(v) {
+		fmt.Fprintf(&pct, "%%%02x", v[i])
+		fmt.Fprintf(&x, `\x%02x`, v[i])
+	}
+	for _, r := range v {
+		fmt.Fprintf(&u, `\u%04x`, r)
+		fmt.Fprintf(&dec, "&#%d;", r)
+		fmt.Fprintf(&hexref, "&#x%x;", r)
+	}
+	rev := []byte(v)
+	slices.Reverse(rev)
+	forms["percent"], forms["PERCENT"] = pct.String(), strings.ToUpper(pct.String())
+	forms[`\u`], forms[`\x`], forms["&#"], forms["&#x"] = u.String(), x.String(), dec.String(), hexref.String()
+	forms["reversed"] = string(rev)
 	for i, f := range scrub.Forms(v) {
 		forms[fmt.Sprintf("scrub.Forms[%d]", i)] = f
 	}
@@ -43,8 +59,15 @@ func leaks(text string) []string {
 			found = append(found, name)
 		}
 	}
+	if len(found) == 0 && detector.Contains(text) {
+		found = append(found, "a form the scrubber decodes (escapes, runs, a chain of them)")
+	}
 	return found
 }
+
+// detector finds mcpSecret in every form the scrubber decodes, which its
+// own fuzz tests check against independent decoders.
+var detector = scrub.New(mcpSecret)
 
 // TestInvariantI1OverMCP: through a real MCP client (SDK 1.x over stdio),
 // code that joins the two halves an upstream gave of its credential, logs
@@ -116,6 +139,7 @@ throw new Error("no to " + s + " " + btoa(s));`})
 	corpus := c.call("execute", map[string]any{"code": `
 const tryAtob = (s) => { try { return atob(s.replace(/\n/g, "")); } catch (e) { return "not base64: " + s; } };
 const esc = await leaky.leakEscaped({});
+const encoded = await leaky.leakEncoded({});
 const forms = await leaky.leakForms({});
 const bigH = await leaky.leakBig({}); // over 64 KB: a handle, read whole
 let big = "";
@@ -126,6 +150,7 @@ const dec = {
   wrapped: tryAtob(forms.wrapped), mime: tryAtob(forms.mime),
   doubleURL: decodeURIComponent(decodeURIComponent(forms.doubleURL)),
   around: big.slice(at - 10, at + 40),
+  encoded,
 };
 console.log(JSON.stringify(dec));
 return dec;`})
@@ -133,6 +158,10 @@ return dec;`})
 		t.Fatalf("corpus: %s", corpus.raw)
 	}
 	clean("the corpus run", corpus)
+	if !strings.Contains(string(corpus.raw), "pct-lower ") || !strings.Contains(string(corpus.raw), "b64url ") {
+		t.Errorf("the corpus run does not show leak-encoded's lines: %s", corpus.raw)
+	}
+	noLeakUnder(t, filepath.Join(h.home, "hub"))
 }
 
 // TestInvariantI1SelfDescription: an upstream handed its credential writes
