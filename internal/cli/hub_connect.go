@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/harness/edit"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/spf13/cobra"
 )
 
@@ -132,7 +134,7 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 		return names
 	}
 	return edit.Change{
-		Harness: f.Harness, Path: f.Path,
+		Harness: f.Harness, Path: f.Path, Format: format, Command: bin,
 		Edit: func(src []byte) ([]byte, error) {
 			if theirs(src) {
 				return src, nil
@@ -175,6 +177,31 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 		},
 	}
 }
+
+// snaps are connect's snapshots: in the hub's folder, the credentials
+// their copies leave out in the hub's secret store (the OS keychain, or
+// its mode-600 file beside the snapshots, as the hub's own).
+func (e *env) snaps() (edit.Snaps, error) {
+	dir, err := hubDir()
+	if err != nil {
+		return edit.Snaps{}, err
+	}
+	opts := secret.Options{File: filepath.Join(dir, "secrets.json"), Logger: e.log}
+	if os.Getenv("NO_KEYRING") != "" {
+		opts.Keychain = noKeychain{}
+	}
+	return edit.Snaps{Root: filepath.Join(dir, "snapshots"), Vault: secret.Open(opts)}, nil
+}
+
+// noKeychain is a keychain that is never there (NO_KEYRING=1), as the
+// hub's.
+type noKeychain struct{}
+
+var errNoKeychain = errors.New("the keychain is turned off (NO_KEYRING=1)")
+
+func (noKeychain) Get(string, string) (string, error) { return "", errNoKeychain }
+func (noKeychain) Set(string, string, string) error   { return errNoKeychain }
+func (noKeychain) Delete(string, string) error        { return errNoKeychain }
 
 // hubSources are the sources of the hub.
 func (e *env) hubSources(ctx context.Context) ([]model.Source, error) {
@@ -518,16 +545,16 @@ func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON
 // file as kept (it left it as it is), disconnect notes them; a connect that
 // kept every file and wrote none is an error.
 func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
-	dir, err := hubDir()
-	if err != nil {
-		return err
-	}
 	var results []edit.Result
 	var snap *edit.Snapshot
 	if dryRun {
 		results = edit.Plan(changes)
 	} else {
-		snap, results, err = edit.Apply(filepath.Join(dir, "snapshots"), kind, changes)
+		sn, err := e.snaps()
+		if err != nil {
+			return err
+		}
+		snap, results, err = sn.Apply(context.Background(), kind, changes)
 		if err != nil {
 			return err
 		}

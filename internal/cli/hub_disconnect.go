@@ -40,6 +40,10 @@ it is left byte for byte and named, with its command or URL (credential values m
 				return err
 			}
 			snaps := filepath.Join(dir, "snapshots")
+			sn, err := e.snaps()
+			if err != nil {
+				return err
+			}
 			names := e.entryNames(c.Context())
 			var changes []edit.Change
 			for _, f := range files {
@@ -49,9 +53,12 @@ it is left byte for byte and named, with its command or URL (credential values m
 				if rec, ok := edit.LastConnect(snaps, f.Path); ok {
 					created, blank = rec.Created, rec.Blank
 				}
-				replaced := edit.ReplacedAt(snaps, f.Path)
+				replaced, err := sn.ReplacedAt(c.Context(), f.Path)
+				if err != nil {
+					return fmt.Errorf("disconnect: %w", err)
+				}
 				changes = append(changes, edit.Change{
-					Harness: f.Harness, Path: f.Path,
+					Harness: f.Harness, Path: f.Path, Format: format,
 					Edit: func(src []byte) ([]byte, error) {
 						if src == nil {
 							return nil, nil // no file: nothing to take out

@@ -26,7 +26,11 @@ one, and so on back: it says which before you run it.`,
 				return err
 			}
 			root := filepath.Join(dir, "snapshots")
-			snap, res, err := edit.Rollback(root, force)
+			sn, err := e.snaps()
+			if err != nil {
+				return err
+			}
+			snap, res, err := sn.Rollback(c.Context(), force)
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package edit
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,8 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
@@ -41,6 +44,13 @@ type Change struct {
 	// a skill's copy); Edit, when set, is still called to check the bytes
 	// there and may refuse them.
 	Delete bool
+	// Format is how the file is written, for the snapshot to find the
+	// credentials it holds (Credentials); "" for none (a skill's file).
+	Format Format
+	// Command is the command of the hub's entry the edit writes (connect),
+	// kept in the snapshot: the entry is the hub's whatever the binary is
+	// named (Commands).
+	Command string
 }
 
 // Replaced is an entry of the harness that connect --replace turned off.
@@ -76,7 +86,10 @@ type Result struct {
 	Delete bool   // the change removes the file
 }
 
-// Snapshot is the record of one set of edits: each file's bytes before.
+// Snapshot is the record of one set of edits: each file's bytes before,
+// without the credentials they hold: each is kept in the hub's secret
+// store (Vault) and the copy names it (a placeholder); rollback puts them
+// back.
 type Snapshot struct {
 	Time       string     `json:"time"`
 	Kind       string     `json:"kind"` // connect, disconnect
@@ -97,16 +110,28 @@ type SnapFile struct {
 	Mode    uint32 `json:"mode"`
 	SHA256  string `json:"sha256"`            // of the bytes before
 	Written string `json:"written,omitempty"` // sha256 of the bytes the edit wrote
+	// Writing is the sha256 of the bytes the edit is about to write, saved
+	// before it writes them: a file holding them is the edit's own write,
+	// also when the process died before it could say so (Written).
+	Writing string `json:"writing,omitempty"`
 	Removed bool   `json:"removed,omitempty"` // the edit removed the file
-	Skill   string `json:"skill,omitempty"`   // the hub skill the file is part of
-	Created int    `json:"created,omitempty"`
-	Orig    string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
+	// Removing: the edit is about to remove the file (saved before, as
+	// Writing is).
+	Removing bool   `json:"removing,omitempty"`
+	Skill    string `json:"skill,omitempty"` // the hub skill the file is part of
+	Created  int    `json:"created,omitempty"`
+	Orig     string `json:"orig,omitempty"` // the bytes before, a file of the snapshot
+	// Secrets are the secret store's entries that keep the credentials
+	// taken out of Orig and of Replaced (each is a placeholder there).
+	Secrets []string `json:"secrets,omitempty"`
+	// Command: Change.Command.
+	Command string `json:"command,omitempty"`
 	// Blank is the bytes before when they were only whitespace (an empty
 	// file, which reads as an empty object): disconnect gives them back
 	// when it leaves nothing else there, rather than "{}".
 	Blank *string `json:"blank,omitempty"`
-	// Replaced: the harness's entries the edit turned off (mode 600: an
-	// entry may hold a credential, as the original bytes do).
+	// Replaced: the harness's entries the edit turned off, their
+	// credentials taken out as Orig's are.
 	Replaced []Replaced `json:"replaced,omitempty"`
 }
 
@@ -193,12 +218,27 @@ func Plan(changes []Change) []Result {
 	return out
 }
 
+// Snaps is where the snapshots are kept: their folder, and the secret
+// store that keeps the credentials their copies leave out.
+type Snaps struct {
+	Root  string
+	Vault Vault
+	// Keep is how many snapshots Apply keeps (0: DefaultKeep); see Prune.
+	Keep int
+}
+
+// DefaultKeep is how many snapshots are kept: the newest 20, and older
+// ones a later disconnect still needs (Prune).
+const DefaultKeep = 20
+
 // Apply edits the files: first a snapshot of every file it will change
-// goes to snapRoot/<time>/ (mode 700, files 600), then each file is
-// written atomically, keeping its mode. A file that changed since it was
-// read is read and edited again once; a second change is an error for that
-// file. The snapshot is nil when nothing changed.
-func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error) {
+// goes to Root/<time>/ (mode 700, files 600), its credentials in the
+// vault, then each file is written atomically, keeping its mode. A file
+// that changed since it was read is read and edited again once; a second
+// change is an error for that file. The snapshot is nil when nothing
+// changed. Snapshots beyond the newest Keep are then pruned.
+func (sn Snaps) Apply(ctx context.Context, kind string, changes []Change) (*Snapshot, []Result, error) {
+	snapRoot := sn.Root
 	results := Plan(changes)
 	snap := &Snapshot{Time: time.Now().UTC().Format("20060102T150405.000000000Z"), Kind: kind}
 	snap.dir = filepath.Join(snapRoot, snap.Time)
@@ -219,8 +259,10 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 	}
 	snap.Dirs = missingDirs(changes, results, todo)
 	for n, i := range todo {
-		f, err := snapFile(snap.dir, n, changes[i], results[i])
+		f, err := sn.snapFile(ctx, snap, n, changes[i], &results[i])
 		if err != nil {
+			sn.forget(ctx, snap)
+			_ = os.RemoveAll(snap.dir)
 			return nil, results, err
 		}
 		snap.Files = append(snap.Files, f)
@@ -231,22 +273,27 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 	for n, i := range todo {
 		r, f := &results[i], &snap.Files[n]
 		if changes[i].Delete {
-			if err := removeChecked(f.Target, r.Before); err != nil {
+			f.Removing = true
+			err := snap.save()
+			if err == nil {
+				err = removeChecked(f.Target, r.Before)
+			}
+			if err != nil {
+				f.Removing = false
 				r.Err, r.Changed = err, false
 			} else {
 				f.Removed = true
 			}
 			continue
 		}
-		err := writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
+		err := sn.write(snap, f, r)
 		if errors.Is(err, ErrChanged) { // once more, from what is there now
 			again := Plan([]Change{changes[i]})[0]
 			if again.Err == nil && again.Changed {
-				if nf, serr := snapFile(snap.dir, n, changes[i], again); serr == nil {
+				sn.forgetFile(ctx, *f)
+				if nf, serr := sn.snapFile(ctx, snap, n, changes[i], &again); serr == nil {
 					*f, *r = nf, again
-					if err = snap.save(); err == nil {
-						err = writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
-					}
+					err = sn.write(snap, f, r)
 				} else {
 					err = serr
 				}
@@ -258,6 +305,7 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 			}
 		}
 		if err != nil {
+			f.Writing = ""
 			r.Err, r.Changed = err, false
 			continue
 		}
@@ -266,10 +314,25 @@ func Apply(snapRoot, kind string, changes []Change) (*Snapshot, []Result, error)
 	if err := snap.save(); err != nil {
 		return snap, results, err
 	}
+	if err := sn.Prune(ctx); err != nil {
+		return snap, results, err
+	}
 	return snap, results, nil
 }
 
-func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
+// write writes r.After to f's file, after saving in the snapshot that it
+// is about to (Writing).
+func (sn Snaps) write(snap *Snapshot, f *SnapFile, r *Result) error {
+	f.Writing = sum(r.After)
+	if err := snap.save(); err != nil {
+		return err
+	}
+	return writeChecked(f.Target, r.Before, r.After, fs.FileMode(f.Mode))
+}
+
+// snapFile copies file n of the snapshot, its credentials (and those of
+// the entries the edit moves out, in r.Replaced) in the vault.
+func (sn Snaps) snapFile(ctx context.Context, snap *Snapshot, n int, c Change, r *Result) (SnapFile, error) {
 	t, err := target(c.Path)
 	if err != nil {
 		return SnapFile{}, err
@@ -278,22 +341,65 @@ func snapFile(dir string, n int, c Change, r Result) (SnapFile, error) {
 	if err != nil {
 		return SnapFile{}, err
 	}
-	f := SnapFile{Harness: c.Harness, Path: c.Path, Target: t, Existed: r.Existed, Mode: uint32(mode), SHA256: sum(r.Before), Skill: c.Skill}
+	f := SnapFile{Harness: c.Harness, Path: c.Path, Target: t, Existed: r.Existed, Mode: uint32(mode), SHA256: sum(r.Before), Skill: c.Skill, Command: c.Command}
 	if c.Created != nil {
 		f.Created = c.Created(r.Before)
 	}
-	f.Replaced = r.Replaced
 	if r.Existed && len(bytes.TrimSpace(r.Before)) == 0 {
 		b := string(r.Before)
 		f.Blank = &b
 	}
-	if r.Existed {
-		f.Orig = strconv.Itoa(n) + ".orig"
-		if err := store.WriteFileAtomic(filepath.Join(dir, f.Orig), r.Before); err != nil {
-			return SnapFile{}, fmt.Errorf("making the snapshot: %w", err)
+	if !r.Existed {
+		return f, nil
+	}
+	creds, ok := Credentials(c.Format, r.Before)
+	s := &sealer{vault: sn.Vault, base: "snapshot/" + strings.ToLower(snap.Time) + "/" + strconv.Itoa(n)}
+	var copied []byte
+	if ok {
+		copied, err = s.seal(ctx, c.Format, r.Before, creds)
+	} else if sn.Vault != nil {
+		copied, err = s.sealWhole(ctx, r.Before) // unreadable: nothing can be told apart
+	} else {
+		copied = r.Before
+	}
+	if err != nil {
+		sn.forgetFile(ctx, SnapFile{Secrets: s.refs})
+		return SnapFile{}, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	for _, rep := range r.Replaced {
+		if rep.Entry, err = s.sealText(ctx, rep.Entry); err == nil {
+			rep.Place.Lead, err = s.sealText(ctx, rep.Place.Lead)
 		}
+		if err != nil {
+			sn.forgetFile(ctx, SnapFile{Secrets: s.refs})
+			return SnapFile{}, fmt.Errorf("%s: %w", c.Path, err)
+		}
+		f.Replaced = append(f.Replaced, rep)
+	}
+	f.Secrets = s.refs
+	f.Orig = strconv.Itoa(n) + ".orig"
+	if err := store.WriteFileAtomic(filepath.Join(snap.dir, f.Orig), copied); err != nil {
+		sn.forgetFile(ctx, f)
+		return SnapFile{}, fmt.Errorf("making the snapshot: %w", err)
 	}
 	return f, nil
+}
+
+// forget deletes the vault's entries of every file of snap.
+func (sn Snaps) forget(ctx context.Context, snap *Snapshot) {
+	for _, f := range snap.Files {
+		sn.forgetFile(ctx, f)
+	}
+}
+
+// forgetFile deletes the vault's entries of f.
+func (sn Snaps) forgetFile(ctx context.Context, f SnapFile) {
+	if sn.Vault == nil {
+		return
+	}
+	for _, ref := range f.Secrets {
+		_ = sn.Vault.Delete(ctx, ref) // one already gone is no matter
+	}
 }
 
 func (s *Snapshot) save() error {
@@ -446,11 +552,13 @@ type Restored struct {
 var ErrChangedSinceWrite = errors.New("changed since it was written")
 
 // Rollback restores every file of the last snapshot not yet rolled back,
-// byte for byte (a file the edit created is removed). A file that changed
-// since the edit wrote it is refused (ErrChangedSinceWrite) unless force.
-// The snapshot is marked rolled back when every file was restored.
-func Rollback(snapRoot string, force bool) (*Snapshot, []Restored, error) {
-	all, err := Snapshots(snapRoot)
+// byte for byte (a file the edit created is removed), its credentials read
+// back from the vault. A file that changed since the edit wrote it is
+// refused (ErrChangedSinceWrite) unless force; a file holding what the edit
+// was writing when its process died is its own write. The snapshot is
+// marked rolled back when every file was restored.
+func (sn Snaps) Rollback(ctx context.Context, force bool) (*Snapshot, []Restored, error) {
+	all, err := Snapshots(sn.Root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -467,7 +575,7 @@ func Rollback(snapRoot string, force bool) (*Snapshot, []Restored, error) {
 	var out []Restored
 	ok := true
 	for _, f := range s.Files {
-		err := restore(s.dir, f, force)
+		err := sn.restore(ctx, s.dir, f, force)
 		if err != nil {
 			ok = false
 		}
@@ -483,7 +591,7 @@ func Rollback(snapRoot string, force bool) (*Snapshot, []Restored, error) {
 	return s, out, nil
 }
 
-func restore(dir string, f SnapFile, force bool) error {
+func (sn Snaps) restore(ctx context.Context, dir string, f SnapFile, force bool) error {
 	now, _, existed, err := read(f.Target)
 	if err != nil {
 		return err
@@ -491,8 +599,8 @@ func restore(dir string, f SnapFile, force bool) error {
 	if existed && sum(now) == f.SHA256 && f.Existed {
 		return nil // already as it was
 	}
-	changed := !existed || sum(now) != f.Written
-	if f.Removed {
+	changed := !existed || (sum(now) != f.Written && sum(now) != f.Writing)
+	if f.Removed || f.Removing {
 		changed = existed
 	}
 	if !force && changed && !existed && !f.Removed {
@@ -515,10 +623,15 @@ func restore(dir string, f SnapFile, force bool) error {
 		}
 		return nil
 	}
-	orig, err := os.ReadFile(filepath.Join(dir, f.Orig))
+	copied, err := os.ReadFile(filepath.Join(dir, f.Orig))
 	if err != nil {
 		return fmt.Errorf("reading the snapshot of %s: %w", f.Path, err)
 	}
+	o, err := unseal(ctx, sn.Vault, string(copied), f.Secrets)
+	if err != nil {
+		return fmt.Errorf("restoring %s: %w", f.Path, err)
+	}
+	orig := []byte(o)
 	if sum(orig) != f.SHA256 {
 		return fmt.Errorf("restoring %s: the snapshot's copy does not match its hash", f.Path)
 	}
@@ -599,11 +712,12 @@ func (f SnapFile) Holds(b []byte) bool { return f.Written != "" && sum(b) == f.W
 // ReplacedAt lists what connect --replace turned off in path and nothing
 // has turned on again: the records of the connect snapshots of path since
 // its last disconnect (rolled-back snapshots left out), newest first, each
-// with the folder of its snapshot.
-func ReplacedAt(snapRoot, path string) []Replaced {
-	all, err := Snapshots(snapRoot)
+// with the folder of its snapshot and its credentials read back from the
+// vault.
+func (sn Snaps) ReplacedAt(ctx context.Context, path string) ([]Replaced, error) {
+	all, err := Snapshots(sn.Root)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var out []Replaced
 	seen := map[string]bool{}
@@ -616,16 +730,99 @@ func ReplacedAt(snapRoot, path string) []Replaced {
 				continue
 			}
 			if s.Kind != "connect" {
-				return out
+				return out, nil
 			}
 			for _, r := range f.Replaced {
-				if !seen[r.Name] {
-					seen[r.Name] = true
-					r.Snapshot = s.dir
-					out = append(out, r)
+				if seen[r.Name] {
+					continue
 				}
+				seen[r.Name] = true
+				r.Snapshot = s.dir
+				if r.Entry, err = unseal(ctx, sn.Vault, r.Entry, f.Secrets); err == nil {
+					r.Place.Lead, err = unseal(ctx, sn.Vault, r.Place.Lead, f.Secrets)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("reading what connect --replace moved out of %s: %w", path, err)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Commands lists the commands of the hub's entries that connect wrote
+// (Change.Command) in the snapshots not rolled back.
+func Commands(snapRoot string) []string {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range all {
+		for _, f := range s.Files {
+			if s.Kind == "connect" && !s.RolledBack && f.Command != "" && !slices.Contains(out, f.Command) {
+				out = append(out, f.Command)
 			}
 		}
 	}
 	return out
+}
+
+// Prune removes the snapshots beyond the newest Keep, with their entries
+// in the vault, but never one a disconnect still needs: for each file, the
+// connect snapshots since its last disconnect that moved entries out
+// (connect --replace), and its newest connect record (the keys connect
+// created, the skill files it wrote). The newest snapshot not rolled back, which a rollback
+// restores, is among the newest. A folder left without its record by a
+// process that died while it made it goes too once older than those kept.
+func (sn Snaps) Prune(ctx context.Context) error {
+	keep := sn.Keep
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	all, err := Snapshots(sn.Root)
+	if err != nil || len(all) <= keep {
+		return err
+	}
+	needed := map[*Snapshot]bool{}
+	closed := map[string]bool{} // a disconnect of the path was seen (newest first)
+	connected := map[string]bool{}
+	for _, s := range all {
+		for _, f := range s.Files {
+			switch {
+			case s.Kind == "disconnect" && !s.RolledBack:
+				closed[f.Path] = true
+			case s.Kind == "connect" && !s.RolledBack && !closed[f.Path] && len(f.Replaced) > 0:
+				needed[s] = true
+			}
+			if s.Kind == "connect" && !connected[f.Path] {
+				connected[f.Path] = true
+				needed[s] = true
+			}
+		}
+	}
+	oldest := all[keep-1].Time
+	for _, s := range all[keep:] {
+		if needed[s] {
+			continue
+		}
+		sn.forget(ctx, s)
+		if err := os.RemoveAll(s.dir); err != nil {
+			return fmt.Errorf("pruning the snapshots: %w", err)
+		}
+	}
+	ents, err := os.ReadDir(sn.Root)
+	if err != nil {
+		return fmt.Errorf("pruning the snapshots: %w", err)
+	}
+	for _, e := range ents {
+		dir := filepath.Join(sn.Root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "snapshot.json")); errors.Is(err, fs.ErrNotExist) && e.IsDir() && e.Name() < oldest {
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("pruning the snapshots: %w", err)
+			}
+		}
+	}
+	return nil
 }
