@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,13 @@ type secrets struct {
 	scrub  *scrub.Scrubber
 	refs   map[string]bool // secret references whose value is in values (since the last Invalidate)
 	named  map[string]bool // namespace/connection RunScrubber resolved
+	// owners is whose each value is: the secret references ("ns/conn")
+	// it was read from, and "ns" for a value written in plain text in
+	// the source ns's config. Never forgotten: an old value stays its
+	// owner's. others caches origin.go's scrubbers, until a value or an
+	// owner is added.
+	owners map[string][]string
+	others map[string]*scrub.Scrubber
 }
 
 // Secrets is the hub's secret store: the one in Options, or the OS keychain
@@ -72,7 +80,11 @@ func (h *Hub) SecretStatus() string {
 
 // remember adds a resolved secret (of the secret reference ref, "" for
 // none yet) to the values scrubbed from output.
-func (h *Hub) remember(ref, v string) {
+func (h *Hub) remember(ref, v string) { h.rememberOwned(ref, ref, v) }
+
+// rememberOwned is remember, with the value's owner (origin.go) named
+// apart from the reference: "ns" for a source's plain credential.
+func (h *Hub) rememberOwned(ref, owner, v string) {
 	h.secrets.mu.Lock()
 	defer h.secrets.mu.Unlock()
 	if ref != "" {
@@ -80,6 +92,13 @@ func (h *Hub) remember(ref, v string) {
 			h.secrets.refs = map[string]bool{}
 		}
 		h.secrets.refs[ref] = true
+	}
+	if owner != "" && !slices.Contains(h.secrets.owners[v], owner) {
+		if h.secrets.owners == nil {
+			h.secrets.owners = map[string][]string{}
+		}
+		h.secrets.owners[v] = append(h.secrets.owners[v], owner)
+		h.secrets.others = nil
 	}
 	for _, x := range h.secrets.values {
 		if x == v {
@@ -208,7 +227,7 @@ func (h *Hub) knowEveryCredential(ctx context.Context) {
 	c.credentials.Do(func() {
 		for _, src := range c.sources {
 			for _, v := range src.PlainCredentials() {
-				h.remember("", v)
+				h.rememberOwned("", src.Namespace, v)
 			}
 		}
 		ctx := context.WithoutCancel(ctx)

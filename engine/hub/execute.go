@@ -284,6 +284,9 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	if src == nil {
 		return nil, &model.ToolError{Code: "unknown_tool", Message: fmt.Sprintf("the source of %s was removed", tl.Address)}
 	}
+	if terr := t.h.checkArgs(ctx, tl, conn, args); terr != nil {
+		return nil, terr
+	}
 	protocol := c.proto[tl.Namespace()]
 	// The secret is resolved only now: after policy and approval.
 	cred, err := t.h.credential(ctx, src, conn)
@@ -315,7 +318,22 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 	if err := run.BeforeSend(ctx); err != nil {
 		return nil, &model.ToolError{Code: "journal_failed", Message: "the hub could not record the call before making it: " + err.Error(), Status: 500}
 	}
+	if src.Kind == model.KindOpenAPI {
+		connName := ""
+		if cred != nil {
+			connName = cred.Connection
+		}
+		ctx = openapi.WithCheck(ctx, func(parts ...string) error {
+			if terr := t.h.checkOrigin(ctx, tl.Address, src.Namespace, connName, parts...); terr != nil {
+				return &refusal{terr}
+			}
+			return nil
+		})
+	}
 	res, err := s.CallTool(ctx, tl.Name, args)
+	if r := (*refusal)(nil); errors.As(err, &r) {
+		return nil, r.ToolError
+	}
 	t.h.knowEveryCredential(ctx)
 	var te *source.TimeoutError
 	if errors.As(err, &te) {

@@ -175,6 +175,9 @@ func (a *API) Call(ctx context.Context, name string, args json.RawMessage, crede
 	if err != nil {
 		return errorResult(fmt.Sprintf("the request for %s was not sent: %v", name, err)), nil
 	}
+	if err := checkRequest(ctx, req); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	resp, err := a.client.Do(req)
 	if err != nil {
@@ -213,6 +216,42 @@ func (a *API) Call(ctx context.Context, name string, args json.RawMessage, crede
 		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+}
+
+// checkKey is the context key of the check WithCheck sets.
+type checkKey struct{}
+
+// WithCheck returns ctx with a check of the requests Call sends in it:
+// check reads the request's URL, each header line and its body, as
+// built, and a request it returns an error for is not sent (Call returns
+// that error). The hub uses it to keep credentials on their origin.
+func WithCheck(ctx context.Context, check func(parts ...string) error) context.Context {
+	return context.WithValue(ctx, checkKey{}, check)
+}
+
+func checkRequest(ctx context.Context, req *http.Request) error {
+	check, _ := ctx.Value(checkKey{}).(func(parts ...string) error)
+	if check == nil {
+		return nil
+	}
+	parts := []string{req.URL.String()}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			parts = append(parts, k+": "+v)
+		}
+	}
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return fmt.Errorf("reading the request's body to check it: %w", err)
+		}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return fmt.Errorf("reading the request's body to check it: %w", err)
+		}
+		parts = append(parts, string(b))
+	}
+	return check(parts...)
 }
 
 func errorResult(msg string) *mcp.CallToolResult {

@@ -1,0 +1,96 @@
+package hub_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+)
+
+// TestInvariantI4CredentialStaysOnItsOrigin: an upstream gives its
+// credential in two halves (no half is a secret); code joins them and
+// passes the whole to another source: raw, as base64, URL-encoded, inside a
+// longer string, and reversed inside hex. Each call is refused with
+// secret_to_other_origin, naming whose credential it is and never its
+// value, and the other upstream receives nothing; the same value passed
+// back to its own source goes out.
+func TestInvariantI4CredentialStaysOnItsOrigin(t *testing.T) {
+	f := newFixtureEnv(t, map[string]string{"SCRIPTED_CORPUS": "1"})
+	ctx := context.Background()
+	otherCalls := filepath.Join(t.TempDir(), "other-calls.jsonl")
+	p, err := f.h.Propose(ctx, hub.AddRequest{
+		Command:   testenv.Scripted(t),
+		Namespace: "other",
+		Env:       map[string]string{"SCRIPTED_CALLS": otherCalls, "SCRIPTED_TOOLS": "4"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.h.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+
+	env, err := f.h.Execute(ctx, `
+const s = (await leaky.leakPart({part: 1})).half + (await leaky.leakPart({part: 2})).half;
+const hex = (x) => Array.from(x, (c) => c.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+const sends = {
+  raw: s, base64: btoa(s), url: encodeURIComponent(s), inside: "Authorization: Bearer " + s + " (from leaky)",
+  reversedHex: hex(s.split("").reverse().join("")),
+};
+const out = {};
+for (const [k, v] of Object.entries(sends)) {
+  try { out[k] = await other.echo({message: v}); } catch (e) { out[k] = {code: e.code, message: e.message}; }
+}
+out.halfAlone = await other.echo({message: (await leaky.leakPart({part: 1})).half});
+out.own = await leaky.echo({message: s});
+return out;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != "completed" {
+		t.Fatalf("run %s: %+v", env.Status, env.Error)
+	}
+	var out map[string]json.RawMessage
+	b, _ := json.Marshal(env.Result)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("result %s: %v", b, err)
+	}
+	for _, k := range []string{"raw", "base64", "url", "inside", "reversedHex"} {
+		var got struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(out[k], &got)
+		if got.Code != hub.CodeSecretToOtherOrigin {
+			t.Errorf("%s: the call was not refused: %s", k, b)
+			continue
+		}
+		if !strings.Contains(got.Message, "leaky/default") || !strings.Contains(got.Message, "other.echo") {
+			t.Errorf("%s: the message does not say whose credential and which call: %q", k, got.Message)
+		}
+	}
+	assertNoForm(t, "the envelope", string(b))
+	calls, _ := os.ReadFile(otherCalls)
+	if n := strings.Count(string(calls), `"name":"echo"`); n != 1 {
+		t.Errorf("the other upstream got %d echo calls, want 1 (the half alone):\n%s", n, calls)
+	}
+	if strings.Contains(string(calls), theSecret[len(theSecret)/2:]) {
+		t.Errorf("the other upstream got the second half:\n%s", calls)
+	}
+	own, _ := os.ReadFile(f.calls)
+	if !strings.Contains(string(own), `"name":"echo"`) {
+		t.Errorf("the credential's own source did not get the call with it:\n%s", own)
+	}
+}
