@@ -90,9 +90,14 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 					return fmt.Errorf("connect --replace: %w", err)
 				}
 			}
+			dir, err := hubDir()
+			if err != nil {
+				return err
+			}
+			bins := hubBinaries(filepath.Join(dir, "snapshots"), bin)
 			var changes []edit.Change
 			for _, f := range files {
-				changes = append(changes, connectChange(f, bin, sources, profile, env))
+				changes = append(changes, connectChange(f, bin, bins, sources, profile, env))
 			}
 			installs, err := e.profileSkillInstalls(c.Context(), files, profile)
 			if err != nil {
@@ -100,8 +105,8 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			}
 			changes = append(changes, installs...)
 			name, _ := profileEntry(profile)
-			own := ownLookup(files, []string{name})
-			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, env), own)
+			own := ownLookup(files, []string{name}, bins)
+			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, env), own, bins)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
@@ -114,9 +119,9 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 
 // connectChange writes the hub's entry into f and, when sources are given
 // (--replace), turns off f's entries that run one of them. A file that
-// holds an entry of that name that is not ours (the person's own) is left
-// as it is, whole.
-func connectChange(f harness.File, bin string, sources []model.Source, profile string, env map[string]string) edit.Change {
+// holds an entry of that name that is not ours (the person's own, see
+// isHubEntry: bins) is left as it is, whole.
+func connectChange(f harness.File, bin string, bins []string, sources []model.Source, profile string, env map[string]string) edit.Change {
 	entry := connectEntry(f.Harness, bin, profile, env)
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
@@ -125,7 +130,7 @@ func connectChange(f harness.File, bin string, sources []model.Source, profile s
 	if err != nil {
 		henv = harness.Env{} // entries compared as written
 	}
-	theirs := func(src []byte) bool { return ownEntry(f, src, entryName) != nil }
+	theirs := func(src []byte) bool { return ownEntry(f, src, entryName, bins) != nil }
 	direct := func(src []byte) []string {
 		if len(sources) == 0 || theirs(src) {
 			return nil
@@ -407,10 +412,10 @@ func connectTargets(clients []string, needDir bool) ([]harness.File, error) {
 	return out, nil
 }
 
-// selfPath is the absolute path of this binary as it was started (a
-// symlink such as /usr/local/bin/capabilities is kept), checked: it
-// exists, is executable, and answers --version.
-func selfPath(ctx context.Context) (string, error) {
+// selfCommand is the absolute path of this binary as it was started (a
+// symlink such as /usr/local/bin/capabilities is kept): the command
+// connect writes.
+func selfCommand() (string, error) {
 	p := os.Args[0]
 	if !strings.ContainsRune(p, filepath.Separator) {
 		if lp, err := exec.LookPath(p); err == nil {
@@ -422,6 +427,16 @@ func selfPath(ctx context.Context) (string, error) {
 	p, err := filepath.Abs(p)
 	if err != nil {
 		return "", fmt.Errorf("finding this binary: %w", err)
+	}
+	return p, nil
+}
+
+// selfPath is selfCommand, checked: it exists, is executable, and answers
+// --version.
+func selfPath(ctx context.Context) (string, error) {
+	p, err := selfCommand()
+	if err != nil {
+		return "", err
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -498,7 +513,7 @@ type offJSON struct {
 
 // hubEntriesOff lists the hub's entries in f's bytes src that the file
 // turns off by a list outside them (see harness.TurnedOff).
-func hubEntriesOff(f harness.File, src []byte) []offJSON {
+func hubEntriesOff(f harness.File, src []byte, bins []string) []offJSON {
 	doc, err := harness.Decode(f.Format, src)
 	if err != nil {
 		return nil
@@ -509,7 +524,7 @@ func hubEntriesOff(f harness.File, src []byte) []offJSON {
 	}
 	var out []offJSON
 	for _, s := range servers {
-		if isHubEntry(s) {
+		if isHubEntry(s, bins) {
 			if why := harness.TurnedOff(f, doc, s.Name); why != "" {
 				out = append(out, offJSON{Name: s.Name, Why: why})
 			}
@@ -523,7 +538,7 @@ func hubEntriesOff(f harness.File, src []byte) []offJSON {
 
 // ownLookup finds, for a result of one of files, the entries of names in
 // the file's bytes that are not ours.
-func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON {
+func ownLookup(files []harness.File, names, bins []string) func(edit.Result) []ownJSON {
 	byPath := map[[2]string]harness.File{}
 	for _, f := range files {
 		byPath[[2]string{f.Harness, f.Path}] = f
@@ -533,7 +548,7 @@ func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON
 		if !ok || r.Skill != "" || r.Err != nil {
 			return nil
 		}
-		return ownEntries(f, r.Before, names)
+		return ownEntries(f, r.Before, names, bins)
 	}
 }
 
@@ -544,7 +559,7 @@ func ownLookup(files []harness.File, names []string) func(edit.Result) []ownJSON
 // of the hub's name a file holds that are not ours: connect reports such a
 // file as kept (it left it as it is), disconnect notes them; a connect that
 // kept every file and wrote none is an error.
-func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON) error {
+func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Change, dryRun, asJSON bool, manual []instruction, own func(edit.Result) []ownJSON, bins []string) error {
 	var results []edit.Result
 	var snap *edit.Snapshot
 	if dryRun {
@@ -582,7 +597,7 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 			j.Own = own(r)
 		}
 		if kind == "connect" && r.Err == nil {
-			j.Off = hubEntriesOff(byPath[[2]string{r.Harness, r.Path}], r.After)
+			j.Off = hubEntriesOff(byPath[[2]string{r.Harness, r.Path}], r.After, bins)
 		}
 		if r.Err == nil {
 			j.NotRestored = notRestored(r, dryRun)

@@ -45,6 +45,8 @@ it is left byte for byte and named, with its command or URL (credential values m
 				return err
 			}
 			names := e.entryNames(c.Context())
+			self, _ := selfCommand() // none: the entries named capabilities only
+			bins := hubBinaries(snaps, self)
 			var changes []edit.Change
 			for _, f := range files {
 				format, key := edit.Format(f.Format), f.ServersKey
@@ -64,8 +66,8 @@ it is left byte for byte and named, with its command or URL (credential values m
 							return nil, nil // no file: nothing to take out
 						}
 						out := src
-						for _, name := range append(slices.Clone(names), oursBeyond(f, src, names)...) {
-							if ownEntry(f, out, name) != nil {
+						for _, name := range append(slices.Clone(names), oursBeyond(f, src, names, bins)...) {
+							if ownEntry(f, out, name, bins) != nil {
 								continue // the person's own: never taken out
 							}
 							var err error
@@ -87,7 +89,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 			}
 			removals, dirs := skillRemovals(files, snaps)
 			changes = append(changes, removals...)
-			err = e.applyEdits("disconnect", files, changes, dryRun, asJSON, nil, ownLookup(files, names))
+			err = e.applyEdits("disconnect", files, changes, dryRun, asJSON, nil, ownLookup(files, names, bins), bins)
 			if !dryRun {
 				edit.RemoveEmptyDirs(dirs) // only those left empty
 			}
@@ -125,7 +127,7 @@ func (e *env) entryNames(ctx context.Context) []string {
 // oursBeyond are the entries of src named capabilities-<profile> that
 // connect wrote (isHubEntry) for a profile the hub no longer has: names
 // does not list them, and left in place they would fail in the agent.
-func oursBeyond(f harness.File, src []byte, names []string) []string {
+func oursBeyond(f harness.File, src []byte, names, bins []string) []string {
 	doc, err := harness.Decode(f.Format, src)
 	if err != nil {
 		return nil
@@ -141,7 +143,7 @@ func oursBeyond(f harness.File, src []byte, names []string) []string {
 	var out []string
 	for _, s := range servers {
 		// This hub's: another hub's entries name another home.
-		if strings.HasPrefix(s.Name, entryName+"-") && !slices.Contains(names, s.Name) && isHubEntry(s) && s.Env[homeVar] == env[homeVar] {
+		if strings.HasPrefix(s.Name, entryName+"-") && !slices.Contains(names, s.Name) && isHubEntry(s, bins) && s.Env[homeVar] == env[homeVar] {
 			out = append(out, s.Name)
 		}
 	}

@@ -34,12 +34,14 @@ func hubEnv() (map[string]string, error) {
 
 // isHubEntry is the rule for an entry that is ours, one connect writes or
 // may update: a stdio entry whose command is a capabilities binary (any
-// path: an older one is still ours) running "hub serve --stdio", with
-// nothing after it but "--profile NAME" (any profile), whose environment,
-// if any, sets only CAPABILITIES_HOME, and with no working directory. Any
-// other entry of that name is the person's own: connect leaves it as it
-// is and disconnect does not take it out.
-func isHubEntry(s harness.Server) bool {
+// path named capabilities: an older one is still ours; or one of bins,
+// the commands connect wrote whatever their name, such as a release
+// download's capabilities_linux_amd64, see hubBinaries) running "hub serve
+// --stdio", with nothing after it but "--profile NAME" (any profile),
+// whose environment, if any, sets only CAPABILITIES_HOME, and with no
+// working directory. Any other entry of that name is the person's own:
+// connect leaves it as it is and disconnect does not take it out.
+func isHubEntry(s harness.Server, bins []string) bool {
 	if s.Kind != harness.KindStdio || s.Cwd != "" {
 		return false
 	}
@@ -47,7 +49,7 @@ func isHubEntry(s harness.Server) bool {
 	if len(base) > 4 && strings.EqualFold(base[len(base)-4:], ".exe") {
 		base = base[:len(base)-4]
 	}
-	if !strings.EqualFold(base, "capabilities") {
+	if !strings.EqualFold(base, "capabilities") && !slices.Contains(bins, s.Command) {
 		return false
 	}
 	a := s.Args
@@ -69,6 +71,20 @@ func isHubEntry(s harness.Server) bool {
 	return true
 }
 
+// hubBinaries are the commands an entry of the hub's may run besides one
+// named capabilities: self (this binary, as connect writes it; "" for
+// none) and every command a connect snapshot records having written
+// (edit.Commands), so that an entry connect wrote with a binary of another
+// name (capabilities_linux_amd64) is still the hub's, for connect to update
+// and disconnect to take out.
+func hubBinaries(snapRoot, self string) []string {
+	bins := edit.Commands(snapRoot)
+	if self != "" && !slices.Contains(bins, self) {
+		bins = append(bins, self)
+	}
+	return bins
+}
+
 // ownJSON is an entry of the hub's name that connect did not write (the
 // person's own, by isHubEntry's rule), as connect and disconnect report it:
 // credential values masked.
@@ -86,7 +102,7 @@ type ownJSON struct {
 // ownEntry is the entry name in f's bytes src when it is there and is not
 // ours (isHubEntry); nil when there is none, it is ours, or the file does
 // not parse (the edit says so).
-func ownEntry(f harness.File, src []byte, name string) *ownJSON {
+func ownEntry(f harness.File, src []byte, name string, bins []string) *ownJSON {
 	if len(bytes.TrimSpace(src)) == 0 {
 		return nil
 	}
@@ -102,7 +118,7 @@ func ownEntry(f harness.File, src []byte, name string) *ownJSON {
 		if s.Name != name {
 			continue
 		}
-		if isHubEntry(s) {
+		if isHubEntry(s, bins) {
 			return nil
 		}
 		o := &ownJSON{Name: name, Kind: s.Kind}
@@ -133,10 +149,10 @@ func ownEntry(f harness.File, src []byte, name string) *ownJSON {
 }
 
 // ownEntries are the entries of names in src that are not ours.
-func ownEntries(f harness.File, src []byte, names []string) []ownJSON {
+func ownEntries(f harness.File, src []byte, names, bins []string) []ownJSON {
 	var out []ownJSON
 	for _, n := range names {
-		if o := ownEntry(f, src, n); o != nil {
+		if o := ownEntry(f, src, n, bins); o != nil {
 			out = append(out, *o)
 		}
 	}

@@ -25,28 +25,32 @@ func TestIsHubEntry(t *testing.T) {
 	tests := []struct {
 		name string
 		s    harness.Server
+		bins []string // hubBinaries
 		want bool
 	}{
-		{"what connect writes", stdio("/usr/local/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default"), true},
-		{"an older path", stdio("/old/place/capabilities", "hub", "serve", "--stdio", "--profile", "default"), true},
-		{"another profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "issues"), true},
-		{"--profile=NAME", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile=issues"), true},
-		{"no profile (the README's claude mcp add)", stdio("capabilities", serve...), true},
-		{"Windows", stdio(`C:\Program Files\capabilities\capabilities.exe`, serve...), true},
-		{"the hub's home", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/tmp/demo"}), true},
-		{"other env", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/x", "DEBUG": "1"}), false},
-		{"a working directory", func() harness.Server { s := stdio("/usr/bin/capabilities", serve...); s.Cwd = "/tmp"; return s }(), false},
-		{"http", harness.Server{Name: "capabilities", Kind: harness.KindHTTP, URL: "http://127.0.0.1:4790/mcp"}, false},
-		{"another binary", stdio("npx", "-y", "capabilities", "hub", "serve", "--stdio"), false},
-		{"a wrapper named like it", stdio("/usr/bin/capabilities-wrapper", serve...), false},
-		{"serve over http", stdio("/usr/bin/capabilities", "hub", "serve", "--http"), false},
-		{"more flags", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default", "--verbose"), false},
-		{"an empty profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", ""), false},
-		{"no args", stdio("/usr/bin/capabilities"), false},
+		{"what connect writes", stdio("/usr/local/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default"), nil, true},
+		{"an older path", stdio("/old/place/capabilities", "hub", "serve", "--stdio", "--profile", "default"), nil, true},
+		{"another profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "issues"), nil, true},
+		{"--profile=NAME", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile=issues"), nil, true},
+		{"no profile (the README's claude mcp add)", stdio("capabilities", serve...), nil, true},
+		{"Windows", stdio(`C:\Program Files\capabilities\capabilities.exe`, serve...), nil, true},
+		{"the hub's home", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/tmp/demo"}), nil, true},
+		{"other env", withEnv(stdio("/usr/bin/capabilities", serve...), map[string]string{"CAPABILITIES_HOME": "/x", "DEBUG": "1"}), nil, false},
+		{"a working directory", func() harness.Server { s := stdio("/usr/bin/capabilities", serve...); s.Cwd = "/tmp"; return s }(), nil, false},
+		{"http", harness.Server{Name: "capabilities", Kind: harness.KindHTTP, URL: "http://127.0.0.1:4790/mcp"}, nil, false},
+		{"another binary", stdio("npx", "-y", "capabilities", "hub", "serve", "--stdio"), nil, false},
+		{"a wrapper named like it", stdio("/usr/bin/capabilities-wrapper", serve...), nil, false},
+		{"serve over http", stdio("/usr/bin/capabilities", "hub", "serve", "--http"), nil, false},
+		{"more flags", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", "default", "--verbose"), nil, false},
+		{"an empty profile", stdio("/usr/bin/capabilities", "hub", "serve", "--stdio", "--profile", ""), nil, false},
+		{"no args", stdio("/usr/bin/capabilities"), nil, false},
+		{"a release download connect wrote", stdio("/home/me/Downloads/capabilities_linux_amd64", "hub", "serve", "--stdio", "--profile", "default"), []string{"/home/me/Downloads/capabilities_linux_amd64"}, true},
+		{"a binary of another name connect did not write", stdio("/home/me/Downloads/capabilities_linux_amd64", "hub", "serve", "--stdio", "--profile", "default"), []string{"/usr/bin/capabilities_linux_amd64"}, false},
+		{"connect's binary, other arguments", stdio("/home/me/Downloads/capabilities_linux_amd64", "hub", "serve", "--http"), []string{"/home/me/Downloads/capabilities_linux_amd64"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := isHubEntry(tt.s); got != tt.want {
+			if got := isHubEntry(tt.s, tt.bins); got != tt.want {
 				t.Errorf("isHubEntry(%+v) = %v, want %v", tt.s, got, tt.want)
 			}
 		})
@@ -130,7 +134,7 @@ func TestConnectEntryCarriesTheHome(t *testing.T) {
 	for _, env := range []map[string]string{nil, {"CAPABILITIES_HOME": "/tmp/demo hub"}} {
 		for name, f := range connectFiles(t, "/home/me") {
 			t.Run(name+"/"+env["CAPABILITIES_HOME"], func(t *testing.T) {
-				c := connectChange(f, bin, nil, "default", env)
+				c := connectChange(f, bin, nil, nil, "default", env)
 				once, err := c.Edit([]byte(src[name]))
 				if err != nil {
 					t.Fatal(err)
@@ -143,7 +147,7 @@ func TestConnectEntryCarriesTheHome(t *testing.T) {
 				if diff := cmp.Diff(want, servers); diff != "" {
 					t.Errorf("entry (-want +got):\n%s\nfile:\n%s", diff, once)
 				}
-				if !isHubEntry(servers[0]) {
+				if !isHubEntry(servers[0], nil) {
 					t.Errorf("connect's own entry is not isHubEntry: %+v", servers[0])
 				}
 				if (env == nil) == strings.Contains(string(once), "CAPABILITIES_HOME") {
@@ -209,7 +213,7 @@ func TestOwnEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ownEntry(files[tt.harness], []byte(tt.src), "capabilities")
+			got := ownEntry(files[tt.harness], []byte(tt.src), "capabilities", nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ownEntry (-want +got):\n%s", diff)
 			}
