@@ -176,7 +176,10 @@ func chunks(m *yaml.Node, n int) []*yaml.Node {
 // and invalid UTF-8 becomes U+FFFD.
 func jsonToNode(js []byte) (*yaml.Node, error) {
 	dec := jsontext.NewDecoder(bytes.NewReader(js), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	b := &nodes{}
+	// The first block holds as many nodes as the document can (a value
+	// and its separator take two bytes at least): a small document does
+	// not allocate and clear a block of 4,096 nodes.
+	b := &nodes{block: make([]yaml.Node, 0, min(4096, len(js)/2+1))}
 	n, err := b.value(dec)
 	if err != nil {
 		return nil, fmt.Errorf("reading the JSON: %w", err)

@@ -67,6 +67,9 @@ func PreviewArgs(args json.RawMessage, limit int) json.RawMessage {
 // fitString is s as a JSON string of at most limit bytes, shortened as
 // little as that allows (escapes make some characters 6 bytes long).
 func fitString(s string, limit int) json.RawMessage {
+	if b := marshalString(s); len(b) <= limit {
+		return b // whole: no search
+	}
 	n := utf8.RuneCountInString(s)
 	lo, hi := 0, n
 	for lo < hi {
