@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -98,5 +99,98 @@ func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = New(benchSecrets...)
+	}
+}
+
+// secrets50 are 50 credentials of 20 to 60 bytes, of the shapes real
+// ones have (a prefix, letters, digits and some punctuation).
+func secrets50() []string {
+	r := rand.New(rand.NewPCG(3, 4))
+	const abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./+="
+	prefixes := []string{"ghp_", "xoxb-", "sk-proj-", "AKIA", "glpat-", "", "Bearer-", "npm_"}
+	out := make([]string, 50)
+	for i := range out {
+		b := []byte(prefixes[i%len(prefixes)])
+		for n := 20 + r.IntN(41) - len(b); n > 0; n-- {
+			b = append(b, abc[r.IntN(len(abc))])
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
+// everyForm is v in each form issue 36 lists, computed with the standard
+// library: raw, reversed, percent-encoded whole (both cases), \u, \x, &#
+// and &#x escapes, base64 (4 alphabets and paddings), hex (both cases),
+// base32, and inside a JSON string.
+func everyForm(v string) []string {
+	b := []byte(v)
+	rev := []byte(v)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	var pct, u, x, dec, hx strings.Builder
+	for _, c := range b {
+		fmt.Fprintf(&pct, "%%%02x", c)
+		fmt.Fprintf(&x, `\x%02x`, c)
+	}
+	for _, c := range v {
+		fmt.Fprintf(&u, `\u%04x`, c)
+		fmt.Fprintf(&dec, "&#%d;", c)
+		fmt.Fprintf(&hx, "&#x%x;", c)
+	}
+	j, _ := json.Marshal(v)
+	return []string{
+		v, string(rev), pct.String(), strings.ToUpper(pct.String()), u.String(), x.String(), dec.String(), hx.String(),
+		base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
+		base32.StdEncoding.EncodeToString(b), string(j),
+	}
+}
+
+// BenchmarkScrub50Secrets1MB: 50 secrets, each put once in every form of
+// everyForm (700 occurrences) into the 1 MB result.
+func BenchmarkScrub50Secrets1MB(b *testing.B) {
+	secrets := secrets50()
+	r := rand.New(rand.NewPCG(5, 6))
+	text := string(result1MB(false))
+	for _, v := range secrets {
+		for _, f := range everyForm(v) {
+			at := r.IntN(len(text))
+			for at > 0 && text[at-1] != ' ' { // between words, as a result would hold it
+				at--
+			}
+			text = text[:at] + f + " " + text[at:]
+		}
+	}
+	in := []byte(text)
+	s := New(secrets...)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Bytes(in)
+	}
+}
+
+// BenchmarkScrub50Secrets1MBClean: the same 50 secrets, none in the text.
+func BenchmarkScrub50Secrets1MBClean(b *testing.B) {
+	s := New(secrets50()...)
+	in := result1MB(false)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Bytes(in)
+	}
+}
+
+// BenchmarkScrubSmall: a tool result of a few hundred bytes, the common
+// case, with 5 secrets.
+func BenchmarkScrubSmall(b *testing.B) {
+	s := New(benchSecrets...)
+	in := []byte(`{"id":12345,"title":"Fix the login page","state":"open","user":{"login":"octocat"},"body":"The form posts to /api/login and gets a 500 back.\nSteps: open the page, type a name, press enter.","url":"https://api.example.com/repos/o/r/issues/12345"}`)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = s.Bytes(in)
 	}
 }

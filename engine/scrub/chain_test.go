@@ -196,6 +196,15 @@ var links = []link{
 	}},
 }
 
+func linkNamed(name string) link {
+	for _, l := range links {
+		if l.name == name {
+			return l
+		}
+	}
+	panic("no link " + name)
+}
+
 // reverse is a chain's first link only (see the package documentation).
 var reverse = link{"reverse", func(_ *rand.Rand, in string) string {
 	b := []byte(in)

@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -192,12 +193,7 @@ func (f *finder) lineBreaks(text []byte) {
 }
 
 func hasEscape(text []byte) bool {
-	for _, c := range text {
-		if class[c]&clsEscape != 0 {
-			return true
-		}
-	}
-	return false
+	return bytes.IndexByte(text, '\\') >= 0 || bytes.IndexByte(text, '%') >= 0 || bytes.IndexByte(text, '&') >= 0
 }
 
 // spend takes n bytes from the budget, and reports whether they were there.
@@ -250,7 +246,7 @@ func (f *finder) escapes(text []byte, d int) {
 		for b < len(text) {
 			if c := text[b]; class[c]&clsEscape != 0 {
 				if _, n, _ := escape(text[b:]); n > 0 {
-					fams |= family(c)
+					fams |= family(text[b:])
 					b += n
 					continue
 				}
@@ -271,7 +267,7 @@ func (f *finder) escapes(text []byte, d int) {
 	}
 	lv.islands = islands
 	for _, is := range islands {
-		for _, fam := range [...]byte{famPercent, famBackslash, famAmp} {
+		for _, fam := range [...]byte{famPercent, famBackslash, famCode, famAmp} {
 			if is.fams&fam == 0 {
 				continue
 			}
@@ -296,18 +292,27 @@ type island struct {
 	fams       byte
 }
 
-// Families of escapes, by the byte that starts them.
+// Families of escapes, each decoded in a view of its own. famBackslash is
+// every backslash escape; famCode only \x, \u and \U, with every other
+// backslash left as it is: text beside an encoding can make a one-letter
+// escape of its first byte (a \ before 000\x30 reads \000 as octal), and
+// the code view still reads what follows.
 const (
 	famPercent = 1 << iota
 	famBackslash
+	famCode
 	famAmp
 )
 
-func family(c byte) byte {
-	switch c {
+// family is the families of the escape t starts with.
+func family(t []byte) byte {
+	switch t[0] {
 	case '%':
 		return famPercent
 	case '\\':
+		if len(t) > 1 && (t[1] == 'x' || t[1] == 'u' || t[1] == 'U') {
+			return famBackslash | famCode
+		}
 		return famBackslash
 	case '&':
 		return famAmp
@@ -388,8 +393,54 @@ var alphabets = [3]alphabet{
 }
 
 // runs decodes each run of text long enough to encode a secret, in each
-// alphabet, from each alignment, and walks what it decodes to.
+// alphabet, from each alignment, and walks what it decodes to. Hex and
+// base32 runs lie inside base64 runs (their characters are base64's), so
+// only a base64 run long enough for the shortest encoding is looked into.
+// In an escapes view, a run with no decoded byte in or beside it is one
+// of the parent's (or a part of one), already decoded there.
 func (f *finder) runs(text []byte, d int) {
+	var fr *frame
+	if d > 0 && f.frames[d-1].isEscape {
+		fr = &f.frames[d-1]
+	}
+	for i, n := 0, len(text); i < n; {
+		if class[text[i]]&cls64 == 0 {
+			i++
+			continue
+		}
+		start, last, count := i, i, 0
+		for ; i < n; i++ {
+			if c := class[text[i]]; c&cls64 != 0 {
+				count++
+				last = i
+			} else if c&clsBreak == 0 {
+				break
+			}
+		}
+		if count < f.s.run64 || fr != nil && !fr.decodedIn(start-1, last+2) {
+			continue
+		}
+		f.runsIn(text, d, start, last+1)
+		if f.done() {
+			return
+		}
+	}
+}
+
+// decodedIn reports whether a byte of the escapes view in [i, j) was an
+// escape in the parent.
+func (fr *frame) decodedIn(i, j int) bool {
+	for k := max(i, 0); k < min(j, len(fr.lo)); k++ {
+		if fr.hi[k]-fr.lo[k] != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// runsIn decodes the runs of each alphabet within text[from:to], a run of
+// base64 characters (and line breaks).
+func (f *finder) runsIn(text []byte, d, from, to int) {
 	minRun := [3]int{f.s.run64, f.s.runHex, f.s.run32}
 	var start, count, last [3]int
 	for a := range start {
@@ -401,8 +452,8 @@ func (f *finder) runs(text []byte, d int) {
 		}
 		start[a], count[a] = -1, 0
 	}
-	for i, c := range text {
-		cl := class[c]
+	for i := from; i < to; i++ {
+		cl := class[text[i]]
 		for a := range alphabets {
 			switch {
 			case cl&alphabets[a].cls != 0:
@@ -499,7 +550,7 @@ func unescape(text []byte, fam byte, out []byte, lo, hi []int32, at int32) (_ []
 		c := text[i]
 		n, b := 1, rb[:1]
 		rb[0] = c
-		if family(c)&fam != 0 {
+		if class[c]&clsEscape != 0 && family(text[i:])&fam != 0 {
 			if v, m, isByte := escape(text[i:]); m > 0 {
 				n = m
 				switch {

@@ -8,19 +8,26 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // independentForms computes the forms of v without the package's code, so
-// the fuzz test does not check Forms against itself.
+// the fuzz test does not check Forms against itself. The JSON form is left
+// out for a v that is not UTF-8: JSON writes its bad bytes as U+FFFD, which
+// no reader can take back to v.
 func independentForms(v string) []string {
 	b := []byte(v)
 	j, _ := json.Marshal(v)
+	jsonForm := string(j[1 : len(j)-1])
+	if !utf8.ValidString(v) {
+		jsonForm = v
+	}
 	return []string{
 		v,
 		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
 		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
 		url.QueryEscape(v), url.PathEscape(v),
-		string(j[1 : len(j)-1]),
+		jsonForm,
 		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
 		base32.StdEncoding.EncodeToString(b), strings.ToLower(base32.StdEncoding.EncodeToString(b)),
 		url.QueryEscape(url.QueryEscape(v)),
@@ -89,9 +96,13 @@ func FuzzScrub(f *testing.F) {
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
 			in := enc.EncodeToString([]byte(prefix + secret + suffix))
 			check("embedded base64", in)
-			mid := middle(enc, []byte(prefix), []byte(secret), []byte(suffix))
-			if outsideMarkers(s.String(in), mid) {
-				t.Fatalf("the stable middle %q of %q remains in %q", mid, secret, s.String(in))
+			// No run of what is left decodes to it, at any alignment (the
+			// stable middle of the secret's encoding may remain as text of
+			// another alignment, which decodes to something else).
+			for _, dec := range linkNamed("base64").decode(s.String(in)) {
+				if strings.Contains(dec, secret) {
+					t.Fatalf("%q scrubbed to %q, which decodes to %q", in, s.String(in), dec)
+				}
 			}
 		}
 		doc, _ := json.Marshal(map[string]string{prefix: secret + suffix})

@@ -529,10 +529,14 @@ func (s *Scrubber) JSON(msg json.RawMessage) json.RawMessage {
 		return msg
 	}
 	raw := []byte(msg)
-	if bytes.IndexByte(raw, '\\') < 0 && !contains(s, raw) {
+	// The spans found in the whole document hold every occurrence inside
+	// a token without escapes (its runs and escapes are the document's):
+	// such a token that meets none is left as it is.
+	spans := find(s, raw)
+	if len(spans) == 0 && bytes.IndexByte(raw, '\\') < 0 {
 		return msg
 	}
-	out, changed, ok := s.walkJSON(raw)
+	out, changed, ok := s.walkJSON(raw, spans)
 	if !ok {
 		return s.Bytes(raw)
 	}
@@ -557,8 +561,16 @@ func (s *Scrubber) JSON(msg json.RawMessage) json.RawMessage {
 // literal holding a form becomes the string "[secret]". ok is false when
 // raw is not JSON: a string literal that does not decode, or a byte outside
 // strings that JSON does not allow there.
-func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
+func (s *Scrubber) walkJSON(raw []byte, spans []span) (out []byte, changed, ok bool) {
 	out = make([]byte, 0, len(raw))
+	// meets reports whether a span found in raw meets raw[i:j]; tokens are
+	// asked in order.
+	meets := func(i, j int) bool {
+		for len(spans) > 0 && spans[0].end <= i {
+			spans = spans[1:]
+		}
+		return len(spans) > 0 && spans[0].start < j
+	}
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch {
@@ -567,7 +579,9 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
 			lit := raw[i:j]
 			i = j
 			if bytes.IndexByte(lit, '\\') < 0 {
-				if r, hit := scrub(s, out, lit); hit {
+				if !meets(j-len(lit), j) {
+					out = append(out, lit...)
+				} else if r, hit := scrub(s, out, lit); hit {
 					out, changed = r, true
 				} else {
 					out = append(out, lit...)
@@ -592,7 +606,7 @@ func (s *Scrubber) walkJSON(raw []byte) (out []byte, changed, ok bool) {
 			for j < len(raw) && isLiteralByte(raw[j]) {
 				j++
 			}
-			if contains(s, raw[i:j]) {
+			if meets(i, j) && contains(s, raw[i:j]) {
 				out = append(out, `"`+s.Marker()+`"`...)
 				changed = true
 			} else {
