@@ -125,7 +125,7 @@ func (g *gateHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestShimGivesUpOnAFrozenHub(t *testing.T) {
 	live := testenv.Timeout(100 * time.Millisecond)
 	g := &gateHub{hold: 4 * live}
-	srv := httptest.NewServer(g)
+	srv := httptest.NewServer(proveHub(func() string { return "t" }, g))
 	defer srv.Close()
 	s := &Shim{
 		Endpoint: Endpoint{URL: srv.URL + "/mcp", PID: 4242},

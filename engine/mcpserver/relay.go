@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,12 +106,18 @@ func FindHub(ctx context.Context, dir string) (ep Endpoint, token string, ok boo
 	if err != nil {
 		return ep, "", false, fmt.Sprintf("the announced hub at %s does not answer: %v", ep.URL, err)
 	}
-	c.Close()
-	b, err := os.ReadFile(filepath.Join(dir, "http-token"))
+	defer c.Close()
+	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
 	if err != nil {
 		return ep, "", false, fmt.Sprintf("reading the hub's token: %v", err)
 	}
-	return ep, strings.TrimSpace(string(b)), true, ""
+	token = strings.TrimSpace(string(b))
+	// The token goes only to a listener that proves it holds it already
+	// (relay_proof.go): endpoint.json may name anyone's port.
+	if _, err := proveConn(ctx, c, u.Host, func() string { return token }, nil); err != nil {
+		return ep, "", false, fmt.Sprintf("the announced hub at %s: %v", ep.URL, err)
+	}
+	return ep, token, true, ""
 }
 
 // dialOwn connects to a hub's loopback address, and refuses a listener
@@ -148,8 +156,9 @@ type Shim struct {
 	// given up on (relay_alive.go); zero means DefaultLiveness.
 	Liveness time.Duration
 
-	client *http.Client
-	out    *lineWriter
+	client      *http.Client
+	probeClient *http.Client
+	out         *lineWriter
 
 	renewMu sync.Mutex // one session renewal at a time
 	alive   liveness
@@ -190,12 +199,19 @@ func (s *Shim) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.out = &lineWriter{w: out}
+	// Messages share at most maxHubConns connections (more wait for one);
+	// the liveness probe has its own, so that it is never queued behind
+	// them.
 	s.client = &http.Client{Transport: &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialOwn(ctx, &net.Dialer{Timeout: 5 * time.Second}, addr)
-		},
+		Proxy:               nil,
+		DialContext:         s.dial,
 		MaxIdleConnsPerHost: 16,
+		MaxConnsPerHost:     maxHubConns,
+	}}
+	s.probeClient = &http.Client{Transport: &http.Transport{
+		Proxy:               nil,
+		DialContext:         s.dial,
+		MaxIdleConnsPerHost: 1,
 	}}
 	s.local = make(chan struct{})
 	s.localIDs = map[string]bool{}
@@ -241,6 +257,45 @@ func (s *Shim) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return nil
 	}
 	return readErr
+}
+
+// maxHubConns is how many connections the shim opens to the hub at most.
+const maxHubConns = 64
+
+// dial connects to the hub's address, and gives the connection to HTTP
+// only once the listener there proved that it is the hub (proveConn): the
+// hub killed, whatever listens at its port, or at the one a rewritten
+// endpoint.json names, is never sent the token.
+func (s *Shim) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	c, err := dialOwn(ctx, &net.Dialer{Timeout: 5 * time.Second}, addr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cur := s.Token
+	s.mu.Unlock()
+	reread := func() string {
+		if s.TokenPath == "" {
+			return ""
+		}
+		b, err := os.ReadFile(s.TokenPath)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	tok, err := proveConn(ctx, c, addr, func() string { return cur }, reread)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if tok != cur {
+		// A hub restarted with a new token proved it holds that one.
+		s.mu.Lock()
+		s.Token = tok
+		s.mu.Unlock()
+	}
+	return c, nil
 }
 
 func (s *Shim) write(v any) {
@@ -337,47 +392,49 @@ func (s *Shim) post(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 // it does not take).
 func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shimMsg, retries int) {
 	isInit := m.Method == "initialize" && m.isRequest()
-	rctx := ctx
-	if isInit {
-		// A hub that does not answer the handshake is not waited for:
-		// nothing is under way yet, so this process's own engine takes
-		// the session from the start.
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, initTimeout)
-		defer cancel()
-	} else {
-		// Anything else is given up on if the hub stops answering
-		// meanwhile; if it is known to have stopped, it is not sent
-		// unless the hub answers again.
-		if s.stillFrozen(ctx) {
-			s.answerFrozen(m, false)
-			return
-		}
-		var done func()
-		rctx, done = s.track(ctx, wg)
-		defer done()
-	}
-	req, err := s.newPost(rctx, bytes.NewReader(line), m.Method, modernVersion(m), isInit)
-	if err != nil {
-		s.fail(ctx, line, m, err)
+	// A message is given up on if the hub stops answering meanwhile (its
+	// liveness probe, relay_alive.go), not after a fixed time: a busy hub
+	// answers the probe and is waited for. Anything but the handshake is
+	// not sent while the hub is known to be frozen, unless it answers again;
+	// a handshake the hub does not answer goes to this process's own engine,
+	// nothing being under way yet.
+	if !isInit && s.stillFrozen(ctx) {
+		s.answerFrozen(m, false)
 		return
 	}
-	if m.Method != "" {
-		var p struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
+	rctx, done := s.track(ctx, wg)
+	defer done()
+	req, resp, err := s.do(rctx, func() (*http.Request, error) {
+		req, err := s.newPost(rctx, bytes.NewReader(line), m.Method, modernVersion(m), isInit)
+		if err != nil {
+			return nil, err
 		}
-		_ = json.Unmarshal(m.Params, &p)
-		if n := p.Name + p.URI; n != "" && (m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read") {
-			req.Header.Set("Mcp-Name", n)
+		if m.Method != "" {
+			var p struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			if n := p.Name + p.URI; n != "" && (m.Method == "tools/call" || m.Method == "prompts/get" || m.Method == "resources/read") {
+				req.Header.Set("Mcp-Name", n)
+			}
 		}
-	}
-	resp, err := s.client.Do(req)
+		return req, nil
+	})
 	if err != nil {
-		if errors.Is(context.Cause(rctx), errHubFrozen) {
-			s.answerFrozen(m, true)
-		} else if ctx.Err() == nil {
+		frozen := errors.Is(context.Cause(rctx), errHubFrozen)
+		switch {
+		case req == nil:
 			s.fail(ctx, line, m, err)
+		case ctx.Err() != nil:
+		case frozen && isInit:
+			s.fail(ctx, line, m, errHubFrozen)
+		case frozen:
+			s.answerFrozen(m, true)
+		case isInit:
+			s.fail(ctx, line, m, err)
+		default:
+			s.broken(ctx, line, m, err)
 		}
 		return
 	}
@@ -494,17 +551,104 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		return
 	}
 	if m.isRequest() && !answered && errors.Is(context.Cause(rctx), errHubFrozen) {
-		s.answerFrozen(m, true)
+		if isInit {
+			s.fail(ctx, line, m, errHubFrozen)
+		} else {
+			s.answerFrozen(m, true)
+		}
 		return
 	}
 	if m.isRequest() && !answered && ctx.Err() == nil {
 		if err == nil {
 			err = errors.New("the hub closed the response without an answer")
 		}
-		s.fail(ctx, line, m, err)
+		if isInit {
+			s.fail(ctx, line, m, err)
+		} else {
+			s.broken(ctx, line, m, err)
+		}
 		return
 	}
 	s.listenAfter(ctx, wg, m)
+}
+
+// do sends the request newReq makes, and sends it again, made anew, each
+// time the hub answers 503 with Retry-After (its admission queue is full:
+// nothing of the request was served) once the time it asks for has passed.
+// req is the last request made (nil if newReq failed).
+func (s *Shim) do(ctx context.Context, newReq func() (*http.Request, error)) (req *http.Request, resp *http.Response, err error) {
+	for {
+		req, err = newReq()
+		if err != nil {
+			return nil, nil, err
+		}
+		resp, err = s.client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			return req, resp, err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		wait := retryWait(resp.Header.Get("Retry-After"))
+		s.Logger.Debug("the hub is busy: sending again", "after", wait, "url", s.Endpoint.URL)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return req, nil, fmt.Errorf("waiting to send again to the busy hub: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// retryWait is how long to wait for a Retry-After of whole seconds (1 s if
+// it is not one; 30 s at most), plus up to a quarter more, so that the
+// requests the hub turned away together do not all come back together.
+func retryWait(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		n = 1
+	}
+	d := min(time.Duration(n)*time.Second, 30*time.Second)
+	return d + rand.N(d/4+time.Millisecond)
+}
+
+// broken handles a message whose exchange with the hub failed midway (its
+// connection refused, cut, or made with something else than the hub). The
+// hub is taken for stopped only when its liveness probe says so: nothing
+// accepts at its address any more, or what does is not the hub. A hub that
+// answers the probe is alive (busy, or it dropped one connection): the
+// request is answered with an error and the session stays with the hub;
+// one that is silent is frozen (relay_alive.go).
+func (s *Shim) broken(ctx context.Context, line []byte, m shimMsg, cause error) {
+	err := s.probe(ctx, s.window()/2)
+	switch {
+	case ctx.Err() != nil:
+	case err == nil:
+		s.Logger.Warn("a message to the hub was cut; the hub still answers, and the session stays with it", "method", m.Method, "url", s.Endpoint.URL, "err", cause)
+		if m.isRequest() {
+			s.write(hubCutReply(m.ID, s.Endpoint, cause, wasSent(cause)))
+		}
+	case isSilent(err):
+		s.answerFrozen(m, wasSent(cause))
+	default:
+		s.fail(ctx, line, m, cause)
+	}
+}
+
+// wasSent reports whether a message that failed with cause may have reached
+// the hub: a connection refused, not made, or not proved to be the hub's
+// carried nothing, and the hub's 404 and 401 served nothing.
+func wasSent(cause error) bool {
+	var op *net.OpError
+	return !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errNotTheHub) && !errors.Is(cause, errSessionGone) && !errors.Is(cause, errTokenRefused)
+}
+
+func hubCutReply(id json.RawMessage, ep Endpoint, cause error, sent bool) *rpcError {
+	what := fmt.Sprintf("the connection to the hub at %s (pid %d) was cut (%v), but the hub still answers", ep.URL, ep.PID, cause)
+	if !sent {
+		return errorReply(id, -32603, "%s; this request was not sent to it, so nothing of it happened: send it again.", what)
+	}
+	return errorReply(id, -32603, "%s; this request's outcome is unknown (`capabilities hub runs` lists the runs). The next request goes to the hub again.", what)
 }
 
 // errTokenRefused is the hub's 401 to the token it was sent, read again.
@@ -553,11 +697,9 @@ func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error 
 	rctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"initialize","params":%s}`, shimInitID, params)
-	req, err := s.newPost(rctx, strings.NewReader(body), "initialize", "", true)
-	if err != nil {
-		return err
-	}
-	resp, err := s.client.Do(req)
+	_, resp, err := s.do(rctx, func() (*http.Request, error) {
+		return s.newPost(rctx, strings.NewReader(body), "initialize", "", true)
+	})
 	if err != nil {
 		return err
 	}
@@ -594,11 +736,9 @@ func (s *Shim) renew(ctx context.Context, wg *sync.WaitGroup, old string) error 
 	s.mu.Lock()
 	s.sessionID, s.version = sid, version
 	s.mu.Unlock()
-	nreq, err := s.newPost(rctx, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), "notifications/initialized", "", false)
-	if err != nil {
-		return err
-	}
-	nresp, err := s.client.Do(nreq)
+	_, nresp, err := s.do(rctx, func() (*http.Request, error) {
+		return s.newPost(rctx, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), "notifications/initialized", "", false)
+	})
 	if err != nil {
 		return err
 	}
@@ -692,7 +832,8 @@ func readSSE(r io.Reader, fn func([]byte)) error {
 	}
 }
 
-// initTimeout bounds the wait for the hub's answer to initialize.
+// initTimeout bounds the wait for the hub's answer to the initialize a
+// session renewal gives again.
 const initTimeout = 15 * time.Second
 
 // fail handles a message the hub did not take. An initialize the hub did
@@ -740,9 +881,7 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 	if owe {
 		// A connection refused, or not made, sent nothing: that request
 		// did not happen, which the person and the model may rely on.
-		var op *net.OpError
-		sent := !(errors.As(cause, &op) && op.Op == "dial") && !errors.Is(cause, errSessionGone) && !errors.Is(cause, errTokenRefused)
-		s.write(hubStoppedReply(m.ID, reason, sent))
+		s.write(hubStoppedReply(m.ID, reason, wasSent(cause)))
 	}
 }
 

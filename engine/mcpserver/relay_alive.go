@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -112,7 +113,7 @@ func (s *Shim) watch(ctx context.Context) {
 		switch {
 		case err == nil:
 			misses = 0
-		case errors.Is(err, context.DeadlineExceeded):
+		case isSilent(err):
 			misses++
 			s.Logger.Debug("the hub did not answer the liveness probe", "url", s.Endpoint.URL, "pid", s.Endpoint.PID, "misses", misses)
 		default:
@@ -151,7 +152,7 @@ func (s *Shim) probe(ctx context.Context, wait time.Duration) error {
 		return fmt.Errorf("probing the hub: %w", err)
 	}
 	s.headers(req, "", true)
-	resp, err := s.client.Do(req)
+	resp, err := s.probeClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("probing the hub: %w", err)
 	}
@@ -180,7 +181,14 @@ func (s *Shim) stillFrozen(ctx context.Context) bool {
 	if !frozen {
 		return false
 	}
-	return errors.Is(s.probe(ctx, s.window()/2), context.DeadlineExceeded)
+	return isSilent(s.probe(ctx, s.window()/2))
+}
+
+// isSilent reports whether a probe failed for want of an answer in time
+// (the hub is stopped or stuck), not because nothing listens any more.
+func isSilent(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // answerFrozen answers a message given up on because the hub stopped answering:

@@ -31,6 +31,12 @@ type fakeHub struct {
 	calls []string // "session method" of each tools/call it served
 }
 
+func (f *fakeHub) currentToken() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.token
+}
+
 func (f *fakeHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -90,7 +96,7 @@ func TestShimRenewsASessionTheHubClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeHub{reinit: tc.reinit}
-			srv := httptest.NewServer(f)
+			srv := httptest.NewServer(proveHub(func() string { return "t" }, f))
 			defer srv.Close()
 			var mu sync.Mutex
 			local := false
@@ -158,7 +164,7 @@ func TestShimRenewsASessionTheHubClosed(t *testing.T) {
 // initialize.
 func TestShimRelaysOnlyToAHub(t *testing.T) {
 	f := &fakeHub{name: "mcp-servers/everything"}
-	srv := httptest.NewServer(f)
+	srv := httptest.NewServer(proveHub(func() string { return "t" }, f))
 	defer srv.Close()
 	localStarted := make(chan struct{})
 	s := &Shim{
@@ -220,7 +226,7 @@ func TestShimReadsARotatedTokenAgain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeHub{token: "old"}
-			srv := httptest.NewServer(f)
+			srv := httptest.NewServer(proveHub(f.currentToken, f))
 			defer srv.Close()
 			tokenPath := filepath.Join(t.TempDir(), TokenFile)
 			if err := os.WriteFile(tokenPath, []byte("old\n"), 0o600); err != nil {

@@ -33,6 +33,7 @@ func newServeCmd(e *env) *cobra.Command {
 		profile  string
 		pagePort int
 		noShim   bool
+		lim      mcpserver.HTTPLimits
 	)
 	c := &cobra.Command{
 		Use:   "serve --stdio [--profile NAME] | --http [--port 4790]",
@@ -40,7 +41,10 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
 stderr). --http listens on 127.0.0.1 only and requires the bearer token kept in
-$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600).
+$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600). A flood of clients is
+queued, never refused: every connection is accepted (past 2048 open ones, a new one waits
+in the kernel's queue), and requests take turns reading their bodies (--max-requests); a
+request past --max-waiting is answered 503 with Retry-After, unserved.
 
 --profile serves a profile (` + "`capabilities hub profiles`" + `): a direct-mode profile lists each of its
 tools as an MCP tool of its own. --http serves every profile, each at /mcp/<profile>; /mcp is
@@ -54,11 +58,15 @@ system's opener; CAPABILITIES_NO_BROWSER=1 turns it off. ` + "`capabilities hub 
 
 While a long-running hub serves (serve --http announces itself in
 $CAPABILITIES_HOME/hub/endpoint.json), serve --stdio relays its session there and starts no
-engine and no upstream of its own: every agent shares one process per source. When that hub
-stops, the next request is answered with an error saying so and the ones after run on this
-process's own engine. When that hub runs but answers nothing (stopped or stuck) while a
-request waits on it, the request is answered with an error naming the hub's pid once the
-hub has left the shim's liveness probe unanswered for CAPABILITIES_HUB_LIVENESS (default
+engine and no upstream of its own: every agent shares one process per source. It sends the
+hub's token only over a connection on which the listener first proved it holds that token
+(a challenge answered with an HMAC bound to the hub's address), so a rewritten or stale
+endpoint.json gets nothing. A 503 with Retry-After is sent again after the time asked; a
+busy hub is never taken for a stopped one (only a refused connection, or a listener that is
+not the hub, is). When that hub stops, the next request is answered with an error saying so
+and the ones after run on this process's own engine. When that hub runs but answers nothing
+(stopped or stuck) while a request waits on it, the request is answered with an error naming
+the hub's pid once the hub has left the shim's liveness probe unanswered for CAPABILITIES_HUB_LIVENESS (default
 20s), and the next request goes to the hub again; a long execute (a person deciding, a slow
 tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or
 CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
@@ -82,6 +90,12 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				if port < 1 || port > 65535 {
 					return usagef("--port %d: pass 1 to 65535", port)
 				}
+			}
+			if !httpOn && (c.Flags().Changed("max-requests") || c.Flags().Changed("max-waiting")) {
+				return usagef("--max-requests and --max-waiting go with --http")
+			}
+			if lim.MaxRequests < 0 || lim.MaxWaiting < 0 {
+				return usagef("--max-requests and --max-waiting: pass a positive number, or 0 for the default")
 			}
 			if pagePort < 0 || pagePort > 65535 {
 				return usagef("--page-port %d: pass 1 to 65535, or 0 for a free port", pagePort)
@@ -192,13 +206,15 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			}
 			defer unannounce()
 			fmt.Fprintf(e.stderr, "capabilities: serving MCP at %s (bearer token in %s)\n", endpoint, filepath.Join(st.Dir(), "http-token"))
-			return srv.ServeHTTP(ctx, ln, token, mcpserver.HTTPLimits{})
+			return srv.ServeHTTP(ctx, ln, token, lim)
 		},
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
 	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
 	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
+	c.Flags().IntVar(&lim.MaxRequests, "max-requests", 0, "with --http, how many requests read their bodies at once (0: 64); the others wait for their turn")
+	c.Flags().IntVar(&lim.MaxWaiting, "max-waiting", 0, "with --http, how many requests may wait for their turn (0: as many as open connections, 2048); past it one is answered 503 with Retry-After, unserved")
 	c.Flags().IntVar(&pagePort, "page-port", 0, "the loopback `PORT` of the approval page (0: a free one)")
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "the profile `NAME` to serve with --stdio (see capabilities hub profiles)")
