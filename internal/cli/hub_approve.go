@@ -113,6 +113,18 @@ Then the run resumes from its journal (no call is made twice) and its envelope i
 					fmt.Fprintf(e.stdout, "Every call run %s waited for is decided; continuing it.\n\n", runID)
 				}
 			}
+			for _, p := range open {
+				// An expired call is refused before anything is shown or
+				// asked: no decision can count any more (the run is marked
+				// expired by the one package that records decisions).
+				if !p.ExpiresAt.IsZero() && time.Now().After(p.ExpiresAt) {
+					_, err := approval.Record(c.Context(), st, approval.Request{RunID: runID, CallID: p.ID, Choice: model.ChoiceDeny, Channel: approval.ChannelCLI})
+					if err == nil || errors.Is(err, approval.ErrExpired) {
+						return fmt.Errorf("call %s of run %s expired at %s, before a person decided: %w; the agent can run its code again", p.ID, runID, p.ExpiresAt.Local().Format("2006-01-02 15:04:05"), approval.ErrExpired)
+					}
+					return err
+				}
+			}
 			if preset != "" && callID == "" && len(open) > 1 {
 				var ids []string
 				for _, p := range open {
