@@ -90,17 +90,23 @@ func Take(format Format, src []byte, keyPath []string, name string) (string, boo
 // Place is where an entry sat in its object, for PutBack: after the
 // member After, or First; Before is the member that followed it ("" when
 // it was last), Index its position, Lead the text before its name as
-// written (the blanks and comments above it), Comma that it was last with
-// a trailing comma after it (kept when it goes back into an object left
-// empty, which no longer says whether it had one). The zero Place is unknown:
+// written (the blanks and comments above it), Comma what stood between it
+// and the comma after it (nil: no comma; last with a trailing comma, "" or
+// blanks). The zero Place is unknown:
 // PutBack puts the entry last.
 type Place struct {
-	After  string `json:"after,omitempty"`
-	First  bool   `json:"first,omitempty"`
-	Before string `json:"before,omitempty"`
-	Index  int    `json:"index,omitempty"`
-	Lead   string `json:"lead,omitempty"`
-	Comma  bool   `json:"comma,omitempty"`
+	After  string  `json:"after,omitempty"`
+	First  bool    `json:"first,omitempty"`
+	Before string  `json:"before,omitempty"`
+	Index  int     `json:"index,omitempty"`
+	Lead   string  `json:"lead,omitempty"`
+	Comma  *string `json:"comma,omitempty"`
+	// Tail is what stood between the entry and the object's closing brace
+	// when it was last (blanks, comments); nil when it was not.
+	Tail *string `json:"tail,omitempty"`
+	// Key is the entry's name as written, to its value: the quoted name,
+	// the colon and the blanks around it ("name": ).
+	Key *string `json:"key,omitempty"`
 }
 
 // Where is the Place of the entry name of the object at keyPath, and
@@ -127,7 +133,19 @@ func Where(format Format, src []byte, keyPath []string, name string) (Place, boo
 		return lit.String()
 	}
 	last := i == len(obj.Members)-1
-	p := Place{Index: i, First: i == 0, Lead: string(obj.Members[i].Name.BeforeExtra), Comma: last && obj.Members[i].Value.AfterExtra != nil}
+	p := Place{Index: i, First: i == 0, Lead: string(obj.Members[i].Name.BeforeExtra)}
+	if c := obj.Members[i].Value.AfterExtra; c != nil {
+		comma := string(c)
+		p.Comma = &comma
+	}
+	if last {
+		tail := string(obj.AfterExtra)
+		p.Tail = &tail
+	}
+	nm := obj.Members[i].Name
+	nm.BeforeExtra = nil
+	key := string(nm.Pack()) + ":" + string(obj.Members[i].Value.BeforeExtra)
+	p.Key = &key
 	if i > 0 {
 		p.After = name0(i - 1)
 	}

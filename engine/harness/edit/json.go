@@ -249,10 +249,20 @@ func jsonSetText(src []byte, keyPath []string, name string, want []byte, verbati
 			return nil, err
 		}
 		d.moveLast(obj, at, compact)
-		if last := &obj.Members[len(obj.Members)-1]; at.Comma && last.Value.AfterExtra == nil {
-			if i, _ := member(obj, name); i == len(obj.Members)-1 {
-				last.Value.AfterExtra = []byte{} // last, with its trailing comma
-			}
+		i, _ = member(obj, name)
+		if k, ok := writtenKey(at.Key, name); ok {
+			m := &obj.Members[i]
+			m.Name.Value, m.Name.AfterExtra, m.Value.BeforeExtra = k.Name.Value, k.Name.AfterExtra, k.Value.BeforeExtra
+		}
+		if at.Tail != nil && i == len(obj.Members)-1 && isTail(*at.Tail) && isBlank(obj.AfterExtra) {
+			obj.AfterExtra = []byte(*at.Tail)
+		}
+		// What stood before its comma; last now, it has a trailing comma
+		// only when it was last with one.
+		if m := &obj.Members[i]; at.Comma != nil && isBlank([]byte(*at.Comma)) && (i < len(obj.Members)-1 || at.Tail != nil) {
+			m.Value.AfterExtra = []byte(*at.Comma)
+		} else if i == len(obj.Members)-1 && at.Tail != nil && at.Key != nil {
+			m.Value.AfterExtra = nil
 		}
 		return d.checked(src, keyPath, name, want)
 	}
@@ -363,20 +373,24 @@ func (d *jsonDoc) insert(obj *hujson.Object, parent *hujson.ObjectMember, name s
 func (d *jsonDoc) moveLast(obj *hujson.Object, at Place, compact bool) {
 	n := len(obj.Members)
 	k := n - 1
-	if j, _ := member(obj, at.After); at.After != "" && j >= 0 {
-		k = j + 1
+	// exact: where it was, after the same member or first, and Where
+	// recorded all of it (Key): its Lead is written as it was.
+	exact := false
+	hasAfter := at.After != "" || (at.Key != nil && !at.First) // a member may be named ""
+	if j, _ := member(obj, at.After); hasAfter && j >= 0 {
+		k, exact = j+1, at.Key != nil
 	} else if at.First {
-		k = 0
+		k, exact = 0, at.Key != nil
 	} else if j, _ := member(obj, at.Before); at.Before != "" && j >= 0 {
 		k = j
 	}
 	m := obj.Members[n-1]
-	if !compact && strings.Contains(at.Lead, "\n") && isLead(at.Lead) {
+	if (exact || !compact && strings.Contains(at.Lead, "\n")) && isLead(at.Lead) {
 		m.Name.BeforeExtra = []byte(at.Lead)
 	}
 	if k < n-1 {
 		copy(obj.Members[k+1:], obj.Members[k:n-1])
-		if compact {
+		if compact && !exact {
 			appended := m.Name.BeforeExtra
 			if !strings.Contains(at.Lead, "\n") && isLead(at.Lead) {
 				m.Name.BeforeExtra = []byte(at.Lead)
@@ -387,6 +401,31 @@ func (d *jsonDoc) moveLast(obj *hujson.Object, at Place, compact bool) {
 		}
 	}
 	obj.Members[k] = m
+}
+
+// writtenKey is the member a Place's Key gives (its name as written, the
+// colon and the blanks around it), when it names name.
+func writtenKey(key *string, name string) (hujson.ObjectMember, bool) {
+	if key == nil {
+		return hujson.ObjectMember{}, false
+	}
+	v, err := hujson.Parse([]byte("{" + *key + "0}"))
+	if err != nil {
+		return hujson.ObjectMember{}, false
+	}
+	obj := v.Value.(*hujson.Object)
+	if len(obj.Members) != 1 || len(obj.Members[0].Name.BeforeExtra) > 0 {
+		return hujson.ObjectMember{}, false
+	}
+	lit, ok := obj.Members[0].Name.Value.(hujson.Literal)
+	return obj.Members[0], ok && lit.String() == name
+}
+
+// isTail reports whether s is what may stand before an object's closing
+// brace: blanks, and comments.
+func isTail(s string) bool {
+	v, err := hujson.Parse([]byte("{" + s + "}"))
+	return err == nil && len(v.Value.(*hujson.Object).Members) == 0
 }
 
 // isLead reports whether s is what may stand before a member's name:

@@ -309,3 +309,44 @@ func TestPrune(t *testing.T) {
 		t.Error("the connect --replace was pruned")
 	}
 }
+
+// FuzzSeal: whatever a config holds, its sealed copy holds none of the
+// credentials Credentials finds in it (the placeholders aside), and
+// unsealing gives back every byte.
+func FuzzSeal(f *testing.F) {
+	f.Add([]byte(`{"mcpServers": {"s": {"command": "x", "env": {"GITHUB_TOKEN": "`+ghToken+`"}}}}`), false)
+	f.Add([]byte(`{"a": {"args": ["--api-key", "`+apiKey+`", "--url=postgres://u:`+dbPass+`@h/db"]}, "b": "\u0041KIAIOSFODNN7EXAMPLE"}`), false)
+	f.Add([]byte("[mcp_servers.s.env]\nAPI_KEY = \""+apiKey+"\"\nTOKEN = '"+ghToken+"'\n"), true)
+	f.Fuzz(func(t *testing.T, src []byte, toml bool) {
+		format := JSONC
+		if toml {
+			format = TOML
+		}
+		creds, ok := Credentials(format, src)
+		if !ok || len(creds) == 0 {
+			return
+		}
+		vault := secret.NewMemory(nil)
+		s := &sealer{vault: vault, base: "snapshot/fuzz/0"}
+		sealed, err := s.seal(context.Background(), format, src, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := string(sealed)
+		for _, ref := range s.refs {
+			bare = strings.ReplaceAll(bare, placeholder(ref), "\x00")
+		}
+		for _, c := range creds {
+			if strings.Contains(bare, c) {
+				t.Fatalf("the sealed copy holds %q:\n%s", c, sealed)
+			}
+		}
+		back, err := unseal(context.Background(), vault, string(sealed), s.refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back != string(src) {
+			t.Fatalf("unsealed %q, want %q", back, src)
+		}
+	})
+}
