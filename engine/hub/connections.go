@@ -192,7 +192,7 @@ func (h *Hub) learn(ctx context.Context, conns *model.Connections, conn string) 
 		if known {
 			continue
 		}
-		v, err := h.Secrets().Get(ctx, c.SecretRef)
+		v, err := h.Secrets().Get(secret.Quiet(ctx), c.SecretRef)
 		if err != nil {
 			if !errors.Is(err, secret.ErrNotFound) {
 				h.log.Warn("reading a credential to scrub a run's output", "connection", c.SecretRef, "err", err)

@@ -68,6 +68,9 @@ type Keyring struct {
 	mu     sync.Mutex
 	known  bool   // the keychain answered, or the store fell back
 	reason string // why the file is used; "" while the keychain is
+	// warnedFile and warnedLeftover: the fallback file's use, and a value
+	// read from it while the keychain works, are said once per process.
+	warnedFile, warnedLeftover bool
 }
 
 var _ Store = (*Keyring)(nil)
@@ -167,7 +170,7 @@ func (k *Keyring) Get(ctx context.Context, ref string) (string, error) {
 		}
 		k.fallBack(err)
 	}
-	if err := k.useFile("getting", ref); err != nil {
+	if err := k.useFile(ctx, "getting", ref); err != nil {
 		return "", err
 	}
 	v, fixed, err := k.file.get(ctx, ref)
@@ -189,8 +192,10 @@ func (k *Keyring) leftover(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("getting secret %s: %w", ref, err)
 	}
-	k.log.Warn("secret read from the fallback file, not the OS keychain; store it again to move it into the keychain",
-		"ref", ref, "file", k.file.path)
+	if !quiet(ctx) && k.once(&k.warnedLeftover) {
+		k.log.Warn("secret read from the fallback file, not the OS keychain; store it again to move it into the keychain (capabilities hub auth)",
+			"ref", ref, "file", k.file.path)
+	}
 	return v, nil
 }
 
@@ -215,7 +220,7 @@ func (k *Keyring) Set(ctx context.Context, ref, value string) error {
 		}
 		k.fallBack(err)
 	}
-	if err := k.useFile("storing", ref); err != nil {
+	if err := k.useFile(ctx, "storing", ref); err != nil {
 		return err
 	}
 	fixed, err := k.file.update(ctx, func(m map[string]string) bool {
@@ -274,11 +279,11 @@ func (k *Keyring) Delete(ctx context.Context, ref string) error {
 			return fmt.Errorf("deleting secret %s: %w", ref, err)
 		default:
 			k.fallBack(err)
-			if err := k.useFile("deleting", ref); err != nil {
+			if err := k.useFile(ctx, "deleting", ref); err != nil {
 				return err
 			}
 		}
-	} else if err := k.useFile("deleting", ref); err != nil {
+	} else if err := k.useFile(ctx, "deleting", ref); err != nil {
 		return err
 	}
 	if useFile && k.file != nil {
@@ -321,9 +326,10 @@ func (k *Keyring) fallBack(err error) {
 	k.known = true
 }
 
-// useFile announces that the file serves this call, or fails when there is
-// no file.
-func (k *Keyring) useFile(op, ref string) error {
+// useFile announces, once per process and for a call the command itself
+// needs (not a Quiet one), that the file serves secrets, or fails when
+// there is no file.
+func (k *Keyring) useFile(ctx context.Context, op, ref string) error {
 	k.mu.Lock()
 	reason := k.reason
 	k.mu.Unlock()
@@ -331,10 +337,31 @@ func (k *Keyring) useFile(op, ref string) error {
 		return fmt.Errorf("%s secret %s: %w: the OS keychain is unavailable (%s) and no fallback file is configured",
 			op, ref, ErrUnavailable, reason)
 	}
-	k.log.Warn("secrets are kept in a file, not in the OS keychain",
-		"op", op, "ref", ref, "file", k.file.path, "reason", reason)
+	if !quiet(ctx) && k.once(&k.warnedFile) {
+		k.log.Warn("secrets are kept in a file, not in the OS keychain",
+			"op", op, "ref", ref, "file", k.file.path, "reason", reason,
+			"fix", "start and unlock a Secret Service in this session (GNOME Keyring, KeePassXC) and store each credential again with `capabilities hub auth`; `capabilities hub doctor` says what it finds")
+	}
 	return nil
 }
+
+// once reports whether *flag was false, and sets it.
+func (k *Keyring) once(flag *bool) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	first := !*flag
+	*flag = true
+	return first
+}
+
+type quietKey struct{}
+
+// Quiet marks ctx's reads as the hub's own (every credential read to scrub
+// output or check where a call goes): they say nothing of the fallback
+// file, which the warnings of the reads a command needs say once.
+func Quiet(ctx context.Context) context.Context { return context.WithValue(ctx, quietKey{}, true) }
+
+func quiet(ctx context.Context) bool { q, _ := ctx.Value(quietKey{}).(bool); return q }
 
 func (k *Keyring) warnFixed(fixed bool) {
 	if fixed {

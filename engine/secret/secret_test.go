@@ -205,10 +205,10 @@ func TestFallbackWhenNoSecretService(t *testing.T) {
 		t.Errorf("secrets directory mode %v, want 0700", di.Mode().Perm())
 	}
 	logs := buf.String()
-	if n := strings.Count(logs, fileWarning); n != 2 {
-		t.Errorf("%d warnings for 2 calls served by the file, want 2:\n%s", n, logs)
+	if n := strings.Count(logs, fileWarning); n != 1 {
+		t.Errorf("%d warnings for 2 calls served by the file, want 1 (once per process):\n%s", n, logs)
 	}
-	for _, want := range []string{"file=" + file, "no Secret Service", "level=WARN"} {
+	for _, want := range []string{"file=" + file, "no Secret Service", "level=WARN", "fix=", "hub auth"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("warning does not say %q:\n%s", want, logs)
 		}
@@ -397,5 +397,38 @@ func TestSpy(t *testing.T) {
 	spy.Reset()
 	if len(spy.Gets()) != 0 {
 		t.Errorf("Reset kept %q", spy.Gets())
+	}
+}
+
+// TestFallbackSaidOnceForWhatIsUsed: with no keychain, the hub's own reads
+// of every credential (Quiet: to scrub output) say nothing, and of the
+// reads a command needs only the first warns.
+func TestFallbackSaidOnceForWhatIsUsed(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "secrets.json")
+	log, buf := newLog()
+	k := Open(Options{File: file, Logger: log, Keychain: &fakeKeychain{err: errNoService}})
+	for _, ref := range []string{"a/x", "b/x", "c/x"} {
+		if err := k.Set(Quiet(ctx), ref, "value-of-"+ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Get(Quiet(ctx), ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(buf.String(), fileWarning); n != 0 {
+		t.Fatalf("%d warnings for the hub's own reads, want none:\n%s", n, buf)
+	}
+	for range 3 {
+		if _, err := k.Get(ctx, "b/x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := k.Get(ctx, "c/x"); err != nil {
+		t.Fatal(err)
+	}
+	logs := buf.String()
+	if n := strings.Count(logs, fileWarning); n != 1 || !strings.Contains(logs, "ref=b/x") {
+		t.Errorf("%d warnings, want 1, naming b/x, the first the command used:\n%s", n, logs)
 	}
 }
