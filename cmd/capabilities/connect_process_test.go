@@ -2,15 +2,22 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -149,7 +156,7 @@ func TestRollbackAfterConnectIsKilled(t *testing.T) {
 		k := 1 + rand.IntN(len(files)-1)
 		written, out, err := r.killAfterWrites(files, k)
 		if err != nil {
-			t.Fatalf("trial %d: %v", trial, err)
+			t.Fatalf("trial %d: %v\n%s", trial, err, out)
 		}
 		mixed[len(written)]++
 		if len(written) == 0 {
@@ -216,4 +223,120 @@ func (r *release) killAfterWrites(files map[string]string, k int) ([]string, str
 		return nil, out.String(), err
 	}
 	return changed(t, home, files), out.String(), nil
+}
+
+// keychainHint says how to install what a throwaway keychain needs.
+const keychainHint = "install the Debian packages: apt-get install -y --no-install-recommends xvfb xauth dbus dbus-x11 gnome-keyring libsecret-tools xdotool (scripts/setup.sh installs them)"
+
+// TestSnapshotSecretsInTheKeychain: with the OS keychain (gnome-keyring on
+// a throwaway session bus), import moves a token of ~/.claude.json into it,
+// and connect --replace, disconnect and connect again snapshot the file:
+// nothing in the hub's folder holds the token (nor Claude Code's own API
+// key) in any form, and three rollbacks give back every byte. Without the
+// session's tools the test fails in CI (CI=true), saying what to install,
+// and is skipped elsewhere.
+func TestSnapshotSecretsInTheKeychain(t *testing.T) {
+	for _, tool := range []string{"Xvfb", "dbus-run-session", "dbus-send", "gnome-keyring-daemon", "xdotool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not found: %s", tool, keychainHint)
+			}
+			t.Skipf("%s not found: %s", tool, keychainHint)
+		}
+	}
+	session := testenv.Tool(t, "desktop/with-desktop-session.sh")
+	memory := testenv.Memory(t)
+	const token = "ghp_K3ych41nSn4psh0tT0kenF0rTh3T3st00042"
+	const apiKey = "sk-ant-api03-Pq9Lm2Xv7Rt4Wz1Nb8Kc3Hd6Fg0Js5Ae-Yx4Vn2Mz7Bq1AA"
+	home, hubHome := t.TempDir(), filepath.Join(t.TempDir(), "hub")
+	args, _ := json.Marshal(memory[1:])
+	orig := `{
+  "numStartups": 4,
+  "primaryApiKey": "` + apiKey + `",
+  "mcpServers": {
+    "memory": {
+      "type": "stdio",
+      "command": "` + memory[0] + `",
+      "args": ` + string(args) + `,
+      "env": {
+        "GITHUB_PERSONAL_ACCESS_TOKEN": "` + token + `",
+        "MEMORY_FILE_PATH": "` + filepath.Join(home, "memory.jsonl") + `"
+      }
+    }
+  }
+}
+`
+	claude := filepath.Join(home, ".claude.json")
+	if err := os.WriteFile(claude, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	journey := `set -e
+capabilities hub init --import --yes
+capabilities hub connect --replace --client claude-code
+capabilities hub disconnect --client claude-code
+capabilities hub connect --client claude-code
+capabilities rollback
+capabilities rollback
+capabilities rollback
+capabilities hub doctor || true
+`
+	cmd := exec.Command(session, "sh", "-c", journey)
+	cmd.Env = append(os.Environ(), "TEST_HOME="+home, "CAPABILITIES_HOME="+hubHome, "NO_TRAY_HOST=1", "NO_NOTIFYD=1",
+		"PATH="+filepath.Dir(memory[0])+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "NO_KEYRING=") })
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitBounded(cmd); err != nil {
+		t.Fatalf("the journey: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "moved GITHUB_PERSONAL_ACCESS_TOKEN into the keychain") {
+		t.Fatalf("import did not move the token:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(hubHome, "hub", "secrets.json")); err == nil {
+		t.Fatalf("the hub used its file, not the keychain:\n%s", out.String())
+	}
+	snaps, _ := filepath.Glob(filepath.Join(hubHome, "hub", "snapshots", "*", "snapshot.json"))
+	if len(snaps) != 3 {
+		t.Errorf("%d snapshots, want 3 (connect, disconnect, connect)", len(snaps))
+	}
+	for _, v := range []string{token, apiKey} {
+		if where := holding(t, hubHome, v); where != "" {
+			t.Errorf("%s holds the credential %.8s…", where, v)
+		}
+	}
+	if b, _ := os.ReadFile(claude); string(b) != orig {
+		t.Errorf("after three rollbacks ~/.claude.json is not as it was:\n%s\n%s", b, out.String())
+	}
+}
+
+// holding names the first file under dir holding v in one of the forms a
+// reader decodes (as it is, base64, hex, JSON- or URL-escaped); "" for none.
+func holding(t *testing.T, dir, v string) string {
+	t.Helper()
+	q, _ := json.Marshal(v)
+	forms := []string{v, strings.Trim(string(q), `"`), url.QueryEscape(v), hex.EncodeToString([]byte(v)),
+		base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v))}
+	found := ""
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found != "" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				found = p
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

@@ -35,7 +35,10 @@ func newConnectCmd(e *env) *cobra.Command {
 MCP server entry named capabilities, running this binary's "hub serve --stdio --profile default".
 Only the entry's bytes change: comments, key order, indentation, trailing commas and every
 other key stay byte for byte. Each file is first copied to $CAPABILITIES_HOME/hub/snapshots/<time>/;
-'capabilities rollback' restores them. Running connect twice changes nothing the second time.
+'capabilities rollback' restores them. The copy holds no credential in clear: each token, key or
+password the file holds goes to the hub's secret store (the OS keychain), and the copy names its
+entry; rollback reads it back. The newest 20 snapshots are kept (and older ones disconnect still
+needs). Running connect twice changes nothing the second time.
 
 With --replace, the entries that run a server the hub already has (what hub import brought in:
 the same command, arguments, working directory and environment as a source's, or the same URL

@@ -18,7 +18,9 @@ func newRollbackCmd(e *env) *cobra.Command {
 		Long: `Restore every file of the last snapshot (made by hub connect or hub disconnect) byte
 for byte, and say which command it undid. A file that changed since that command wrote it is
 refused and named; --force restores it anyway. Run again, it undoes the command before that
-one, and so on back: it says which before you run it.`,
+one, and so on back, as far as the snapshots kept (the newest 20): it says which before you run
+it. The credentials the files held are read back from the hub's secret store, where connect put
+them.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			dir, err := hubDir()

@@ -350,3 +350,46 @@ func FuzzSeal(f *testing.F) {
 		}
 	})
 }
+
+// TestPruneSealsOldSnapshots: a snapshot made before snapshots were sealed
+// (its copy in clear) is sealed by the next connect's prune, and rollback
+// still restores it byte for byte.
+func TestPruneSealsOldSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	vault := secret.NewMemory(nil)
+	sn := Snaps{Root: filepath.Join(dir, "snapshots"), Vault: vault}
+	ctx := context.Background()
+	path := filepath.Join(dir, "mcp.json")
+	src := `{"mcpServers": {"s": {"command": "x", "env": {"GITHUB_TOKEN": "` + ghToken + `"}}}}`
+	connected, err := SetEntry(JSON, []byte(src), []string{"mcpServers"}, "capabilities", entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, connected, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := &Snapshot{Time: "20261201T000000.000000000Z", Kind: "connect", dir: filepath.Join(sn.Root, "20261201T000000.000000000Z"),
+		Files: []SnapFile{{Harness: "cursor", Path: path, Target: path, Existed: true, Mode: 0o600, SHA256: sum([]byte(src)), Written: sum(connected), Orig: "0.orig"}}}
+	if err := os.MkdirAll(old.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old.dir, "0.orig"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.save(); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.json")
+	if _, _, err := sn.Apply(ctx, "connect", []Change{setChange(other, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	noCredentialUnder(t, sn.Root, ghToken)
+	for range 2 {
+		if _, res, err := sn.Rollback(ctx, false); err != nil || res[0].Err != nil {
+			t.Fatalf("Rollback: %v %+v", err, res)
+		}
+	}
+	if diff := cmp.Diff(src, mustRead(t, path)); diff != "" {
+		t.Errorf("rollback of the old snapshot (-want +got):\n%s", diff)
+	}
+}

@@ -91,10 +91,13 @@ type Result struct {
 // store (Vault) and the copy names it (a placeholder); rollback puts them
 // back.
 type Snapshot struct {
-	Time       string     `json:"time"`
-	Kind       string     `json:"kind"` // connect, disconnect
-	RolledBack bool       `json:"rolledBack,omitempty"`
-	Files      []SnapFile `json:"files"`
+	Time       string `json:"time"`
+	Kind       string `json:"kind"` // connect, disconnect
+	RolledBack bool   `json:"rolledBack,omitempty"`
+	// Sealed: its copies hold no credential in clear (every snapshot
+	// since 2026-12-04; Prune seals an older one).
+	Sealed bool       `json:"sealed,omitempty"`
+	Files  []SnapFile `json:"files"`
 	// Dirs are the folders the edits made (a file's missing parents),
 	// removed again by rollback when they are empty.
 	Dirs []string `json:"dirs,omitempty"`
@@ -240,7 +243,7 @@ const DefaultKeep = 20
 func (sn Snaps) Apply(ctx context.Context, kind string, changes []Change) (*Snapshot, []Result, error) {
 	snapRoot := sn.Root
 	results := Plan(changes)
-	snap := &Snapshot{Time: time.Now().UTC().Format("20060102T150405.000000000Z"), Kind: kind}
+	snap := &Snapshot{Time: time.Now().UTC().Format("20060102T150405.000000000Z"), Kind: kind, Sealed: true}
 	snap.dir = filepath.Join(snapRoot, snap.Time)
 	var todo []int
 	for i, r := range results {
@@ -383,6 +386,62 @@ func (sn Snaps) snapFile(ctx context.Context, snap *Snapshot, n int, c Change, r
 		return SnapFile{}, fmt.Errorf("making the snapshot: %w", err)
 	}
 	return f, nil
+}
+
+// sealOld takes the credentials out of the copies of a snapshot made
+// before snapshots were sealed, as Apply does: the record first (its
+// entries moved out, the store's references), then each copy, so that a
+// process dying between the two leaves a snapshot rollback still reads.
+// A config's format is told by its name (.toml, else JSON with comments).
+func (sn Snaps) sealOld(ctx context.Context, snap *Snapshot) error {
+	if snap.Sealed || sn.Vault == nil {
+		return nil
+	}
+	copies := map[string][]byte{}
+	for n := range snap.Files {
+		f := &snap.Files[n]
+		if f.Orig == "" || f.Skill != "" || len(f.Secrets) > 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(snap.dir, f.Orig))
+		if err != nil || sum(b) != f.SHA256 {
+			continue // not the copy it records: left as it is
+		}
+		format := JSONC
+		if strings.EqualFold(filepath.Ext(f.Path), ".toml") {
+			format = TOML
+		}
+		creds, ok := Credentials(format, b)
+		if !ok || len(creds) == 0 {
+			continue
+		}
+		s := &sealer{vault: sn.Vault, base: "snapshot/" + strings.ToLower(snap.Time) + "/" + strconv.Itoa(n)}
+		sealed, err := s.seal(ctx, format, b, creds)
+		for i := range f.Replaced {
+			r := &f.Replaced[i]
+			if err == nil {
+				r.Entry, err = s.sealText(ctx, r.Entry)
+			}
+			if err == nil {
+				r.Place.Lead, err = s.sealText(ctx, r.Place.Lead)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sealing the snapshot %s: %w", snap.Time, err)
+		}
+		f.Secrets = s.refs
+		copies[f.Orig] = sealed
+	}
+	snap.Sealed = true
+	if err := snap.save(); err != nil {
+		return err
+	}
+	for name, b := range copies {
+		if err := store.WriteFileAtomic(filepath.Join(snap.dir, name), b); err != nil {
+			return fmt.Errorf("sealing the snapshot %s: %w", snap.Time, err)
+		}
+	}
+	return nil
 }
 
 // forget deletes the vault's entries of every file of snap.
@@ -782,8 +841,16 @@ func (sn Snaps) Prune(ctx context.Context) error {
 		keep = DefaultKeep
 	}
 	all, err := Snapshots(sn.Root)
-	if err != nil || len(all) <= keep {
+	if err != nil {
 		return err
+	}
+	for _, s := range all {
+		if err := sn.sealOld(ctx, s); err != nil {
+			return err
+		}
+	}
+	if len(all) <= keep {
+		return nil
 	}
 	needed := map[*Snapshot]bool{}
 	closed := map[string]bool{} // a disconnect of the path was seen (newest first)
