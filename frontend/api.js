@@ -274,6 +274,7 @@ export async function fullArgs(item) {
  * @property {string} at
  * @property {boolean} [inFlight]
  * @property {CallDecision} [decision]
+ * @property {boolean} [repeated] a read made again on resume: an interrupted attempt had sent it
  */
 
 /**

@@ -212,6 +212,7 @@ export function renderTimeline(calls, endedAt) {
           h("span", { class: `chip decision decision-${r.decision}` }, r.decision),
           h("span", { class: "muted" }, c.inFlight ? "no end recorded" : duration(c.ms)),
         ),
+        c.repeated ? h("span", { class: "muted", "data-testid": "call-repeated" }, "read repeated after an interrupted attempt") : null,
         !c.ok && !c.inFlight && c.error ? h("span", { class: "call-error" }, c.error.message) : null,
       ),
       svg(

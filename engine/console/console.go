@@ -846,6 +846,9 @@ type Call struct {
 	// was not (it may have happened).
 	InFlight bool            `json:"inFlight,omitempty"`
 	Decision *model.Decision `json:"decision,omitempty"`
+	// Repeated marks a read made again on resume: an attempt that was
+	// interrupted had sent it (model.JournalEntry.Repeated).
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 // RunDetail is GET /api/runs/{run}.
@@ -935,7 +938,7 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Calls = append(d.Calls, Call{
 			Seq: je.Seq, Address: je.Address, Connection: je.Connection, OK: je.OK, Error: je.Error,
-			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: dec,
+			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: dec, Repeated: je.Repeated,
 		})
 	}
 	writeJSON(w, http.StatusOK, d)

@@ -55,6 +55,7 @@ func xssRun(t *testing.T, st store.Store, base time.Time) string {
 		if i%2 == 0 {
 			je.Error = &model.ToolError{Code: "upstream_error", Message: xss[i]}
 		}
+		je.Repeated = i == 1 // a read made again after an interrupted attempt
 		if i == len(xss)-1 {
 			je = model.JournalEntry{Seq: seq, Address: je.Address, ArgsDigest: "d", At: start, Intent: true}
 		}
@@ -260,6 +261,9 @@ func TestScreensKeepDataAsText(t *testing.T) {
 		decisions = append(decisions, row["data-decision"])
 		if cl.Error != nil && !strings.Contains(row["text"], cl.Error.Message) {
 			t.Errorf("call %d does not show its error %q as text: %q", cl.Seq, cl.Error.Message, row["text"])
+		}
+		if note := "read repeated after an interrupted attempt"; strings.Contains(row["text"], note) != (i == 1) || cl.Repeated != (i == 1) {
+			t.Errorf("call %d shows the note %q: %v (repeated %v), want it on call 2 alone", cl.Seq, note, strings.Contains(row["text"], note), cl.Repeated)
 		}
 		x, _ := strconv.ParseFloat(bars[i]["x"], 64)
 		w, _ := strconv.ParseFloat(bars[i]["width"], 64)

@@ -196,11 +196,10 @@ func (r *Run) PendingItem(id string) *Pending {
 }
 
 // JournalEntry is one line of runs/<id>.journal.jsonl: a tool call as it
-// settled (an outcome), or, with Intent, a call that is not read-only about
-// to go out. Replay answers a call with the same sequence number from its
-// outcome; an intent with no outcome after it is a call that may have
-// happened. A line without the intent flag is an outcome, as in journals
-// written before intents.
+// settled (an outcome), or, with Intent, a call about to go out. Replay
+// answers a call with the same sequence number from its outcome; an intent
+// with no outcome after it is a call that may have happened. A line without
+// the intent flag is an outcome, as in journals written before intents.
 type JournalEntry struct {
 	Seq        int             `json:"seq"`
 	Address    string          `json:"address"`
@@ -211,10 +210,16 @@ type JournalEntry struct {
 	Error      *ToolError      `json:"error,omitempty"`
 	Millis     int64           `json:"ms"`
 	At         time.Time       `json:"at"`
-	// Intent marks the line written and synced right before the request of
-	// a call that is not read-only goes out; OK, Value, Error and Millis are
-	// unset.
+	// Intent marks the line written right before the request of a call
+	// goes out: synced for a call that is not read-only, not for a read
+	// (which has none as its run's first call, nor in journals written
+	// before read intents). OK, Value, Error and Millis are unset.
 	Intent bool `json:"intent,omitempty"`
+	// Repeated marks the outcome of a read that an earlier attempt had
+	// sent (its intent has no outcome: the attempt was interrupted) and
+	// that this one made again. Reads may be repeated (I6 is about writes);
+	// the run's record says so.
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 // ToolError is what a failed call gives the code: a ToolError in the guest.

@@ -336,6 +336,7 @@ type host struct {
 	journal  map[int]model.JournalEntry // settled calls, by sequence number
 	inFlight map[int]inFlight           // calls with an intent and no outcome (a process died)
 	sent     map[int]int                // this attempt's journaled intents: the call's intent count
+	repeated map[int]bool               // reads an interrupted attempt had sent, made again (JournalEntry.Repeated)
 	settled  int                        // calls in the journal, across attempts
 	pending  []model.Pending            // this attempt's asks, in the order they came (finish sorts them by Seq)
 	expires  time.Time                  // when this attempt's asks expire: one time for all of them (expiry)
@@ -504,9 +505,12 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	// A call that may change something is announced in the journal, synced,
 	// right before its request goes out (BeforeSend): a process killed
 	// before the outcome is journaled leaves the intent, and resume asks a
-	// person instead of calling again.
+	// person instead of calling again. A read's intent is not synced: a
+	// resume that finds it makes the read again and says so.
 	if t.Effect() != model.EffectRead {
 		ctx = h.withIntent(ctx, call, argsDigest)
+	} else {
+		ctx = h.withReadIntent(ctx, call, argsDigest)
 	}
 	cctx := ctx // every upstream call has its deadline in engine/source
 	if h.e.limits.UpstreamTimeout > 0 {
@@ -704,6 +708,9 @@ func (h *host) settleAs(ctx context.Context, call sandbox.Call, argsDigest strin
 		Millis:     time.Since(start).Milliseconds(),
 		At:         h.e.now(),
 	}
+	h.mu.Lock()
+	je.Repeated = h.repeated[call.Seq]
+	h.mu.Unlock()
 	line, err := json.Marshal(je)
 	if err == nil {
 		err = h.waitStored()

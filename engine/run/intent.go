@@ -23,8 +23,11 @@ const CodeSkippedInFlight = "skipped_in_flight"
 // BeforeSend once the credential and the upstream's session are ready), and
 // its outcome once it settles. A process killed in between leaves an intent without an
 // outcome: the call may have happened upstream. Resume does not make it
-// again on its own: a read goes ahead (reads may be repeated), a write
-// waits for a person to retry or skip it.
+// again on its own: a write waits for a person to retry or skip it. A read
+// after the run's first call has an intent too, not synced (a killed
+// process leaves it in the file; only a machine crash loses it): a resume
+// that finds it makes the read again (reads may be repeated) and its
+// outcome says so (Repeated).
 
 // journalState is what a journal says, call by call.
 type journalState struct {
@@ -89,6 +92,12 @@ func (h *host) withIntent(ctx context.Context, call sandbox.Call, argsDigest str
 	return context.WithValue(ctx, sendKey{}, func() error { return h.intend(call, argsDigest) })
 }
 
+// withReadIntent returns the context of a read: its intent is journaled,
+// not synced, when Tools.Call calls BeforeSend.
+func (h *host) withReadIntent(ctx context.Context, call sandbox.Call, argsDigest string) context.Context {
+	return context.WithValue(ctx, sendKey{}, func() error { h.intendRead(call, argsDigest); return nil })
+}
+
 // BeforeSend is what Tools.Call calls right before the request goes out to
 // the upstream, after the credential and the session are ready: for a call
 // that is not read-only, the run journals its intent, synced. An error means
@@ -130,6 +139,36 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 	h.sent[call.Seq] = h.inFlight[call.Seq].n + 1
 	h.mu.Unlock()
 	return nil
+}
+
+// intendRead journals, without an fdatasync, that a read is about to go
+// out. The run's first call has none: it goes out while the run is being
+// stored, and is never held back for it (a run of one read, the commonest,
+// keeps a journal of one line). A later read waits for the journal only
+// when it goes out before its run's first call settled (calls made
+// together). A line that cannot be written costs only the note on a
+// repeat: the read goes out.
+func (h *host) intendRead(call sandbox.Call, argsDigest string) {
+	if call.Seq == 1 {
+		return
+	}
+	line, err := json.Marshal(model.JournalEntry{
+		Seq:        call.Seq,
+		Address:    call.Address,
+		Connection: call.Connection,
+		ArgsDigest: argsDigest,
+		Intent:     true,
+		At:         h.e.now(),
+	})
+	if err == nil {
+		err = h.waitStored()
+	}
+	if err == nil {
+		err = h.log.Write(line)
+	}
+	if err != nil {
+		h.e.log.Warn("journaling the intent of a read", "run", h.run.ID, "seq", call.Seq, "err", err)
+	}
 }
 
 // unrecorded pauses the run on a write whose request went out (its intent
@@ -179,7 +218,8 @@ func (h *host) cancelledElsewhere() bool {
 }
 
 // wasInFlight decides a call whose intent is in the journal without an
-// outcome: it may have happened. A read goes ahead again; a write goes
+// outcome: it may have happened. A read goes ahead again, its outcome
+// marked Repeated; a write goes
 // ahead only on a person's retry (once), settles with skipped_in_flight on
 // their skip (deny), and otherwise pauses the run on a pending item of kind
 // in_flight. It returns true when the call may go ahead.
@@ -189,6 +229,12 @@ func (h *host) wasInFlight(ctx context.Context, call sandbox.Call, argsDigest st
 	}
 	t, err := h.e.tools.Tool(ctx, call.Address)
 	if err == nil && t.Effect() == model.EffectRead {
+		h.mu.Lock()
+		if h.repeated == nil {
+			h.repeated = map[int]bool{}
+		}
+		h.repeated[call.Seq] = true
+		h.mu.Unlock()
 		return sandbox.CallResult{}, true
 	}
 	id := inFlightID(call.Seq, f.n)

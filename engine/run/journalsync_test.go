@@ -148,8 +148,9 @@ func TestReadOutcomesSyncedBeforeAPauseIsRecorded(t *testing.T) {
 }
 
 // TestFinishedRunLeavesItsReadsUnsynced: a run that ends after read-only
-// calls has their outcomes in its journal, written but never synced (its
-// final record is not synced either; a finished run is not replayed).
+// calls has their outcomes in its journal (and the second read's intent,
+// the first call having none), written but never synced (its final record
+// is not synced either; a finished run is not replayed).
 func TestFinishedRunLeavesItsReadsUnsynced(t *testing.T) {
 	st := &opStore{Store: fileStore(t)}
 	h := upHub(t, st, nil)
@@ -160,11 +161,11 @@ func TestFinishedRunLeavesItsReadsUnsynced(t *testing.T) {
 		t.Fatalf("%v %+v", err, env)
 	}
 	eng, _ := h.Runs()
-	if j, err := eng.Journal(ctx, env.RunID); err != nil || len(j) != 2 {
-		t.Errorf("journal %+v, %v; want the 2 reads", j, err)
+	if j, err := eng.Journal(ctx, env.RunID); err != nil || len(j) != 3 {
+		t.Errorf("journal %+v, %v; want the 2 reads and the second's intent", j, err)
 	}
 	ops := strings.Join(st.taken(), "; ")
-	for _, want := range []string{"write outcome 1", "write outcome 2", "record completed"} {
+	for _, want := range []string{"write outcome 1", "write intent 2", "write outcome 2", "record completed"} {
 		if !strings.Contains(ops, want) {
 			t.Errorf("ops %s: no %q", ops, want)
 		}

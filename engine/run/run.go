@@ -190,7 +190,15 @@ type CallInfo struct {
 	Address string `json:"address"`
 	OK      bool   `json:"ok"`
 	Ms      int64  `json:"ms"`
+	// Note says what a person reading the run should know of the call:
+	// NoteRepeated.
+	Note string `json:"note,omitempty"`
 }
+
+// NoteRepeated is the note on a read made again on resume: an attempt that
+// was interrupted (killed, crashed) had sent it and not journaled its
+// outcome. Reads may be repeated; writes never are without a person.
+const NoteRepeated = "read repeated after an interrupted attempt"
 
 // PendingInfo is one undecided item in the envelope.
 type PendingInfo struct {
@@ -363,7 +371,7 @@ func (e *Engine) List(ctx context.Context, status string) ([]model.Run, error) {
 }
 
 // Journal reads a run's journal: each call's outcome and, before a call
-// that is not read-only, its intent (JournalEntry.Intent).
+// to an upstream, its intent (JournalEntry.Intent).
 func (e *Engine) Journal(ctx context.Context, id string) ([]model.JournalEntry, error) {
 	e.Flush()
 	lines, err := e.store.ReadLog(ctx, store.Runs, id)
@@ -528,7 +536,11 @@ func (e *Engine) render(r *model.Run, journal []model.JournalEntry) *Envelope {
 		if je.Address == sandbox.AddressSearch || je.Address == sandbox.AddressDescribe || je.Address == sandbox.AddressRead {
 			continue
 		}
-		env.Calls = append(env.Calls, CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis})
+		c := CallInfo{Address: je.Address, OK: je.OK, Ms: je.Millis}
+		if je.Repeated {
+			c.Note = NoteRepeated
+		}
+		env.Calls = append(env.Calls, c)
 	}
 	if n := len(env.Calls); n > MaxListedCalls {
 		half := MaxListedCalls / 2

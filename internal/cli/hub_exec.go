@@ -135,7 +135,11 @@ func (e *env) printEnvelope(env *hub.Envelope, asJSON bool) error {
 				if !c.OK {
 					ok = "failed"
 				}
-				fmt.Fprintf(w, "  %-40s %-6s %d ms\n", c.Address, ok, c.Ms)
+				note := ""
+				if c.Note != "" {
+					note = "  (" + c.Note + ")"
+				}
+				fmt.Fprintf(w, "  %-40s %-6s %d ms%s\n", c.Address, ok, c.Ms, note)
 			}
 		}
 		if len(env.Pending) > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,49 @@ func TestRunsFiltersAndPrune(t *testing.T) {
 	defer st.Close()
 	if lines, _ := st.ReadLog(ctx, store.Runs, "r00000000000000000old"); len(lines) != 0 {
 		t.Errorf("the pruned run's journal is still there: %d lines", len(lines))
+	}
+}
+
+// TestRunsShowSaysAReadWasRepeated: `hub runs show` notes, on its call, a
+// read made again after an interrupted attempt (its journal outcome marked
+// repeated), and on no other call.
+func TestRunsShowSaysAReadWasRepeated(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("CAPABILITIES_HOME", home)
+	st, _, err := store.Init(filepath.Join(home, "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, at := "r0000000000000repeats", time.Now().UTC()
+	if err := st.Put(ctx, store.Runs, id, model.Run{ID: id, Status: model.RunCompleted, CreatedAt: at, UpdatedAt: at, Attempts: 2, Result: json.RawMessage(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, je := range []model.JournalEntry{
+		{Seq: 1, Address: "reader.echo", Intent: true, At: at},
+		{Seq: 1, Address: "reader.echo", OK: true, Value: json.RawMessage(`1`), At: at},
+		{Seq: 2, Address: "reader.sleep", Intent: true, At: at}, // the interrupted attempt's
+		{Seq: 2, Address: "reader.sleep", Intent: true, At: at},
+		{Seq: 2, Address: "reader.sleep", OK: true, Value: json.RawMessage(`2`), At: at, Repeated: true},
+	} {
+		line, _ := json.Marshal(je)
+		if err := st.Append(ctx, store.Runs, id, line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"hub", "runs", "show", id}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("hub runs show: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	var calls []string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "reader.") {
+			calls = append(calls, strings.Join(slices.Delete(f, 2, 4), " ")) // without the duration
+		}
+	}
+	want := []string{"reader.echo ok", "reader.sleep ok (read repeated after an interrupted attempt)"}
+	if d := cmp.Diff(want, calls); d != "" {
+		t.Errorf("the calls hub runs show lists (-want +got):\n%s\n%s", d, stdout.String())
 	}
 }
