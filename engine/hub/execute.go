@@ -176,15 +176,16 @@ func (h *Hub) sandbox() (*sandbox.Driver, error) {
 // being decoded; js is its code when known): an idle sandbox warms itself
 // up meanwhile (sandbox.Driver.Anticipate), unless the code is one call the
 // hub makes without it (code.OneCall), and so do the local upstreams the
-// runs of the last minutes called (source.Pool.Wake). A sandbox not built
-// yet is left alone.
+// runs of the last minutes called whose namespace the code names
+// (source.Pool.Wake): the others see no traffic from this run. A sandbox
+// not built yet is left alone.
 func (h *Hub) Anticipate(js string) {
 	if d := h.runs.driver.Load(); d != nil {
 		if _, _, _, one := code.OneCall(js); !one {
 			d.Anticipate()
 		}
 	}
-	h.pool.Wake()
+	h.pool.Wake(func(ns string) bool { return strings.Contains(js, ns) })
 }
 
 // lazySandbox is the run engine's sandbox, built by its first attempt.

@@ -47,12 +47,15 @@ func (s *Session) Wake() {
 	}()
 }
 
-// Wake wakes every live local session called lately (Session.Wake).
-func (p *Pool) Wake() {
+// Wake wakes the live local sessions called lately (Session.Wake) whose
+// namespace the coming run may call (called reports it): an upstream the
+// run's code does not name gets no traffic from it, so an execute costs
+// the same however many upstreams are live.
+func (p *Pool) Wake(called func(namespace string) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, e := range p.sessions {
-		if s := e.live.Load(); s != nil {
+		if s := e.live.Load(); s != nil && called(s.src.Namespace) {
 			s.Wake()
 		}
 	}

@@ -14,11 +14,13 @@ import (
 )
 
 // TestPoolWakesRecentUpstreams: Wake pings a local upstream whose last
-// call answered a moment ago, and not one the runs never called; the
-// session stays alive and its next call is served.
+// call answered a moment ago and that the coming run names, and neither one
+// the runs never called nor one called lately that the run does not name
+// (an execute costs the same however many upstreams are live); the session
+// stays alive and its next call is served.
 func TestPoolWakesRecentUpstreams(t *testing.T) {
 	dir := t.TempDir()
-	called, idle := filepath.Join(dir, "called"), filepath.Join(dir, "idle")
+	called, idle, other := filepath.Join(dir, "called"), filepath.Join(dir, "idle"), filepath.Join(dir, "other")
 	p := source.NewPool(source.Options{})
 	t.Cleanup(p.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(60*time.Second))
@@ -30,11 +32,17 @@ func TestPoolWakesRecentUpstreams(t *testing.T) {
 	if _, err := p.Session(ctx, stdio("idle", testenv.Scripted(t), map[string]string{"SCRIPTED_EVENTS": idle}), "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"one"}`)); err != nil {
+	o, err := p.Session(ctx, stdio("other", testenv.Scripted(t), map[string]string{"SCRIPTED_EVENTS": other}), "", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, x := range []*source.Session{s, o} {
+		if _, err := x.CallTool(ctx, "echo", json.RawMessage(`{"message":"one"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(20 * time.Millisecond) // quiet for longer than a run's own calls leave it warm
-	p.Wake()
+	p.Wake(func(ns string) bool { return ns != "other" })
 	pings := func(file string) int {
 		b, _ := os.ReadFile(file)
 		return strings.Count(string(b), "ping\n")
@@ -49,6 +57,9 @@ func TestPoolWakesRecentUpstreams(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // a wrong ping would have landed by now
 	if n := pings(idle); n != 0 {
 		t.Errorf("the upstream no run called got %d pings, want 0", n)
+	}
+	if n := pings(other); n != 0 {
+		t.Errorf("the upstream the coming run does not name got %d pings, want 0", n)
 	}
 	if !s.Alive() {
 		t.Fatal("the session died after a ping")
