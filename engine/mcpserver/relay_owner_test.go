@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,11 +28,15 @@ func TestRelayRefusesAnotherUsersListener(t *testing.T) {
 	addr := free.Addr().String()
 	free.Close()
 	_, port, _ := net.SplitHostPort(addr)
+	// runuser starts the listener as its child: both in a process group of
+	// their own, ended together (killing runuser alone left nobody's
+	// listener running after every run of the suite).
 	fake := exec.Command(runuser, "-u", "nobody", "--", testenv.Node(t), "-e", `require("net").createServer(c => c.end()).listen(`+port+`, "127.0.0.1")`)
+	fake.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := fake.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = fake.Process.Kill(); _ = fake.Wait() }()
+	defer func() { _ = syscall.Kill(-fake.Process.Pid, syscall.SIGKILL); _ = fake.Wait() }()
 	deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
 	for {
 		c, err := net.Dial("tcp", addr)

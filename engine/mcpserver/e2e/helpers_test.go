@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the capabilities binary (needs the go command on PATH): %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testenv.RunLeavingNothing(m) // and fails when the tests leave a process running
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
