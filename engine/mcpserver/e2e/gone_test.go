@@ -89,7 +89,15 @@ func TestServeSaysItsHubIsGone(t *testing.T) {
 			must(t, os.Rename(dir+"-away", dir))
 			until("")
 
-			must(t, os.RemoveAll(dir))
+			// Deleted as a person deletes it (a file manager's trash, rm
+			// of a renamed folder): moved away in one step, then removed.
+			// serve may be writing a record as the folder goes (one run of
+			// three failed "unlinkat …/hub/runs: directory not empty" when
+			// RemoveAll raced such a write): once renamed, a write by the
+			// hub's path no longer reaches it, so nothing fills it while
+			// it is removed.
+			must(t, os.Rename(dir, dir+"-deleted"))
+			must(t, os.RemoveAll(dir+"-deleted"))
 			until("was deleted or moved away")
 			h.cli("hub", "init")
 			text = until("was replaced by another hub")
