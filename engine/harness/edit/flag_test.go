@@ -125,6 +125,9 @@ func TestSetRawPutsAnEntryBack(t *testing.T) {
 // back (RemoveFlag, or SetFlag with the value it had) gives back the same
 // bytes, or is refused.
 func fuzzFlag(t *testing.T, format Format, keyPath []string, key string, off bool, src []byte) {
+	if len(src) > maxFuzzInput {
+		return
+	}
 	var names []string
 	switch format {
 	case TOML:
@@ -298,6 +301,9 @@ func FuzzJSONCPutBack(f *testing.F) {
 	f.Add([]byte("{\"mcpServers\": { /* x */ \"a\": 1 }}"))
 	key := []string{"mcpServers"}
 	f.Fuzz(func(t *testing.T, src []byte) {
+		if len(src) > maxFuzzInput {
+			return
+		}
 		names := func(b []byte) []string {
 			d, err := parseJSON(b)
 			if err != nil {
@@ -360,8 +366,8 @@ func FuzzJSONCReplaceDisconnect(f *testing.F) {
 	f.Add([]byte("{\n  \"servers\": {\n    // a\n    \"a\": 1,\n    \"b\": 2 // b\n  }\n}\n"), uint8(2))
 	key := []string{"servers"}
 	f.Fuzz(func(t *testing.T, src []byte, pick uint8) {
-		if len(src) > 512 {
-			return // a larger file finds nothing more, and makes minimizing slow
+		if len(src) > maxFuzzInput {
+			return
 		}
 		d, err := parseJSON(src)
 		if err != nil {

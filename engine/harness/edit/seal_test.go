@@ -318,6 +318,9 @@ func FuzzSeal(f *testing.F) {
 	f.Add([]byte(`{"a": {"args": ["--api-key", "`+apiKey+`", "--url=postgres://u:`+dbPass+`@h/db"]}, "b": "\u0041KIAIOSFODNN7EXAMPLE"}`), false)
 	f.Add([]byte("[mcp_servers.s.env]\nAPI_KEY = \""+apiKey+"\"\nTOKEN = '"+ghToken+"'\n"), true)
 	f.Fuzz(func(t *testing.T, src []byte, toml bool) {
+		if len(src) > maxFuzzInput {
+			return
+		}
 		format := JSONC
 		if toml {
 			format = TOML
