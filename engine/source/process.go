@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -47,14 +48,41 @@ func Environ(src *model.Source) []string {
 
 // process is a running stdio upstream in its own process group.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *protocolReader // protocol lines only
-	stderr *tail
-	done   chan struct{}
-	err    error // set before done is closed
-	strays int   // non-protocol lines dropped, under mu
-	mu     sync.Mutex
+	cmd     *exec.Cmd
+	stdin   *countWriter
+	stdout  *protocolReader // protocol lines only
+	stderr  *tail
+	outRead atomic.Int64 // bytes read from its stdout, protocol or not
+	done    chan struct{}
+	err     error // set before done is closed
+	strays  int   // non-protocol lines dropped, under mu
+	mu      sync.Mutex
+}
+
+// countWriter is the process's stdin, counting what was written to it.
+type countWriter struct {
+	f *os.File
+	n atomic.Int64
+}
+
+func (w *countWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+func (w *countWriter) Close() error { return w.f.Close() }
+
+// countReader counts what is read from the process's stdout.
+type countReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (r countReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	r.n.Add(int64(n))
+	return n, err
 }
 
 func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
@@ -73,19 +101,31 @@ func startProcess(src *model.Source, log *slog.Logger) (*process, error) {
 	cmd.SysProcAttr = procAttr()
 	p := &process{cmd: cmd, stderr: newTail(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
-	}
-	raw, err := cmd.StdoutPipe()
+	// Its stdin is a pipe of the hub's own (not StdinPipe's), so the
+	// start can tell whether the server has read the handshake yet
+	// (unread).
+	in, out, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin = in
+	p.stdin = &countWriter{f: out}
+	raw, err := cmd.StdoutPipe()
+	if err != nil {
+		in.Close()
+		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
 	}
-	p.stdout = &protocolReader{br: bufio.NewReaderSize(raw, 64<<10), raw: raw, p: p, ns: src.Namespace, log: log}
+	err = cmd.Start()
+	in.Close() // the child's end
+	if err != nil {
+		out.Close()
+		return nil, fmt.Errorf("starting %s: %w", src.ShownCommandLine(), err)
+	}
+	p.stdout = &protocolReader{br: bufio.NewReaderSize(countReader{raw, &p.outRead}, 64<<10), raw: raw, p: p, ns: src.Namespace, log: log}
 	go func() {
 		p.err = cmd.Wait()
+		_ = out.Close() // as StdinPipe's end is closed once the process exited
 		close(p.done)
 	}()
 	return p, nil
@@ -252,9 +292,10 @@ func (p *process) stop() {
 
 // tail keeps the last n bytes written to it.
 type tail struct {
-	mu  sync.Mutex
-	n   int
-	buf []byte
+	mu      sync.Mutex
+	n       int
+	buf     []byte
+	written int64 // all bytes written
 }
 
 func newTail(n int) *tail { return &tail{n: n} }
@@ -262,11 +303,38 @@ func newTail(n int) *tail { return &tail{n: n} }
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.written += int64(len(b))
 	t.buf = append(t.buf, b...)
 	if len(t.buf) > t.n {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.n:]...)
 	}
 	return len(b), nil
+}
+
+// size is how many bytes were written in all.
+func (t *tail) size() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
+}
+
+// last is the last line written that is not blank, after its last
+// carriage return, cut at 300 bytes.
+func (t *tail) last() string {
+	t.mu.Lock()
+	text := string(t.buf)
+	t.mu.Unlock()
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		if j := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); j >= 0 {
+			l = l[j+1:]
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			return truncate(l, 300)
+		}
+	}
+	return ""
 }
 
 // Lines returns up to the last n informative lines, for a person: blank

@@ -40,12 +40,18 @@ const (
 // Options configure connections to upstreams. The zero value is useful.
 type Options struct {
 	// ConnectTimeout bounds starting an upstream and the handshake
-	// (DefaultConnectTimeout).
+	// (DefaultConnectTimeout). A stdio upstream still showing signs of
+	// work (output, CPU time) gets more, up to DefaultStartCap.
 	ConnectTimeout time.Duration
 	// DiscoverTimeout bounds the wait for an answer to server/discover
 	// before falling back to the 2025-11-25 handshake (a third of the
-	// connect timeout: 10 s by default). It counts from the upstream's start.
+	// connect timeout: 10 s by default). It counts from when a stdio
+	// upstream read the request (on Linux; elsewhere from its start).
 	DiscoverTimeout time.Duration
+	// OnStart, when set, is told how the start of a stdio upstream is
+	// going, about every second while it lasts (never after Connect
+	// returned).
+	OnStart func(StartStatus)
 	// Protocol, when set, is the version to use directly (the one a
 	// previous connection negotiated), skipping discovery.
 	Protocol string
@@ -217,13 +223,16 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 // negotiate connects with 2026-07-28 first and falls back to 2025-11-25
 // when server/discover gets no answer in time.
 func negotiate(ctx context.Context, src model.Source, opts Options) (*Session, error) {
+	if src.Kind == model.KindStdio {
+		return negotiateStdio(ctx, src, opts)
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.connectTimeout())
 	defer cancel()
 	if opts.Protocol != "" && opts.Protocol < ProtocolLatest {
-		return connect(ctx, src, opts, opts.Protocol)
+		return connect(ctx, src, opts, opts.Protocol, nil)
 	}
 	dctx, dcancel := context.WithTimeout(ctx, opts.discoverTimeout())
-	s, err := connect(dctx, src, opts, ProtocolLatest)
+	s, err := connect(dctx, src, opts, ProtocolLatest, nil)
 	timedOut := dctx.Err() != nil
 	dcancel()
 	if err == nil {
@@ -235,10 +244,29 @@ func negotiate(ctx context.Context, src model.Source, opts Options) (*Session, e
 	// The upstream did not answer server/discover in time: a legacy server
 	// that ignores unknown methods. Start over with the 2025-11-25 handshake.
 	opts.logger().Info("upstream did not answer server/discover; falling back", "namespace", src.Namespace, "protocol", ProtocolLegacy)
-	return connect(ctx, src, opts, ProtocolLegacy)
+	return connect(ctx, src, opts, ProtocolLegacy, nil)
 }
 
-func connect(ctx context.Context, src model.Source, opts Options, version string) (*Session, error) {
+// negotiateStdio is negotiate for a stdio upstream, whose start a
+// startWatch governs instead of fixed deadlines: server/discover gets its
+// time once the server read it, and a start goes on past the connect
+// timeout while the server shows signs of work.
+func negotiateStdio(ctx context.Context, src model.Source, opts Options) (*Session, error) {
+	w := newStartWatch(&opts)
+	if opts.Protocol != "" && opts.Protocol < ProtocolLatest {
+		return connect(ctx, src, opts, opts.Protocol, w)
+	}
+	s, err := connect(ctx, src, opts, ProtocolLatest, w)
+	if !errors.Is(err, errNoDiscover) {
+		return s, err
+	}
+	opts.logger().Info("upstream did not answer server/discover; falling back", "namespace", src.Namespace, "protocol", ProtocolLegacy)
+	return connect(ctx, src, opts, ProtocolLegacy, w)
+}
+
+// connect makes one attempt at a session; w governs a stdio upstream's
+// start (nil: ctx alone bounds it).
+func connect(ctx context.Context, src model.Source, opts Options, version string, w *startWatch) (*Session, error) {
 	s := &Session{src: src, log: opts.logger()}
 	var transport mcp.Transport
 	switch src.Kind {
@@ -278,8 +306,16 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 		err error
 	}
 	ch := make(chan result, 1)
+	hctx := ctx
+	stopWatch := func() {}
+	if w != nil && s.proc != nil {
+		var cancel context.CancelCauseFunc
+		hctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stopWatch = w.watch(s, version == ProtocolLatest, cancel)
+	}
 	go func() {
-		cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		cs, err := client.Connect(hctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		ch <- result{cs, err}
 	}()
 	var r result
@@ -293,11 +329,16 @@ func connect(ctx context.Context, src model.Source, opts Options, version string
 			r.err = errExited
 		}
 	}
+	stopWatch()
 	if r.err != nil {
 		if r.cs != nil {
 			_ = r.cs.Close()
 		}
-		return nil, s.startError(ctx, r.err)
+		if ctx.Err() == nil && errors.Is(context.Cause(hctx), errNoDiscover) {
+			s.proc.stop()
+			return nil, errNoDiscover
+		}
+		return nil, s.startError(hctx, r.err)
 	}
 	s.cs = r.cs
 	s.callTimeout = opts.callTimeout(&src)
@@ -321,12 +362,17 @@ func (s *Session) startError(ctx context.Context, err error) error {
 	where := s.src.URL
 	if s.proc != nil {
 		where = s.src.ShownCommandLine()
+		running := !s.proc.exited()
 		s.proc.stop()
 		status := s.proc.exitText()
 		stderr := s.Stderr(stderrLines)
 		switch {
-		case ctx.Err() != nil && !s.proc.exited() || errors.Is(err, context.DeadlineExceeded):
-			err = fmt.Errorf("the server did not answer the MCP handshake in time (is it an MCP server speaking stdio? one that starts slowly gets more time with `capabilities hub add --timeout` or CAPABILITIES_CONNECT_TIMEOUT)")
+		case ctx.Err() != nil && running || errors.Is(err, context.DeadlineExceeded):
+			why := ""
+			if st := (*stalled)(nil); errors.As(context.Cause(ctx), &st) {
+				why = ": " + st.Error()
+			}
+			err = fmt.Errorf("the server did not answer the MCP handshake in time%s (is it an MCP server speaking stdio? one that starts slowly gets more time with `capabilities hub add --timeout` or CAPABILITIES_CONNECT_TIMEOUT)", why)
 		default:
 			err = fmt.Errorf("the server %s during start", status)
 		}
