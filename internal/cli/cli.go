@@ -52,6 +52,8 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	rawErr io.Writer    // stderr as given, for a status line on a terminal
+	status *startStatus // how a server's start goes (startOptions)
 }
 
 // interrupted is the cause of the command's context when a signal ended it.
@@ -102,6 +104,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	vout, verr := visible.NewWriter(stdout), visible.NewWriter(stderr)
 	defer verr.Flush()
 	defer vout.Flush()
+	rawErr := stderr
 	stdout, stderr = vout, verr
 	limit, err := windDownLimit()
 	if err != nil {
@@ -134,7 +137,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}()
 	out := &countingWriter{w: stdout}
-	e := &env{stdin: stdin, stdout: out, stderr: stderr, log: newLogger(stderr)}
+	e := &env{stdin: stdin, stdout: out, stderr: stderr, log: newLogger(stderr), rawErr: rawErr}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -168,7 +168,7 @@ for once (or read with --secret-stdin).`,
 			if len(weak) > 0 {
 				fmt.Fprintf(e.stderr, "capabilities: the password in %s is too short or too common to scrub on its own (under %d bytes, a number, a word, or written elsewhere in the value): the model sees [secret] for the whole value, but not for the password written alone; give it a long, random password\n", strings.Join(weak, ", "), scrub.MinLen)
 			}
-			var opts hub.Options
+			opts := e.startOptions()
 			if c.Flags().Changed("timeout") { // else CAPABILITIES_CONNECT_TIMEOUT or the default
 				opts.Source.ConnectTimeout = timeout
 			}
@@ -178,6 +178,7 @@ for once (or read with --secret-stdin).`,
 			}
 			defer h.Close()
 			p, err := h.Propose(c.Context(), req)
+			e.clearStatus()
 			if already := (*hub.AlreadyAddedError)(nil); errors.As(err, &already) {
 				// Nothing to do, as when added just now: running the same
 				// add twice leaves one source.

@@ -78,7 +78,7 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 	}
 	sc := harness.ScanFiles(henv, hs)
 	var sources []model.Source
-	h, _, err := e.openHub()
+	h, _, err := e.openHub(e.startOptions())
 	switch {
 	case err == nil:
 		defer h.Close()
@@ -224,6 +224,7 @@ func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f im
 		fmt.Fprintf(e.stdout, "\n%s: starting it to list its tools…\n", p.Namespace)
 	}
 	prop, err := h.Propose(ctx, req)
+	e.clearStatus()
 	if err != nil {
 		return "", err
 	}
