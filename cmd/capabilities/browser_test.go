@@ -175,7 +175,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			h.exec(fmt.Sprintf(write, "key Tab"), "awaiting_approval").RunID,
 		}
 		p.reload()
-		if d := p.dialog(runs[0], ""); d.Focused != "once" {
+		if d := p.dialogShowing(runs[0], map[string][]string{"focused": {"once"}}); d.Focused != "once" {
 			t.Fatalf("the focus is on %q when a call opens, want the once button", d.Focused)
 		}
 		if got := decide(runs[0], "writer.record", "", "o"); got.Body.Choice != "once" {
@@ -187,7 +187,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		if got := decide(runs[2], "writer.record", "", "Tab", "Tab", "Tab", "Enter"); got.Body.Choice != "deny" {
 			t.Fatalf("Tab to the fourth button and Enter decided %s, want deny", got.Body.Choice)
 		}
-		if c := p.closed(); !strings.Contains(c.Status, "Deny") {
+		if c := p.closedSaying("Deny"); !strings.Contains(c.Status, "Deny") {
 			t.Fatalf("after the last decision the page says %q, want what deny did", c.Status)
 		}
 		for i, env := range h.resumeAll(runs, "completed") {
@@ -205,14 +205,21 @@ func TestConsoleInABrowser(t *testing.T) {
 			h.exec(fmt.Sprintf(write, "queue 3"), "awaiting_approval").RunID,
 		}
 		p.reload()
-		d := p.dialog(runs[0], "")
+		d := p.dialogShowing(runs[0], map[string][]string{"head": {"Call 1 of 3"}, "args": {"queue 1"}})
 		if !strings.HasPrefix(d.Head, "Call 1 of 3") || !strings.Contains(d.Args, "queue 1") {
 			t.Fatalf("the first call of three: %+v", d)
 		}
 		p.screenshots(shots, "approval")
 		var order []string
 		for i, choice := range []string{"once", "run", "deny"} {
-			d := p.dialog(runs[i], "")
+			// What the last decision did is written above the next call
+			// once the page has its answer: waited for, not read once (one
+			// CI run of two read call 3's before it was written).
+			var want map[string][]string
+			if i > 0 {
+				want = map[string][]string{"notice": {"writer.record", "resume"}}
+			}
+			d := p.dialogShowing(runs[i], want)
 			if i > 0 && (!strings.Contains(d.Notice, "writer.record") || !strings.Contains(d.Notice, "resume")) {
 				t.Fatalf("call %d does not say what the last decision did: %+v", i+1, d)
 			}
@@ -239,7 +246,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// "Call 1 of 1" while the queue beside it grew.
 		first := h.exec(fmt.Sprintf(write, "open 1"), "awaiting_approval").RunID
 		p.reload()
-		if d := p.dialog(first, ""); !strings.HasPrefix(d.Head, "Call 1 of 1") {
+		if d := p.dialogShowing(first, map[string][]string{"head": {"Call 1 of 1"}}); !strings.HasPrefix(d.Head, "Call 1 of 1") {
 			t.Fatalf("the only call: %+v", d)
 		}
 		second := h.exec(fmt.Sprintf(write, "open 2"), "awaiting_approval").RunID
@@ -262,7 +269,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		p.reload()
 		p.dialog(first, "")
 		p.do(map[string]any{"op": "hash", "hash": "#approvals/" + second + "/c1"}, nil)
-		if d := p.dialog(second, ""); !strings.Contains(d.Args, "picked 2") {
+		if d := p.dialogShowing(second, map[string][]string{"args": {"picked 2"}}); !strings.Contains(d.Args, "picked 2") {
 			t.Fatalf("the call picked: %+v", d)
 		}
 		decide(second, "writer.record", "deny")
@@ -271,7 +278,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// next call it opens.
 		third := h.exec(fmt.Sprintf(write, "picked 3"), "awaiting_approval").RunID
 		p.do(map[string]any{"op": "hash", "hash": "#approvals/" + second + "/c1"}, nil)
-		if d := p.dialog(third, ""); !strings.Contains(d.Notice, "No longer waiting") || !strings.Contains(d.Notice, second) {
+		if d := p.dialogShowing(third, map[string][]string{"notice": {"No longer waiting", second}}); !strings.Contains(d.Notice, "No longer waiting") || !strings.Contains(d.Notice, second) {
 			t.Fatalf("after picking a call decided elsewhere: %+v", d)
 		}
 		decide(third, "writer.record", "deny")
@@ -284,7 +291,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		long := "head " + strings.Repeat("x", 6000) + " MIDDLE-OF-IT " + strings.Repeat("y", 6000) + " tail"
 		r := h.exec(fmt.Sprintf(write, long), "awaiting_approval")
 		p.reload()
-		d := p.dialog(r.RunID, "")
+		d := p.dialogShowing(r.RunID, map[string][]string{"args": {"middle not shown", "y tail"}})
 		if !strings.Contains(d.Args, "middle not shown") || !strings.Contains(d.Args, "y tail") || strings.Contains(d.Args, "MIDDLE-OF-IT") {
 			t.Fatalf("the preview of a long argument: %.300q…; want its head and tail around the marker", d.Args)
 		}
@@ -346,12 +353,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		h.run("hub", "refresh", "rev")
 		p.reload()
 		p.do(map[string]any{"op": "click", "selector": "#nav-review"}, nil)
-		if got := p.text(`[data-testid=review-item][data-address="rev.echo"]`, ""); !strings.Contains(got, "changed") || !strings.Contains(got, "Now with more words.") {
+		if got := p.text(`[data-testid=review-item][data-address="rev.echo"]`, "Now with more words."); !strings.Contains(got, "changed") || !strings.Contains(got, "Now with more words.") {
 			t.Fatalf("the Review screen shows rev.echo as %q; want it changed, with its new description", got)
 		}
 		p.screenshots(shots, "review")
 		p.do(map[string]any{"op": "click", "selector": "#review-accept"}, nil)
-		if got := p.text(`[data-testid=review-accepted]`, ""); !strings.Contains(got, "Accepted 3 tool(s)") {
+		if got := p.text(`[data-testid=review-accepted]`, "Accepted"); !strings.Contains(got, "Accepted 3 tool(s)") {
 			t.Fatalf("after accept the Review screen says %q", got)
 		}
 		p.text("#review-empty", "Nothing to review")
@@ -379,7 +386,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		p.do(map[string]any{"op": "click", "selector": "#nav-approvals"}, nil)
 		p.do(map[string]any{"op": "click", "selector": "#nav-review"}, nil)
-		if got := p.text(`[data-testid=import-skill][data-skill=pdf-forms]`, ""); !strings.Contains(got, "skill:pdf-forms") || !strings.Contains(got, "Fill PDF forms from the browser test.") {
+		if got := p.text(`[data-testid=import-skill][data-skill=pdf-forms]`, "Fill PDF forms from the browser test."); !strings.Contains(got, "skill:pdf-forms") || !strings.Contains(got, "Fill PDF forms from the browser test.") {
 			t.Fatalf("the Review screen offers the skill as %q; want its name and description", got)
 		}
 		p.screenshots(shots, "import-skills", "#import")
@@ -405,7 +412,7 @@ func TestConsoleInABrowser(t *testing.T) {
 				t.Fatalf("the run's detail lacks %q:\n%s", want, detail)
 			}
 		}
-		if n := p.count(`[data-testid=run-detail] [data-testid=timeline-bar]`); n != 3 {
+		if n := p.countOf(`[data-testid=run-detail] [data-testid=timeline-bar]`, 3); n != 3 {
 			t.Fatalf("the timeline draws %d bars, want 3 (one per write)", n)
 		}
 		p.screenshots(shots, "runs", "[data-testid=run-detail]")
@@ -450,14 +457,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		p.do(map[string]any{"op": "click", "selector": "#runs-apply"}, nil)
 		p.text("#runs-more-text", "The newest 50 runs are listed; older ones are not.")
-		if n := p.count(`[data-testid=run-row]`); n != 50 {
+		if n := p.countOf(`[data-testid=run-row]`, 50); n != 50 {
 			t.Fatalf("a hub with %d runs lists %d; want the newest 50", before+60, n)
 		}
 		p.screenshots(shots, "runs-more", "#runs-older")
 		p.do(map[string]any{"op": "click", "selector": "#runs-older"}, nil)
 		rows("/api/runs?limit=100")
 		p.do(map[string]any{"op": "attached", "selector": "#runs-more[hidden]"}, nil)
-		if n := p.count(`[data-testid=run-row]`); n != before+60 {
+		if n := p.countOf(`[data-testid=run-row]`, before+60); n != before+60 {
 			t.Fatalf("after Show older runs the screen lists %d runs; want all %d", n, before+60)
 		}
 	})
@@ -869,12 +876,33 @@ func (d *driver) dialog(run, not string) pageDialog {
 	return v
 }
 
+// dialogShowing waits, with the driver's timeout, for the dialog about run
+// whose texts hold want's (by the answer's field names: "notice", "head",
+// "args", "focused"…), which the page may write after the dialog opens,
+// and answers its texts. A test that reads a text written asynchronously
+// once read it too early on a loaded machine.
+func (d *driver) dialogShowing(run string, want map[string][]string) pageDialog {
+	d.t.Helper()
+	var v pageDialog
+	d.do(map[string]any{"op": "dialog", "run": run, "want": want}, &v)
+	return v
+}
+
 type pageClosed struct{ Status, Empty string }
 
 func (d *driver) closed() pageClosed {
 	d.t.Helper()
 	var v pageClosed
 	d.do(map[string]any{"op": "closed"}, &v)
+	return v
+}
+
+// closedSaying waits until no dialog is open and the page's status holds
+// the text (written as the dialog closes, or after).
+func (d *driver) closedSaying(status string) pageClosed {
+	d.t.Helper()
+	var v pageClosed
+	d.do(map[string]any{"op": "closed", "status": status}, &v)
 	return v
 }
 
@@ -928,6 +956,15 @@ func (d *driver) count(selector string) int {
 	d.t.Helper()
 	var v struct{ Count int }
 	d.do(map[string]any{"op": "count", "selector": selector}, &v)
+	return v.Count
+}
+
+// countOf waits, with the driver's timeout, until want elements match
+// (the page renders a list after it reads it), and answers how many do.
+func (d *driver) countOf(selector string, want int) int {
+	d.t.Helper()
+	var v struct{ Count int }
+	d.do(map[string]any{"op": "count", "selector": selector, "want": want}, &v)
 	return v.Count
 }
 
@@ -1000,11 +1037,17 @@ func TestConsoleRefusedDecisionStaysInSight(t *testing.T) {
 	if d := p.dialog(first, ""); d.Address != "writer.record" {
 		t.Fatalf("the dialog shows %+v, want run %s's call", d, first)
 	}
+	// The page reads no queue until the click: its poll (every 3 s) found
+	// the CLI's decision first on a loaded machine, opened the next call,
+	// and the click decided that one (200).
+	p.do(map[string]any{"op": "hold", "path": "/api/approvals"}, nil)
 	h.run("hub", "approve", first, "--choice", "deny")
-	if got := p.choose("once"); got.Status != 409 {
+	got := p.choose("once")
+	p.do(map[string]any{"op": "release", "path": "/api/approvals"}, nil)
+	if got.Status != 409 {
 		t.Fatalf("deciding a call the CLI decided: %d %+v, want 409", got.Status, got.Body)
 	}
-	d := p.dialog(second, "")
+	d := p.dialogShowing(second, map[string][]string{"notice": {"Not recorded", "already decided (deny via cli)"}})
 	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "already decided (deny via cli)") {
 		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded and why", d.Notice)
 	}
@@ -1056,12 +1099,11 @@ func TestConsoleSaysWhenItStopped(t *testing.T) {
 		t.Errorf("the page says %q; want what stopped and what to run", said.Text)
 	}
 	p.closed()
-	var n struct{ Count int }
-	if p.do(map[string]any{"op": "count", "selector": "#queue li"}, &n); n.Count != 0 {
-		t.Errorf("the page still lists %d call(s) after its console stopped", n.Count)
+	if n := p.countOf("#queue li", 0); n != 0 {
+		t.Errorf("the page still lists %d call(s) after its console stopped", n)
 	}
 	var badge struct{ Text string }
-	if p.do(map[string]any{"op": "text", "selector": "#nav-approvals"}, &badge); strings.TrimSpace(badge.Text) != "Approvals" {
+	if p.do(map[string]any{"op": "text", "selector": "#nav-approvals", "exact": "Approvals"}, &badge); strings.TrimSpace(badge.Text) != "Approvals" {
 		t.Errorf("the Approvals tab reads %q after the console stopped; want no count", badge.Text)
 	}
 }
@@ -1089,7 +1131,7 @@ func TestConsoleGoesOnAfterAnExpiredCall(t *testing.T) {
 	if got := p.choose("once"); got.Status != 410 {
 		t.Fatalf("deciding an expired call: %d %+v, want 410", got.Status, got.Body)
 	}
-	d := p.dialog(next, "")
+	d := p.dialogShowing(next, map[string][]string{"notice": {"Not recorded", "expired"}})
 	if !strings.Contains(d.Notice, "Not recorded") || !strings.Contains(d.Notice, "expired") {
 		t.Errorf("the next call's notice is %q; want it to say the decision was not recorded as the call expired", d.Notice)
 	}

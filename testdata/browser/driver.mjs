@@ -17,10 +17,13 @@
 //                        waits for the page
 //   closeTab             closes the current tab; the first one is current again
 //   reload               loads the page again; answers its paint times
-//   dialog {run?, not?}  waits for the open approval dialog (about run, when
-//                        given; about another call than the "not" text,
-//                        when given) and answers its texts
-//   closed               waits until no dialog is open; answers the page's status text
+//   dialog {run?, not?, want?}  waits for the open approval dialog (about
+//                        run, when given; about another call than the "not"
+//                        text, when given; whose texts hold want's, when
+//                        given: {notice: ["…", …], …}, the answer's field
+//                        names) and answers its texts
+//   closed {status?}     waits until no dialog is open (and the page's status
+//                        holds the text, when given); answers the status text
 //   choose {choice?, keys?}  decides the open call: a click on the choice's
 //                        button, or the keys pressed in turn (after the page's
 //                        300 ms settle time); answers the POST's status and
@@ -30,10 +33,16 @@
 //                        scrolled into view first)
 //   click {selector}     clicks the element
 //   hash {hash}          sets the page's location.hash (the page follows it)
+//   hold {path}          holds the page's GETs of the path (its reads of the
+//                        queue) until release: the page cannot learn of a
+//                        change meanwhile
+//   release {path}       lets them go
 //   press {keys}         presses the keys in turn
-//   text {selector, contains?}  waits for the element (holding the text,
-//                        when given) and answers its text
-//   count {selector}     how many elements match
+//   text {selector, contains?, exact?}  waits for the element (holding the
+//                        text, or whose trimmed text is exact, when given) and
+//                        answers its text
+//   count {selector, want?}  how many elements match (once want match, when
+//                        given; else, at the timeout, how many do)
 //   errors               the console errors and page errors seen so far
 //   mcpConnect {command, args, env}  starts the MCP server over stdio as a
 //                        client with no capabilities (so no elicitation)
@@ -83,6 +92,8 @@ async function newTab() {
 let page = await newTab();
 /** @type {any} */
 let mcp = null;
+/** The held GETs, by path (hold, release). @type {Map<string, {matcher: (url: URL) => boolean, routes: import("playwright-core").Route[]}>} */
+const holds = new Map();
 
 /** The paint times of the page's last load, in ms from its navigation start. */
 async function paints() {
@@ -126,32 +137,42 @@ const ops = {
     await waitPage();
     return { paints: await paints() };
   },
-  async dialog({ run, not }) {
-    await page.waitForFunction(
-      ([run, not]) => {
+  async dialog({ run, not, want }) {
+    // The texts are read in the same check that finds them as wanted: a
+    // notice the page writes after the dialog opens is waited for.
+    const shown = await page.waitForFunction(
+      ([run, not, want]) => {
         const d = document.querySelector("dialog#approval");
         if (!(d instanceof HTMLDialogElement) || !d.open) return false;
         const head = d.querySelector(".card-head")?.textContent ?? "";
-        return (!run || head.includes(run)) && (!not || head !== not);
+        if ((run && !head.includes(run)) || (not && head === not)) return false;
+        const text = (/** @type {string} */ sel) => d.querySelector(sel)?.textContent ?? "";
+        /** @type {Record<string, any>} */
+        const texts = {
+          head: text(".card-head p"),
+          address: text("#approval-title"),
+          summary: text(".summary"),
+          args: text(".args"),
+          notice: text(".status"),
+          choices: [...d.querySelectorAll("button.choice")].map((b) => b.getAttribute("data-choice")),
+          focused: document.activeElement?.getAttribute("data-choice") ?? document.activeElement?.tagName ?? "",
+        };
+        for (const [field, parts] of Object.entries(want || {})) {
+          if (!parts.every((/** @type {string} */ p) => String(texts[field]).includes(p))) return false;
+        }
+        return texts;
       },
-      [run, not],
+      [run, not, want],
     );
-    return page.evaluate(() => {
-      const d = /** @type {HTMLDialogElement} */ (document.querySelector("dialog#approval"));
-      const text = (/** @type {string} */ sel) => d.querySelector(sel)?.textContent ?? "";
-      return {
-        head: text(".card-head p"),
-        address: text("#approval-title"),
-        summary: text(".summary"),
-        args: text(".args"),
-        notice: text(".status"),
-        choices: [...d.querySelectorAll("button.choice")].map((b) => b.getAttribute("data-choice")),
-        focused: document.activeElement?.getAttribute("data-choice") ?? document.activeElement?.tagName ?? "",
-      };
-    });
+    return shown.jsonValue();
   },
-  async closed() {
-    await page.waitForFunction(() => !(/** @type {HTMLDialogElement} */ (document.querySelector("dialog#approval")).open));
+  async closed({ status }) {
+    await page.waitForFunction(
+      (status) =>
+        !(/** @type {HTMLDialogElement} */ (document.querySelector("dialog#approval")).open) &&
+        (!status || (document.getElementById("status")?.textContent ?? "").includes(status)),
+      status,
+    );
     return {
       status: (await page.textContent("#status")) ?? "",
       empty: (await page.isVisible("#empty")) ? ((await page.textContent("#empty")) ?? "") : "",
@@ -209,16 +230,42 @@ const ops = {
     }, hash);
     return {};
   },
+  async hold({ path: held }) {
+    /** @type {import("playwright-core").Route[]} */
+    const routes = [];
+    const matcher = (/** @type {URL} */ url) => url.pathname === held;
+    holds.set(held, { matcher, routes });
+    await page.route(matcher, (route) => {
+      if (route.request().method() !== "GET" || !holds.has(held)) return route.continue();
+      routes.push(route);
+    });
+    return {};
+  },
+  async release({ path: held }) {
+    const h = holds.get(held);
+    if (!h) throw new Error(`release: ${held} is not held`);
+    holds.delete(held); // from now on the handler lets them through
+    for (const r of h.routes) await r.continue();
+    await page.unroute(h.matcher);
+    return { released: h.routes.length };
+  },
   async press({ keys }) {
     for (const k of keys) await page.keyboard.press(k);
     return {};
   },
-  async text({ selector, contains }) {
-    const el = page.locator(selector, contains ? { hasText: contains } : {}).first();
+  async text({ selector, contains, exact }) {
+    const escaped = (/** @type {string} */ s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const has = exact !== undefined ? { hasText: new RegExp("^\\s*" + escaped(exact) + "\\s*$") } : contains ? { hasText: contains } : {};
+    const el = page.locator(selector, has).first();
     await el.waitFor();
     return { text: (await el.textContent()) ?? "" };
   },
-  async count({ selector }) {
+  async count({ selector, want }) {
+    if (want !== undefined) {
+      await page
+        .waitForFunction(([selector, want]) => document.querySelectorAll(selector).length === want, [selector, want])
+        .catch(() => {}); // at the timeout: how many there are
+    }
     return { count: await page.locator(selector).count() };
   },
   async errors() {
