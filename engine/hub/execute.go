@@ -273,20 +273,32 @@ func (t tools) Describe(ctx context.Context, target string) (string, error) {
 	return t.h.Describe(ctx, []string{target}, 0)
 }
 
+func (t tools) Check(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) *model.ToolError {
+	c, err := t.h.loadCatalog(ctx)
+	if err != nil {
+		return &model.ToolError{Code: "internal_error", Message: err.Error()}
+	}
+	if err := c.validateArgs(tl, args); err != nil {
+		return invalidArgs(tl, err)
+	}
+	return t.h.checkArgs(ctx, true, tl, conn, args)
+}
+
+func invalidArgs(tl *model.Tool, err error) *model.ToolError {
+	return &model.ToolError{Code: "invalid_arguments", Message: err.Error(), Status: 400, Hint: "hub.describe(\"" + tl.Address + "\") shows the exact input type"}
+}
+
 func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError) {
 	c, err := t.h.loadCatalog(ctx)
 	if err != nil {
 		return nil, &model.ToolError{Code: "internal_error", Message: err.Error()}
 	}
-	if err := c.validateArgs(tl, args); err != nil {
-		return nil, &model.ToolError{Code: "invalid_arguments", Message: err.Error(), Status: 400, Hint: "hub.describe(\"" + tl.Address + "\") shows the exact input type"}
+	if err := c.validateArgs(tl, args); err != nil { // checked before asking too (Check); a policy may have changed since
+		return nil, invalidArgs(tl, err)
 	}
 	src := c.sources[tl.Namespace()]
 	if src == nil {
 		return nil, &model.ToolError{Code: "unknown_tool", Message: fmt.Sprintf("the source of %s was removed", tl.Address)}
-	}
-	if terr := t.h.checkArgs(ctx, tl, conn, args); terr != nil {
-		return nil, terr
 	}
 	protocol := c.proto[tl.Namespace()]
 	// The secret is resolved only now: after policy and approval.
@@ -308,6 +320,11 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 		ce := missingCredential(src.Namespace, conn)
 		return nil, &model.ToolError{Code: run.CodeConnectionRequired, Message: ce.Error(), Hint: "capabilities hub auth " + ce.Namespace + " --connection " + ce.Connection}
 	}
+	// Every credential the hub stores is read now (the call's own first,
+	// just above): the arguments carry none of another origin's.
+	if terr := t.h.checkArgs(ctx, false, tl, conn, args); terr != nil {
+		return nil, terr
+	}
 	s, err := t.h.pool.Session(ctx, *src, protocol, cred)
 	if ce := signInError(src.Namespace, cred, err); err != nil && ce != nil {
 		return nil, connectionRequired(ce)
@@ -325,7 +342,7 @@ func (t tools) Call(ctx context.Context, tl *model.Tool, conn string, args json.
 			connName = cred.Connection
 		}
 		ctx = openapi.WithCheck(ctx, func(parts ...string) error {
-			if terr := t.h.checkOrigin(ctx, tl.Address, src.Namespace, connName, parts...); terr != nil {
+			if terr := t.h.checkOrigin(ctx, false, tl.Address, src.Namespace, connName, parts...); terr != nil {
 				return &refusal{terr}
 			}
 			return nil

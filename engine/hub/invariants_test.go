@@ -413,10 +413,17 @@ func TestInvariantI7EveryChannelHasABudget(t *testing.T) {
 func TestEveryStoredCredentialIsScrubbed(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	addReviewed(t, f.h, hub.AddRequest{Command: testenv.Scripted(t), Namespace: "other"})
+	// The other source reads a file (its arguments name the file: code
+	// that passed the credential itself would be refused, I4).
+	dir := t.TempDir()
+	addReviewed(t, f.h, hub.AddRequest{Command: testenv.Filesystem(t, dir), Namespace: "fs"})
 	echo := func(v string) string {
 		t.Helper()
-		env, err := f.h.Execute(ctx, fmt.Sprintf(`return await other.echo({message: %q})`, v))
+		file := filepath.Join(dir, "note.txt")
+		if err := os.WriteFile(file, []byte("token: "+v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env, err := f.h.Execute(ctx, fmt.Sprintf(`return await fs.readTextFile({path: %q})`, file))
 		if err != nil {
 			t.Fatal(err)
 		}

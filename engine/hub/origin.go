@@ -27,9 +27,14 @@ const CodeSecretToOtherOrigin = "secret_to_other_origin"
 // checkOrigin refuses a call to the source ns through conn (resolved: ""
 // only for a source that takes no credential) whose text (its arguments,
 // or an OpenAPI request's URL, headers and body) holds a credential of
-// another origin.
-func (h *Hub) checkOrigin(ctx context.Context, address, ns, conn string, texts ...string) *model.ToolError {
-	h.knowEveryCredential(ctx)
+// another origin: of every credential the hub stores, or, before a person
+// has approved the call (known), of those this process has read already,
+// so that a call awaiting approval reads no credential (the code's own
+// calls read those it got its data from).
+func (h *Hub) checkOrigin(ctx context.Context, known bool, address, ns, conn string, texts ...string) *model.ToolError {
+	if !known {
+		h.knowEveryCredential(ctx)
+	}
 	sc := h.otherOrigins(ns, conn)
 	if sc.Len() == 0 {
 		return nil
@@ -65,7 +70,7 @@ func (h *Hub) checkOrigin(ctx context.Context, address, ns, conn string, texts .
 
 // checkArgs is checkOrigin for a call's arguments, with its connection
 // resolved as the call will resolve it.
-func (h *Hub) checkArgs(ctx context.Context, tl *model.Tool, conn string, args json.RawMessage) *model.ToolError {
+func (h *Hub) checkArgs(ctx context.Context, known bool, tl *model.Tool, conn string, args json.RawMessage) *model.ToolError {
 	ns := tl.Namespace()
 	if conn == "" {
 		c, err := h.defaultConnection(ctx, ns)
@@ -74,7 +79,7 @@ func (h *Hub) checkArgs(ctx context.Context, tl *model.Tool, conn string, args j
 		}
 		conn = c
 	}
-	return h.checkOrigin(ctx, tl.Address, ns, conn, string(args))
+	return h.checkOrigin(ctx, known, tl.Address, ns, conn, string(args))
 }
 
 // otherOrigins is the scrubber of every credential the hub knows whose

@@ -367,6 +367,10 @@ func (f *fakeUpstreams) Verdict(context.Context, *model.Tool, string) (policy.Ve
 	return policy.Verdict{Action: policy.Allow, Reason: "eval", Message: "the eval allows every call"}, nil
 }
 
+func (f *fakeUpstreams) Check(context.Context, *model.Tool, string, json.RawMessage) *model.ToolError {
+	return nil
+}
+
 func (f *fakeUpstreams) Call(_ context.Context, t *model.Tool, _ string, args json.RawMessage) (json.RawMessage, *model.ToolError) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

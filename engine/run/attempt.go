@@ -489,6 +489,16 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	if err != nil {
 		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "policy_error", Message: err.Error(), Address: call.Address, Hint: "a person must fix the policy file"})
 	}
+	if verdict.Action != policy.Deny {
+		// A call that can never go out fails here, in the code, and never
+		// reaches a person (deny never reads a credential: checked first).
+		if terr := h.e.tools.Check(ctx, t, call.Connection, call.Args); terr != nil {
+			if terr.Address == "" {
+				terr.Address = call.Address
+			}
+			return h.settle(ctx, call, argsDigest, start, nil, terr)
+		}
+	}
 	switch verdict.Action {
 	case policy.Deny:
 		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "policy_denied", Message: verdict.Message, Address: call.Address, Status: 403})

@@ -44,6 +44,10 @@ type Tools interface {
 	Tool(ctx context.Context, address string) (*model.Tool, error)
 	// Verdict decides a call under the current policy.
 	Verdict(ctx context.Context, t *model.Tool, conn string) (policy.Verdict, error)
+	// Check refuses, before a person is asked for it, a call that must
+	// never go out: arguments the tool's input schema rejects, or that
+	// carry another source's credential. nil: it may go ahead.
+	Check(ctx context.Context, t *model.Tool, conn string, args json.RawMessage) *model.ToolError
 	// Call makes the upstream call and returns what the code receives.
 	Call(ctx context.Context, t *model.Tool, conn string, args json.RawMessage) (json.RawMessage, *model.ToolError)
 	// Search and Describe answer hub.search and hub.describe.
