@@ -27,6 +27,7 @@ func newAddCmd(e *env) *cobra.Command {
 		ns      string
 		yes     bool
 		asJSON  bool
+		verbose bool
 		envs    []string
 		headers []string
 		cwd     string
@@ -45,7 +46,13 @@ func newAddCmd(e *env) *cobra.Command {
 		Short: "Add an MCP server or an HTTP API as a source",
 		Long: `Add an MCP server: a streamable-HTTP URL, or a local command that speaks MCP
 on stdin/stdout (everything after --). The hub connects, lists the tools, proposes
-a namespace from the server's name and shows what it found before storing it.
+a namespace from the server's name and shows what it found before storing it:
+the counts of its tools by kind and the first 20 (--verbose lists them all).
+
+A local command may be slow to start (npx downloads the package on first use):
+stderr shows how the start goes, and one still working (writing output, using
+CPU) is waited for past --timeout, up to 5 minutes; one that shows no sign of
+work past --timeout fails, saying what it was waiting for.
 
 The hub starts a local command later from wherever it runs (agents start it in
 their own projects), so paths relative to the directory you run add in are fixed
@@ -195,7 +202,11 @@ for once (or read with --secret-stdin).`,
 				p.Notes = append(p.Notes, fmt.Sprintf("%s is relative to this directory: the server will run in %s wherever the hub starts it (--cwd DIR to run it elsewhere)", visible.Line(relArg), visible.Line(p.Source.Cwd)))
 			}
 			if !asJSON {
-				printProposal(e, p)
+				n := proposalTools
+				if verbose {
+					n = len(p.Manifest.Tools)
+				}
+				printProposalTools(e, p, n, "hub add --verbose")
 			}
 			if !yes {
 				ok, err := confirm(e, fmt.Sprintf("Add it as %q? [y/N] ", p.Source.Namespace))
@@ -258,7 +269,9 @@ for once (or read with --secret-stdin).`,
 				return nil
 			}
 			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n\n", ns, len(p.Manifest.Tools))
-			if err := runReview(c.Context(), e, h, ns, yes, false); err != nil {
+			// The review's tools are the proposal's, just shown: it
+			// says how many of each kind it proposes to allow or ask.
+			if err := reviewWith(c.Context(), e, h, ns, yes, false, printReviewCounts); err != nil {
 				return err
 			}
 			if len(p.Manifest.Tools) > 0 {
@@ -271,6 +284,7 @@ for once (or read with --secret-stdin).`,
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "add the source and accept the review's proposal without asking")
 	c.Flags().BoolVar(&yes, "accept", false, "same as --yes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().BoolVar(&verbose, "verbose", false, fmt.Sprintf("list every tool the server has (default: the first %d and how many more)", proposalTools))
 	c.Flags().StringArrayVar(&envs, "env", nil, "set the variable `NAME=VALUE` in a stdio server's environment (repeatable)")
 	c.Flags().StringArrayVar(&headers, "header", nil, "send `HEADER`, written \"Name: value\", with every request to a remote server (repeatable; a credential goes in with --auth)")
 	c.Flags().StringVar(&cwd, "cwd", "", "the working directory `DIR` of a stdio server (default: the current directory when an argument is a relative path that exists in it, else none)")
@@ -366,7 +380,19 @@ func checkTimeout(flag string, d time.Duration, what, example string) error {
 	return usagef("--%s %v %s: give %s, a duration such as %s", flag, d, why, what, example)
 }
 
-func printProposal(e *env, p *hub.Proposal) {
+// proposalTools is how many of a proposal's tools are listed, unless all
+// are asked for (hub add --verbose): GitHub's REST description has about
+// 1,100.
+const proposalTools = 20
+
+// printProposal shows what Propose found, with the first proposalTools
+// tools.
+func printProposal(e *env, p *hub.Proposal) { printProposalTools(e, p, proposalTools, "") }
+
+// printProposalTools shows what Propose found, with the first n tools (its
+// address, effect and the first sentence of its description) and how to
+// see the rest: `capabilities hub describe`, or the flag named by more.
+func printProposalTools(e *env, p *hub.Proposal, n int, more string) {
 	m := &p.Manifest
 	name := m.ServerName
 	if m.ServerVersion != "" {
@@ -399,8 +425,16 @@ func printProposal(e *env, p *hub.Proposal) {
 	}
 	r, w, d := p.Counts()
 	fmt.Fprintf(e.stdout, "  tools: %d (%d read-only, %d write, %d destructive, by annotation)\n", len(m.Tools), r, w, d)
-	for _, t := range m.Tools {
-		fmt.Fprintf(e.stdout, "    %-40s %s\n", t.Address, t.Effect())
+	for i := range m.Tools[:min(n, len(m.Tools))] {
+		t := &m.Tools[i]
+		fmt.Fprintf(e.stdout, "    %-40s %-11s %s\n", t.Address, t.Effect(), firstSentence(t.Description))
+	}
+	if rest := len(m.Tools) - n; rest > 0 {
+		fmt.Fprintf(e.stdout, "    … %d more: capabilities hub describe %s", rest, p.Source.Namespace)
+		if more != "" {
+			fmt.Fprintf(e.stdout, " (or %s)", more)
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(e.stdout, "  note: %s\n", n)

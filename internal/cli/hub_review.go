@@ -56,6 +56,11 @@ stdio command not yet consented to. Enter accepts the proposal; e adjusts per to
 
 // runReview shows the pending review and records the person's decisions.
 func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSON bool) error {
+	return reviewWith(ctx, e, h, ns, accept, asJSON, printReview)
+}
+
+// reviewWith is runReview showing the review with show.
+func reviewWith(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSON bool, show func(*env, *hub.Review)) error {
 	r, err := h.PendingReview(ctx, ns)
 	if err != nil {
 		return err
@@ -71,7 +76,7 @@ func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSO
 		return nil
 	}
 	if !asJSON {
-		printReview(e, r)
+		show(e, r)
 	}
 	decisions := map[string]policy.Action{}
 	if !accept {
@@ -124,6 +129,44 @@ func runReview(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJSO
 }
 
 func printReview(e *env, r *hub.Review) {
+	printReviewHead(e, r)
+	for _, g := range reviewGroups {
+		var lines []string
+		for _, it := range r.Items {
+			if it.Effect != g.effect {
+				continue
+			}
+			flag := ""
+			if g.effect == model.EffectDestructive {
+				flag = "  ! destructive"
+			}
+			lines = append(lines, fmt.Sprintf("  %-44s %-8s %s%s", it.Tool.Address, it.Status, firstSentence(it.Tool.Description), flag))
+			if r := it.SourceRule; r != nil {
+				lines = append(lines, sourceRuleLine(r))
+			}
+			for _, ch := range it.Changes {
+				lines = append(lines, "      "+strings.ReplaceAll(ch, "\n", "\n      "))
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(e.stdout, "\n%s\n%s\n", g.title, strings.Join(lines, "\n"))
+		}
+	}
+}
+
+// reviewGroups are the review's groups of tools, by effect.
+var reviewGroups = []struct {
+	effect model.Effect
+	title  string
+}{
+	{model.EffectRead, "Read-only (proposed: allow)"},
+	{model.EffectWrite, "Writes (proposed: ask)"},
+	{model.EffectDestructive, "Destructive or unannotated (proposed: ask)"},
+}
+
+// printReviewHead shows how many tools the review holds, and the commands
+// it consents to.
+func printReviewHead(e *env, r *hub.Review) {
 	news, changed := 0, 0
 	for _, it := range r.Items {
 		if it.Status == "new" {
@@ -139,37 +182,39 @@ func printReview(e *env, r *hub.Review) {
 			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Namespace, visible.Line(c.Shown))
 		}
 	}
-	groups := []struct {
-		effect model.Effect
-		title  string
-	}{
-		{model.EffectRead, "Read-only (proposed: allow)"},
-		{model.EffectWrite, "Writes (proposed: ask)"},
-		{model.EffectDestructive, "Destructive or unannotated (proposed: ask)"},
-	}
-	for _, g := range groups {
-		var lines []string
+}
+
+// printReviewCounts shows a review of tools just listed (hub add): how
+// many of each group, and only the tools a rule on their whole source will
+// decide otherwise than proposed.
+func printReviewCounts(e *env, r *hub.Review) {
+	printReviewHead(e, r)
+	fmt.Fprintln(e.stdout)
+	for _, g := range reviewGroups {
+		n := 0
+		var ruled []string
 		for _, it := range r.Items {
 			if it.Effect != g.effect {
 				continue
 			}
-			flag := ""
-			if g.effect == model.EffectDestructive {
-				flag = "  ! destructive"
-			}
-			lines = append(lines, fmt.Sprintf("  %-44s %-8s %s%s", it.Tool.Address, it.Status, firstSentence(it.Tool.Description), flag))
-			if r := it.SourceRule; r != nil {
-				what := map[policy.Action]string{policy.Allow: "runs without asking", policy.Deny: "is denied", policy.Ask: "asks"}[r.Action]
-				lines = append(lines, fmt.Sprintf("      once reviewed, it %s: the rule for the whole source %s says %s", what, r.Target, r.Action))
-			}
-			for _, ch := range it.Changes {
-				lines = append(lines, "      "+strings.ReplaceAll(ch, "\n", "\n      "))
+			n++
+			if it.SourceRule != nil {
+				ruled = append(ruled, "  "+it.Tool.Address, sourceRuleLine(it.SourceRule))
 			}
 		}
-		if len(lines) > 0 {
-			fmt.Fprintf(e.stdout, "\n%s\n%s\n", g.title, strings.Join(lines, "\n"))
+		if n > 0 {
+			fmt.Fprintf(e.stdout, "%s: %d\n", g.title, n)
+		}
+		if len(ruled) > 0 {
+			fmt.Fprintln(e.stdout, strings.Join(ruled, "\n"))
 		}
 	}
+}
+
+// sourceRuleLine says how a rule on a tool's whole source decides it.
+func sourceRuleLine(r *policy.Rule) string {
+	what := map[policy.Action]string{policy.Allow: "runs without asking", policy.Deny: "is denied", policy.Ask: "asks"}[r.Action]
+	return fmt.Sprintf("      once reviewed, it %s: the rule for the whole source %s says %s", what, r.Target, r.Action)
 }
 
 // firstSentence is the description's first sentence, at most 70 chars,
