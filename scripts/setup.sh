@@ -73,11 +73,9 @@ if [ "${SETUP_APT:-1}" = 1 ]; then
     missing+=(libgtk-3-dev libwebkit2gtk-4.1-dev)
   fi
   if [ ${#missing[@]} -gt 0 ]; then
-    sudo=""
-    [ "$(id -u)" = 0 ] || sudo="sudo"
-    log "installing Debian packages: ${missing[*]}"
-    $sudo apt-get update
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+    log "installing Debian packages: ${missing[*]} (if another install holds dpkg's lock, often the system's own upgrade after boot, this waits for it, up to 10 minutes)"
+    scripts/apt-get.sh update
+    scripts/apt-get.sh install -y --no-install-recommends "${missing[@]}"
   fi
 fi
 
