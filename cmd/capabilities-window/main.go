@@ -31,8 +31,12 @@ func main() {
 		fmt.Println("capabilities-window: ok")
 		return
 	}
+	if len(os.Args) == 2 && (os.Args[1] == "--help" || os.Args[1] == "-h" || os.Args[1] == "-help") {
+		fmt.Print(helpText)
+		return
+	}
 	if len(os.Args) > 1 {
-		fmt.Fprintln(os.Stderr, "usage: capabilities-window [--check] (capabilities-desktop starts it and tells it on stdin what to show)")
+		fmt.Fprintln(os.Stderr, "usage: capabilities-window [--check] (capabilities-desktop starts it and tells it on stdin what to show; --help says more)")
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "window")

@@ -11,6 +11,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--help" || os.Args[1] == "-h" || os.Args[1] == "-help") {
+		fmt.Print(helpText)
+		return
+	}
 	fmt.Fprintln(os.Stderr, "capabilities-window: built without the desktop tag, so without a window; build it with go build -tags desktop,production,webkit2_41 (scripts/setup.sh does)")
 	os.Exit(1)
 }
