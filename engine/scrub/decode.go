@@ -439,45 +439,41 @@ func (fr *frame) decodedIn(i, j int) bool {
 }
 
 // runsIn decodes the runs of each alphabet within text[from:to], a run of
-// base64 characters (and line breaks).
+// base64 characters (and line breaks) at least run64 long.
 func (f *finder) runsIn(text []byte, d, from, to int) {
-	minRun := [3]int{f.s.run64, f.s.runHex, f.s.run32}
-	var start, count, last [3]int
-	for a := range start {
-		start[a] = -1
+	f.run(text, d, &alphabets[0], f.s.run64, from, to)
+	if f.done() {
+		return
 	}
+	// Hex and base32 runs inside it, each run [start, last] of count
+	// characters (line breaks skipped).
+	type sub struct{ start, last, count int }
+	var subs [3]sub
 	flush := func(a int) {
-		if count[a] >= minRun[a] {
-			f.run(text, d, &alphabets[a], minRun[a], start[a], last[a]+1)
+		if r := subs[a]; r.count > 0 && r.count >= [3]int{0, f.s.runHex, f.s.run32}[a] {
+			f.run(text, d, &alphabets[a], [3]int{0, f.s.runHex, f.s.run32}[a], r.start, r.last+1)
 		}
-		start[a], count[a] = -1, 0
+		subs[a] = sub{}
 	}
-	for i := from; i < to; i++ {
+	for i := from; i < to && !f.done(); i++ {
 		cl := class[text[i]]
-		for a := range alphabets {
-			switch {
-			case cl&alphabets[a].cls != 0:
-				if start[a] < 0 {
-					start[a] = i
-				}
-				count[a]++
-				last[a] = i
-			case cl&clsBreak != 0:
-			case start[a] >= 0:
+		if cl&clsBreak != 0 {
+			continue
+		}
+		for a := 1; a < 3; a++ {
+			if cl&alphabets[a].cls == 0 {
 				flush(a)
-				if f.done() {
-					return
-				}
+				continue
 			}
+			if subs[a].count == 0 {
+				subs[a].start = i
+			}
+			subs[a].count++
+			subs[a].last = i
 		}
 	}
-	for a := range alphabets {
-		if start[a] >= 0 {
-			flush(a)
-			if f.done() {
-				return
-			}
-		}
+	for a := 1; a < 3 && !f.done(); a++ {
+		flush(a)
 	}
 }
 
@@ -518,6 +514,13 @@ func (f *finder) run(text []byte, d int, al *alphabet, minRun, start, end int) {
 // decodeBits appends the bytes that vals, w bits each, spell, most
 // significant bit first; bits left over at the end are dropped.
 func decodeBits(dst, vals []byte, w int) []byte {
+	if w == 6 { // base64, 4 characters to 3 bytes at a time
+		for len(vals) >= 4 {
+			x := uint32(vals[0])<<18 | uint32(vals[1])<<12 | uint32(vals[2])<<6 | uint32(vals[3])
+			dst = append(dst, byte(x>>16), byte(x>>8), byte(x))
+			vals = vals[4:]
+		}
+	}
 	var acc uint32
 	n := 0
 	for _, v := range vals {
@@ -631,15 +634,16 @@ func escape(t []byte) (v rune, n int, isByte bool) {
 				return 0, 0, false
 			}
 			return v, 4, true
-		case '%', '&':
-			// Left to the escape that follows: a backslash an inner
-			// encoding wrote, before an outer encoding's escape.
-			return 0, 0, false
 		default:
+			// The one-letter escapes, and a backslash before a quote, a
+			// backslash or a slash, which stand for themselves. Not before
+			// any byte: a backslash an inner encoding wrote before an outer
+			// one's escape (\&#117;) is left to it, and bytes decoded from
+			// binary data make no escapes.
 			if r := shortEscapes[c]; r != 0 {
 				return r, 2, true
 			}
-			return rune(c), 2, true
+			return 0, 0, false
 		}
 	case '&':
 		if len(t) > 2 && t[1] == '#' {
@@ -684,7 +688,8 @@ func escape(t []byte) (v rune, n int, isByte bool) {
 }
 
 // shortEscapes are the one-letter escapes that stand for another byte.
-var shortEscapes = [256]rune{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'f': '\f', 'v': '\v', 'a': '\a', 'e': 0x1b}
+var shortEscapes = [256]rune{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'f': '\f', 'v': '\v', 'a': '\a', 'e': 0x1b,
+	'"': '"', '\'': '\'', '\\': '\\', '/': '/', '`': '`'}
 
 var entities = []struct {
 	name string

@@ -164,7 +164,7 @@ func TestJSON(t *testing.T) {
 		{"base64 in a string", []string{tok}, `{"b":"` + base64.StdEncoding.EncodeToString([]byte(tok)) + `"}`, `{"b":"[secret]"}`},
 		{"secret with a space", []string{"p@ss w/rd"}, `{"a":"x p@ss w/rd y","b":"p@ss%20w%2Frd"}`, `{"a":"x [secret] y","b":"[secret]"}`},
 		{"across literal tokens", []string{"1234, 5678"}, `[1234, 5678]`, `"[secret]"`},
-		{"backslash outside a string", []string{"s3cr3t-value"}, `[1,\s3cr3t-value]`, `[1,[secret]]`}, // \s is an escape of s
+		{"backslash outside a string", []string{"s3cr3t-value"}, `[1,\s3cr3t-value]`, `[1,\[secret]]`},
 		{"across tokens", []string{`a","b`}, `["xa","bx"]`, `"[secret]"`},
 		{"escaped backslash before a quote", []string{"s3cr3t-value"}, `{"t":"x\\","u":"a\"s3cr3t-value"}`, `{"t":"x\\","u":"a\"[secret]"}`},
 		{"escapes but no secret", []string{"s3cr3t-value"}, `{"t":"line\nbreak"}`, `{"t":"line\nbreak"}`},
