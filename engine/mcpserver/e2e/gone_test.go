@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,7 +87,16 @@ func TestServeSaysItsHubIsGone(t *testing.T) {
 					t.Errorf("the answer %q does not say %q", text, w)
 				}
 			}
-			must(t, os.Rename(dir+"-away", dir))
+			if err := os.Rename(dir+"-away", dir); err != nil {
+				// Something made the folder again while it was away: a
+				// person's move back fails the same way.
+				var made []string
+				_ = filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error {
+					made = append(made, strings.TrimPrefix(p, dir))
+					return nil
+				})
+				t.Fatalf("moving the hub back: %v; while it was away the folder was made again, holding %q\nstderr:\n%s", err, made, stderr.String())
+			}
 			until("")
 
 			// Deleted as a person deletes it (a file manager's trash, rm
