@@ -171,6 +171,7 @@ type Shim struct {
 	fallen    bool // the hub stopped; the rest goes to the local engine
 	owed      bool // the next request gets the "hub stopped" error
 	reason    string
+	stop      hubStop // how the hub stopped, once it did mid-session
 
 	local    chan struct{} // closed once the local engine is up (or failed)
 	localIn  *io.PipeWriter
@@ -866,13 +867,14 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 	first := !s.fallen
 	if first {
 		s.fallen, s.owed = true, true
-		s.reason = fmt.Sprintf("the hub at %s (pid %d) stopped: %v", s.Endpoint.URL, s.Endpoint.PID, cause)
+		s.stop = newHubStop(s.Endpoint, cause)
+		s.reason = s.stop.String()
 	}
 	owe := m.isRequest()
 	if owe {
 		s.owed = false
 	}
-	reason := s.reason
+	stop := s.stop
 	s.mu.Unlock()
 	if first {
 		s.Logger.Warn("the long-running hub stopped; serving with this process's own engine from now on", "url", s.Endpoint.URL, "err", cause)
@@ -881,15 +883,8 @@ func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
 	if owe {
 		// A connection refused, or not made, sent nothing: that request
 		// did not happen, which the person and the model may rely on.
-		s.write(hubStoppedReply(m.ID, reason, wasSent(cause)))
+		s.write(hubStoppedReply(m.ID, stop, wasSent(cause)))
 	}
-}
-
-func hubStoppedReply(id json.RawMessage, reason string, sent bool) *rpcError {
-	if !sent {
-		return errorReply(id, -32603, "%s; this request was not sent to it, so nothing of it happened: send it again, and it runs on this process's own engine.", reason)
-	}
-	return errorReply(id, -32603, "%s; this request's outcome is unknown (`capabilities hub runs` lists the runs). The next request runs on this process's own engine.", reason)
 }
 
 // startLocal starts the local engine and gives it the client's initialize.
@@ -933,10 +928,10 @@ func (s *Shim) toLocal(ctx context.Context, line []byte, m shimMsg) {
 	if owe {
 		s.owed = false
 	}
-	reason := s.reason
+	stop := s.stop
 	s.mu.Unlock()
 	if owe {
-		s.write(hubStoppedReply(m.ID, reason, false)) // it was never sent
+		s.write(hubStoppedReply(m.ID, stop, false)) // it was never sent
 		return
 	}
 	if m.Method == "" && line[0] == '{' {
@@ -954,7 +949,7 @@ func (s *Shim) toLocal(ctx context.Context, line []byte, m shimMsg) {
 	}
 	if s.localErr != nil {
 		if m.isRequest() {
-			s.write(errorReply(m.ID, -32603, "%s, and %v", s.reason, s.localErr))
+			s.write(noEngineReply(m.ID, s.reason, s.localErr))
 		}
 		return
 	}

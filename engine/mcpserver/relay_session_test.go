@@ -92,7 +92,7 @@ func TestShimRenewsASessionTheHubClosed(t *testing.T) {
 		wantLocal bool
 	}{
 		{"opened again", 0, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`, []string{"s2 tools/call"}, false},
-		{"refused", http.StatusUnauthorized, "this request was not sent to it, so nothing of it happened", nil, true},
+		{"refused", http.StatusUnauthorized, "was not sent to it, so nothing of it happened", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeHub{reinit: tc.reinit}
@@ -222,7 +222,7 @@ func TestShimReadsARotatedTokenAgain(t *testing.T) {
 		wantLocal bool
 	}{
 		{"rotated", true, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`, false},
-		{"refused", false, "this request was not sent to it, so nothing of it happened", true},
+		{"refused", false, "was not sent to it, so nothing of it happened", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeHub{token: "old"}
