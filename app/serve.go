@@ -64,6 +64,12 @@ func (a *App) serveMCP(ctx context.Context, port int) (endpoint string, stop fun
 			a.log.Warn("live configuration is off", "err", err)
 		}
 	})
+	// A decision from a notification or the window finishes its run here.
+	wg.Go(func() {
+		if err := a.hub.FinishDecided(ctx); err != nil {
+			a.log.Warn("runs are not resumed when a person decides", "err", err)
+		}
+	})
 	a.log.Info("serving MCP", "url", endpoint)
 	return endpoint, func() { unannounce(); cancel(); wg.Wait() }, nil
 }

@@ -146,6 +146,15 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 						e.log.Warn("live configuration is off", "err", err)
 					}
 				}()
+				if !stdio {
+					// The long-running hub resumes a run once a person has
+					// decided, wherever they decided.
+					go func() {
+						if err := h.FinishDecided(ectx); err != nil {
+							e.log.Warn("runs are not resumed when a person decides", "err", err)
+						}
+					}()
+				}
 				return srv, st, func() { ecancel(); srv.Close(); pages.Close(); h.Close() }, nil
 			}
 			if stdio {
