@@ -15,9 +15,10 @@ import (
 
 func newExecCmd(e *env) *cobra.Command {
 	var (
-		file   string
-		resume string
-		asJSON bool
+		file         string
+		resume       string
+		asJSON       bool
+		wait, noWait bool
 	)
 	c := &cobra.Command{
 		Use:   "exec '<code>' | exec --file FILE | exec -",
@@ -25,7 +26,11 @@ func newExecCmd(e *env) *cobra.Command {
 		Long: `Run the body of an async function in the sandbox, where each source is a global
 object of async functions (await everything.echo({message: "hi"})). Prints the run's
 envelope: status, result, logs, calls, and what it waits for. A call that needs a
-person's approval pauses the run: decide with ` + "`capabilities hub approve <runId>`" + `.`,
+person's approval pauses the run: decide with ` + "`capabilities hub approve <runId>`" + `,
+a notification of the desktop app, or the approval page. In a terminal, exec then
+waits for the decision (a status line says so; Ctrl-C leaves the run pending), goes
+on with the run and prints how it ends; --no-wait returns at once, --wait waits
+outside a terminal too.`,
 		Example: `  capabilities hub exec 'return await everything.echo({message: "hi"})'
   capabilities hub exec --file script.js
   echo 'return 1 + 1' | capabilities hub exec -`,
@@ -42,6 +47,23 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if wait && noWait {
+				return usagef("--wait and --no-wait: give one")
+			}
+			waits := wait || (!noWait && !asJSON && e.waitsByDefault())
+			show := func(h *hub.Hub, env *hub.Envelope) error {
+				if err := e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(env, asJSON) }); err != nil || !waits || env.Status != "awaiting_approval" {
+					return err
+				}
+				next, err := e.waitForDecision(c.Context(), h, env)
+				if err != nil || next == nil {
+					return err
+				}
+				if !asJSON {
+					fmt.Fprintln(e.stdout)
+				}
+				return e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(next, asJSON) })
+			}
 			if resume != "" {
 				h, _, err := e.openHub()
 				if err != nil {
@@ -52,7 +74,7 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 				if err != nil {
 					return err
 				}
-				return e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(env, asJSON) })
+				return show(h, env)
 			}
 			var src string
 			switch {
@@ -80,12 +102,14 @@ person's approval pauses the run: decide with ` + "`capabilities hub approve <ru
 			if err != nil {
 				return err
 			}
-			return e.scrubbedOut(h.Scrubber(), asJSON, func() error { return e.printEnvelope(env, asJSON) })
+			return show(h, env)
 		},
 	}
 	c.Flags().StringVar(&file, "file", "", "read the code from `FILE`")
 	c.Flags().StringVar(&resume, "resume", "", "continue the run `RUN_ID` that waited (after capabilities hub approve or hub auth), as execute({resume}) does")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the envelope as JSON")
+	c.Flags().BoolVar(&wait, "wait", false, "when the run asks a person, wait for the decision and go on with it, also outside a terminal")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "when the run asks a person, return at once (the default outside a terminal)")
 	_ = c.RegisterFlagCompletionFunc("resume", complete(runIDs(waitingRun)))
 	return c
 }
