@@ -461,7 +461,9 @@ type editJSON struct {
 	Harness string `json:"harness"`
 	Path    string `json:"path"`
 	// Status: changed, unchanged, would-change, error; connect: kept (the
-	// file has its own entry of the hub's name, and was left as it is).
+	// file has its own entry of the hub's name, and was left as it is);
+	// disconnect: removed, would-remove (a file connect created, left
+	// with nothing else in it).
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 	// Replaced: the harness's own entries turned off (connect --replace).
@@ -526,6 +528,7 @@ func hubEntriesOff(f harness.File, src []byte, bins []string) []offJSON {
 		return nil
 	}
 	var out []offJSON
+	untrusted := geminiUntrusted(f)
 	for _, s := range servers {
 		if isHubEntry(s, bins) {
 			if why := harness.TurnedOff(f, doc, s.Name); why != "" {
@@ -534,9 +537,31 @@ func hubEntriesOff(f harness.File, src []byte, bins []string) []offJSON {
 			for _, why := range harness.OffElsewhere(f, doc, s.Name) {
 				out = append(out, offJSON{Name: s.Name, Why: why})
 			}
+			if untrusted != "" {
+				out = append(out, offJSON{Name: s.Name, Why: untrusted})
+			}
 		}
 	}
 	return out
+}
+
+// geminiUntrusted says, for Gemini CLI's user settings, why Gemini starts
+// no MCP server in this folder (it does not trust it: `gemini mcp list`
+// shows each as "Disabled") and what to do; "" when it trusts it, or f is
+// another harness's.
+func geminiUntrusted(f harness.File) string {
+	if f.Harness != "gemini" || f.Project {
+		return ""
+	}
+	env, err := harness.FromOS()
+	if err != nil {
+		return ""
+	}
+	trusted, why, fix := harness.GeminiTrust(env, env.Cwd)
+	if trusted {
+		return ""
+	}
+	return fmt.Sprintf("Gemini CLI does not trust this folder, %s, and starts no MCP server in a folder it does not trust (gemini mcp list shows them Disabled): %s. To trust it: %s", env.Cwd, why, fix)
 }
 
 // ownLookup finds, for a result of one of files, the entries of names in
@@ -614,6 +639,10 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 			kept++
 		case !r.Changed:
 			j.Status = "unchanged"
+		case r.Delete && dryRun:
+			j.Status = "would-remove"
+		case r.Delete:
+			j.Status = "removed"
 		case dryRun:
 			j.Status = "would-change"
 		default:
@@ -633,6 +662,12 @@ func (e *env) applyEdits(kind string, files []harness.File, changes []edit.Chang
 			fmt.Fprintf(e.stdout, "%s: %s would change:\n%s", r.Harness, r.Path, maskSecrets(byPath[[2]string{r.Harness, r.Path}], lineDiff(r.Before, r.After), r.Before, r.After))
 		case "kept":
 			fmt.Fprintf(e.stdout, "%s: %s kept as it is\n", r.Harness, r.Path)
+		case "would-remove", "removed":
+			would := "removed"
+			if dryRun {
+				would = "would be removed"
+			}
+			fmt.Fprintf(e.stdout, "%s: %s %s (connect created it, and nothing else is in it)\n", r.Harness, r.Path, would)
 		default:
 			fmt.Fprintf(e.stdout, "%s: %s %s\n", r.Harness, r.Path, j.Status)
 		}

@@ -21,7 +21,8 @@ func newDisconnectCmd(e *env) *cobra.Command {
 		Short: "Remove the `capabilities` entry from each agent's MCP config",
 		Long: `Remove the capabilities entry that connect wrote from each agent harness config (and the
 capabilities-<profile> entry of each profile's connect --profile), changing nothing else (what connect created around it, such as an "mcpServers" key the file
-did not have, goes too), and turn back on the entries connect --replace turned off. An entry
+did not have, goes too; a file connect created, and the folders it made for it, go when nothing
+else is left in it, such as "{}"; anything the person added since keeps it), and turn back on the entries connect --replace turned off. An entry
 it moved out whose name the file holds again (written since) is not overwritten: disconnect
 says so, where the snapshot keeps the one moved out, and how to have it back. The skill
 copies connect installed go too (a file changed since is left, and named). Each file is first copied to a snapshot; 'capabilities rollback' restores it.
@@ -48,6 +49,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 			self, _ := selfCommand() // none: the entries named capabilities only
 			bins := hubBinaries(snaps, self)
 			var changes []edit.Change
+			var made []string // folders connect made for a file it created
 			for _, f := range files {
 				format, key := edit.Format(f.Format), f.ServersKey
 				created := 0
@@ -59,8 +61,11 @@ it is left byte for byte and named, with its command or URL (credential values m
 				if err != nil {
 					return fmt.Errorf("disconnect: %w", err)
 				}
+				// A file connect created goes when nothing else is left in it.
+				ours, dirs := edit.CreatedByConnect(snaps, f.Path)
+				made = append(made, dirs...)
 				changes = append(changes, edit.Change{
-					Harness: f.Harness, Path: f.Path, Format: format,
+					Harness: f.Harness, Path: f.Path, Format: format, RemoveEmpty: ours,
 					Edit: func(src []byte) ([]byte, error) {
 						if src == nil {
 							return nil, nil // no file: nothing to take out
@@ -76,8 +81,19 @@ it is left byte for byte and named, with its command or URL (credential values m
 							}
 						}
 						out, err := turnBackOn(format, out, key, replaced)
-						if err != nil || string(out) == string(src) {
+						if err != nil {
 							return out, err
+						}
+						if ours {
+							// A file connect created, whose servers' object
+							// (connect's too) is all that is left, empty:
+							// nothing else is in it, and it goes.
+							if all, err := edit.Prune(format, out, key, len(key)); err == nil && edit.Empty(format, all) {
+								return all, nil
+							}
+						}
+						if string(out) == string(src) {
+							return out, nil
 						}
 						if out, err = edit.Prune(format, out, key, created); err != nil {
 							return nil, err
@@ -91,7 +107,7 @@ it is left byte for byte and named, with its command or URL (credential values m
 			changes = append(changes, removals...)
 			err = e.applyEdits("disconnect", files, changes, dryRun, asJSON, nil, ownLookup(files, names, bins), bins)
 			if !dryRun {
-				edit.RemoveEmptyDirs(dirs) // only those left empty
+				edit.RemoveEmptyDirs(append(dirs, made...)) // only those left empty
 			}
 			return err
 		},

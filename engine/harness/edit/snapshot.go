@@ -44,6 +44,10 @@ type Change struct {
 	// a skill's copy); Edit, when set, is still called to check the bytes
 	// there and may refuse them.
 	Delete bool
+	// RemoveEmpty removes the file instead of writing it when the edit
+	// leaves it empty (Empty: an empty object, or blanks): disconnect
+	// taking the hub's entry out of a file connect created (CreatedByConnect).
+	RemoveEmpty bool
 	// Format is how the file is written, for the snapshot to find the
 	// credentials it holds (Credentials); "" for none (a skill's file).
 	Format Format
@@ -196,13 +200,16 @@ func Plan(changes []Change) []Result {
 				err = fmt.Errorf("editing %s: %w", c.Path, err)
 			}
 		}
-		if c.Delete {
+		if err == nil && c.RemoveEmpty && r.Existed && Empty(c.Format, r.After) {
+			r.Delete = true
+		}
+		if r.Delete {
 			r.After = nil
 		}
 		// A read-only file is refused only when it would change: one that
 		// already is as the edit wants it (connected, or without the entry
 		// disconnect takes out) is no error.
-		if err == nil && r.Existed && mode&0o200 == 0 && (c.Delete || !bytes.Equal(r.Before, r.After)) {
+		if err == nil && r.Existed && mode&0o200 == 0 && (r.Delete || !bytes.Equal(r.Before, r.After)) {
 			err = fmt.Errorf("writing %s: the file is read-only (mode %v); make it writable or leave this harness out with --client", c.Path, mode)
 		}
 		if err == nil && c.Replaced != nil {
@@ -213,7 +220,7 @@ func Plan(changes []Change) []Result {
 		}
 		r.Err = err
 		r.Changed = err == nil && !bytes.Equal(r.Before, r.After)
-		if c.Delete {
+		if r.Delete {
 			r.Changed = err == nil && r.Existed
 		}
 		out[i] = r
@@ -275,7 +282,7 @@ func (sn Snaps) Apply(ctx context.Context, kind string, changes []Change) (*Snap
 	}
 	for n, i := range todo {
 		r, f := &results[i], &snap.Files[n]
-		if changes[i].Delete {
+		if r.Delete {
 			f.Removing = true
 			err := snap.save()
 			if err == nil {
@@ -527,7 +534,7 @@ func missingDirs(changes []Change, results []Result, todo []int) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, i := range todo {
-		if results[i].Existed || changes[i].Delete {
+		if results[i].Existed || results[i].Delete {
 			continue
 		}
 		t, err := target(changes[i].Path)
@@ -727,6 +734,65 @@ func LastConnect(snapRoot, path string) (SnapFile, bool) {
 		}
 	}
 	return SnapFile{}, false
+}
+
+// CreatedByConnect reports whether the file at path did not exist before
+// connect first wrote it: the records of path (snapshots rolled back left
+// out), newest first, lead back to a connect that created it, with no
+// removal of the file between (after one, a file there again is another).
+// dirs are the folders that connect made for it (its missing parents). A
+// file that was there before the oldest record kept (the person's own, or
+// one whose first connect a prune took) is not: it is kept.
+func CreatedByConnect(snapRoot, path string) (created bool, dirs []string) {
+	all, err := Snapshots(snapRoot)
+	if err != nil {
+		return false, nil
+	}
+	for _, s := range all {
+		if s.RolledBack {
+			continue
+		}
+		for _, f := range s.Files {
+			if f.Path != path || f.Skill != "" {
+				continue
+			}
+			if f.Removed || f.Removing {
+				return false, nil
+			}
+			if f.Existed {
+				continue
+			}
+			if s.Kind != "connect" || f.Written == "" {
+				return false, nil
+			}
+			for _, d := range s.Dirs {
+				if rel, err := filepath.Rel(d, f.Target); err == nil && !strings.HasPrefix(rel, "..") {
+					dirs = append(dirs, d)
+				}
+			}
+			return true, dirs
+		}
+	}
+	return false, nil
+}
+
+// Empty reports whether b is what an empty config of format holds: an
+// object with nothing in it (JSON; blanks around and inside, a byte order
+// mark), or only blanks (TOML, or an empty file).
+func Empty(format Format, b []byte) bool {
+	rest := bytes.Map(func(r rune) rune {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\uFEFF' {
+			return -1
+		}
+		return r
+	}, b)
+	switch format {
+	case JSON, JSONC:
+		return len(rest) == 0 || string(rest) == "{}"
+	case TOML:
+		return len(rest) == 0
+	}
+	return false
 }
 
 // SkillFiles lists the skill files connect wrote for harness that no
