@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -113,7 +115,15 @@ func (h *Hub) saveNamespaces(c *catalog) {
 	path := h.nsCachePath()
 	b, err := json.Marshal(nsCacheFile{Fingerprint: c.nsFingerprint, Namespaces: c.namespaces()})
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(path), 0o700)
+		// The cache folder only, inside the hub's: a hub moved away or
+		// deleted while this process serves is not made again here (the
+		// person would find a hub folder where they moved theirs away).
+		if err = os.Mkdir(filepath.Dir(path), 0o700); errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return // the hub is gone (store.Gone says so to every call)
 	}
 	if err == nil {
 		err = store.WriteFileAtomic(path, b)

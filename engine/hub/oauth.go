@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -298,7 +299,7 @@ func (s *tokenStore) Lock(ctx context.Context) (func(), error) {
 		return mu.(*sync.Mutex).Unlock, nil
 	}
 	dir := filepath.Join(f.Dir(), "locks")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) { // never the hub's own folder again, if it went away
 		return nil, fmt.Errorf("locking the tokens of %s/%s: %w", s.ns, s.conn, err)
 	}
 	l := flock.New(filepath.Join(dir, "oauth."+s.ns+"."+s.conn+".lock"), flock.SetPermissions(0o600))
