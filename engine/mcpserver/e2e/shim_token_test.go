@@ -198,9 +198,12 @@ func TestShimSendsTheTokenOnlyToTheHub(t *testing.T) {
 		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: a.wrap(pretend)}}
 		srv.Start()
 		defer srv.Close()
+		// The shim may learn of the death on a new connection (refused: the
+		// request was not sent) or on the one it kept alive, cut under the
+		// request (its outcome unknown to it): both say the hub stopped.
 		res := s.execute(`return await reader.echo({message: "after"})`)
-		if e := fmt.Sprint(res["error"]); !strings.Contains(e, "stopped") || !strings.Contains(e, "was not sent to it") {
-			t.Errorf("the request after the hub was killed: %v; want the hub stopped, the request not sent", res)
+		if e := fmt.Sprint(res["error"]); !strings.Contains(e, "stopped") || !strings.Contains(e, "was not sent to it") && !strings.Contains(e, "outcome is unknown") {
+			t.Errorf("the request after the hub was killed: %v; want the hub stopped, and the request not sent or its outcome unknown", res)
 		}
 		if res := s.execute(`return await reader.echo({message: "own"})`); !strings.Contains(fmt.Sprint(res["result"]), "Echo: own") {
 			t.Errorf("execute on the shim's own engine: %v", res)
