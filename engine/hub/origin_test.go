@@ -24,24 +24,11 @@ func TestInvariantI4CredentialStaysOnItsOrigin(t *testing.T) {
 	f := newFixtureEnv(t, map[string]string{"SCRIPTED_CORPUS": "1"})
 	ctx := context.Background()
 	otherCalls := filepath.Join(t.TempDir(), "other-calls.jsonl")
-	p, err := f.h.Propose(ctx, hub.AddRequest{
+	addReviewed(t, f.h, hub.AddRequest{
 		Command:   testenv.Scripted(t),
 		Namespace: "other",
 		Env:       map[string]string{"SCRIPTED_CALLS": otherCalls, "SCRIPTED_TOOLS": "4"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.h.Accept(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	r, err := f.h.PendingReview(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.h.AcceptReview(ctx, r, nil, "test"); err != nil {
-		t.Fatal(err)
-	}
 
 	env, err := f.h.Execute(ctx, `
 const s = (await leaky.leakPart({part: 1})).half + (await leaky.leakPart({part: 2})).half;
