@@ -449,6 +449,15 @@ func (d *desktop) trayScenario() {
 	if got.Choice != model.ChoiceOnce || got.Channel != "desktop" {
 		t.Fatalf("the run's decision is %s via %s, want once via desktop", got.Choice, got.Channel)
 	}
+	// The app goes on with the run by itself once it is decided (issue 37
+	// item 1): the write is made with no agent coming back, and the agent's
+	// resume gets the finished envelope.
+	d.waitFor("the app to finish the run decided from its notification", func() bool {
+		return d.run(run).Status == model.RunCompleted
+	})
+	if n := lines(t, d.calls); n != 1 {
+		t.Fatalf("the upstream acted %d times after Allow once, want exactly once", n)
+	}
 	d.exec("completed", "--resume", run)
 	if n := lines(t, d.calls); n != 1 {
 		t.Fatalf("the upstream acted %d times after Allow once and resume, want exactly once", n)

@@ -93,9 +93,17 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 				mu.Lock()
 				resumes[id] = true
 				mu.Unlock()
+				done := make(chan struct{})
+				h.finishing.Store(id, done)
 				wg.Go(func() {
-					defer func() { mu.Lock(); delete(resumes, id); mu.Unlock() }()
-					env, err := h.Resume(ctx, id)
+					defer func() {
+						h.finishing.Delete(id)
+						close(done)
+						mu.Lock()
+						delete(resumes, id)
+						mu.Unlock()
+					}()
+					env, err := h.runEngine().Resume(ctx, id)
 					switch {
 					case errors.Is(err, run.ErrRunningElsewhere), ctx.Err() != nil:
 					case err != nil:

@@ -222,7 +222,20 @@ func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}
-	return h.runEngine().Resume(ctx, runID)
+	env, err := h.runEngine().Resume(ctx, runID)
+	if errors.Is(err, run.ErrRunningElsewhere) {
+		// This hub is going on with it since a person decided
+		// (FinishDecided): the agent's resume gets how it ends.
+		if done, ok := h.finishing.Load(runID); ok {
+			select {
+			case <-done.(chan struct{}):
+				return h.runEngine().Resume(ctx, runID)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return env, err
 }
 
 // Runs gives the run engine for reading runs (list, show, cancel).

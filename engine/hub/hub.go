@@ -59,6 +59,10 @@ type Hub struct {
 
 	refreshes refreshes
 	changes   changes // OnChange's subscribers
+	// finishing holds, for each run FinishDecided is resuming here, a
+	// channel closed when it is done: an agent's resume of it meanwhile
+	// waits for it (Resume) instead of finding it held.
+	finishing sync.Map
 	catalog   atomic.Pointer[catalog]
 	catalogMu sync.Mutex // one catalog build at a time
 	// catalogGen counts Invalidate calls: a build that began before one

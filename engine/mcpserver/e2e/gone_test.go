@@ -115,9 +115,14 @@ func TestServeSaysItsHubIsGone(t *testing.T) {
 				t.Errorf("the answer %q does not say to restart serve", text)
 			}
 			cs.Close()
-			got := stderr.String()
+			// serve says it on stderr as it answers: the last line may come
+			// a moment after the answer the client read.
 			for _, w := range []string{"capabilities: the hub at " + dir + " was deleted or moved away", "capabilities: the hub at " + dir + " is back: serving it again", "capabilities: the hub at " + dir + " was replaced by another hub"} {
-				if !strings.Contains(got, w) {
+				deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+				for !strings.Contains(stderr.String(), w) && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if got := stderr.String(); !strings.Contains(got, w) {
 					t.Errorf("stderr does not say %q:\n%s", w, got)
 				}
 			}
