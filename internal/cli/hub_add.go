@@ -269,9 +269,14 @@ for once (or read with --secret-stdin).`,
 				return nil
 			}
 			fmt.Fprintf(e.stdout, "Added %s with %d tools.\n\n", ns, len(p.Manifest.Tools))
-			// The review's tools are the proposal's, just shown: it
-			// says how many of each kind it proposes to allow or ask.
-			if err := reviewWith(c.Context(), e, h, ns, yes, false, printReviewCounts); err != nil {
+			// The review's tools are the proposal's: for a large source,
+			// just shown in part, it says how many of each kind it proposes
+			// to allow or ask; a small one's are listed with their status.
+			show := printReview
+			if len(p.Manifest.Tools) > proposalTools {
+				show = printReviewCounts
+			}
+			if err := reviewWith(c.Context(), e, h, ns, yes, false, show); err != nil {
 				return err
 			}
 			if len(p.Manifest.Tools) > 0 {
