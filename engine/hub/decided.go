@@ -16,8 +16,8 @@ import (
 )
 
 // FinishDecided resumes each paused run as soon as every call it waits for
-// is decided — from a notification, the desktop app's window, the approval
-// page or the client's form — so that an approved write is made then, not
+// is decided, from a notification, the desktop app's window or the approval
+// page (unattended), so that an approved write is made then, not
 // when the agent comes back, and the agent's next execute({resume}) gets
 // the finished envelope at once. The long-running hub runs it (the desktop
 // app, serve --http); `hub exec` waits for its own run (Decided). A run
@@ -52,7 +52,7 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 	// after the watch is set, so none falls between.
 	if paused, err := h.runEngine().Paused(ctx); err == nil {
 		for _, r := range paused {
-			if Decided(&r) {
+			if Decided(&r) && unattended(&r) {
 				changed[r.ID] = true
 				debounce = time.After(0)
 			}
@@ -117,10 +117,11 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 	}
 }
 
-// decided reports whether run id waits for decisions and has them all.
+// decided reports whether run id waits for decisions, has them all, and
+// no one else goes on with it (unattended).
 func (h *Hub) decided(ctx context.Context, id string) bool {
 	r, err := store.Get[model.Run](ctx, h.store, store.Runs, id)
-	return err == nil && Decided(r)
+	return err == nil && Decided(r) && unattended(r)
 }
 
 // Decided reports whether r is paused for decisions a person has all made:
@@ -136,3 +137,24 @@ func Decided(r *model.Run) bool {
 	}
 	return true
 }
+
+// unattended reports whether a decision of r came from a channel that goes
+// on with nothing itself: a notification or the window of the desktop app,
+// or the approval page. `hub approve` resumes the run it decided, and a
+// client's form answers the execute that waits on it: FinishDecided leaves
+// those runs to them, so two processes do not race for one run.
+func unattended(r *model.Run) bool {
+	for _, p := range r.Pending {
+		if d := p.Decision; d != nil && (d.Channel == channelDesktop || d.Channel == channelPage) {
+			return true
+		}
+	}
+	return false
+}
+
+// The channels of engine/approval (which only host code that handles a
+// person's input may import) whose decisions no one waits on.
+const (
+	channelDesktop = "desktop"
+	channelPage    = "approval-page"
+)
