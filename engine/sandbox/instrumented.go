@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 )
 
@@ -35,10 +36,40 @@ const instrumentedMagic = "capabilities instrumented QuickJS v1\n"
 // cache's layout directory).
 func instrumentedPath(dir string) string {
 	h := sha256.New()
-	h.Write(qjsWasm)
+	h.Write(qjsIdentity())
 	h.Write(instrumenterSource)
 	return filepath.Join(dir, "quickjs-"+hex.EncodeToString(h.Sum(nil)[:12])+".wasm")
 }
+
+// qjsIdentity names the QuickJS module qjs embeds: the qjs module's path,
+// version and checksum (go.sum's, which covers every byte of the module)
+// as the build recorded them, or, in a build that recorded none (a
+// replaced module, a build without module information), the module's
+// bytes. Naming it by its checksum spares every process reading qjs's 1 MB
+// module only to hash it: those pages of the binary would stay in the
+// process's memory for as long as it runs.
+func qjsIdentity() []byte {
+	info, _ := debug.ReadBuildInfo()
+	return qjsIdentityIn(info)
+}
+
+// qjsIdentityIn is qjsIdentity for the build info (nil: none).
+func qjsIdentityIn(info *debug.BuildInfo) []byte {
+	if info != nil {
+		for _, m := range info.Deps {
+			if m.Path != qjsModule {
+				continue
+			}
+			if m.Replace == nil && m.Sum != "" {
+				return []byte(m.Path + "@" + m.Version + " " + m.Sum)
+			}
+		}
+	}
+	return qjsWasm
+}
+
+// qjsModule is the module whose wasmBytes harden.go links to.
+const qjsModule = "github.com/fastschema/qjs"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

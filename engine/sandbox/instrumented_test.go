@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"go/types"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"testing"
@@ -92,5 +93,31 @@ func TestInstrumentationInOneFile(t *testing.T) {
 	sort.Strings(outside)
 	if len(outside) > 0 {
 		t.Errorf("instrumentModule reaches names declared outside interrupt.go: %v; move them there, or add their files to instrumentedPath's name", outside)
+	}
+}
+
+// TestQuickJSNamedByItsModule: the instrumented QuickJS's file is named by
+// the qjs module's version and go.sum checksum when the build recorded
+// them (a binary built by go build; TestSandboxCacheNamedByModule in the
+// e2e package checks the real binary's file), by the module's bytes when
+// it did not (a test binary, a replaced module).
+func TestQuickJSNamedByItsModule(t *testing.T) {
+	dep := func(m debug.Module) *debug.BuildInfo {
+		return &debug.BuildInfo{Deps: []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.1.0", Sum: "h1:x"}, &m}}
+	}
+	for _, c := range []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"recorded", dep(debug.Module{Path: qjsModule, Version: "v0.0.6", Sum: "h1:abc="}), qjsModule + "@v0.0.6 h1:abc="},
+		{"replaced", dep(debug.Module{Path: qjsModule, Version: "v0.0.6", Replace: &debug.Module{Path: "../qjs"}}), string(qjsWasm)},
+		{"no checksum", dep(debug.Module{Path: qjsModule, Version: "v0.0.6"}), string(qjsWasm)},
+		{"not a dependency", dep(debug.Module{Path: "example.com/other", Version: "v1.0.0", Sum: "h1:y"}), string(qjsWasm)},
+		{"no build info", nil, string(qjsWasm)},
+	} {
+		if got := string(qjsIdentityIn(c.info)); got != c.want {
+			t.Errorf("%s: qjsIdentityIn = %.60q, want %.60q", c.name, got, c.want)
+		}
 	}
 }
