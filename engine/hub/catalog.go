@@ -215,6 +215,7 @@ type SearchResult = index.Result
 // Search finds tools by intent over the cached manifests. It never waits on
 // an upstream.
 func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
+	defer h.busy()()
 	c, err := h.loadCatalog(ctx)
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
@@ -244,6 +245,7 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 // Describe renders exact TypeScript declarations for tool addresses,
 // namespaces or named types, within a token budget (0: the default).
 func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (string, error) {
+	defer h.busy()()
 	skills, targets := splitSkillTargets(targets)
 	var out string
 	if len(skills) > 0 {

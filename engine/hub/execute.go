@@ -119,8 +119,10 @@ func (h *Hub) Prepare(ctx context.Context) {
 			d.Expect(c.namespaces())
 		}
 		h.saveNamespaces(c)
+		done := h.busy()
 		c.search() // then the first search's index
 		trimHeap()
+		done() // trimmed again once idle
 	}()
 }
 
@@ -207,6 +209,7 @@ func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outco
 
 // Execute runs the model's code as a new run.
 func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
+	defer h.busy()()
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}
@@ -219,6 +222,7 @@ func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
 // Resume continues a run after a person decided (or returns its current
 // envelope when nothing changed).
 func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
+	defer h.busy()()
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ type Hub struct {
 	catalogGen atomic.Uint64
 	nscache    nsCache        // the set runs see, kept for the next start (nscache.go)
 	preparing  sync.WaitGroup // Prepare's goroutines, waited for by Close
+	quiet      quiet          // trims memory once the hub is idle (quiet.go)
 	settingsMu sync.Mutex     // UpdateSettings, one at a time
 }
 
@@ -96,6 +97,7 @@ func (h *Hub) Store() store.Store { return h.store }
 // Close stops every upstream the hub started. Refreshes announced from now
 // on are refused and those under way are cancelled.
 func (h *Hub) Close() {
+	h.stopQuiet()
 	h.runs.executedOnce.Do(func() { close(h.runs.executedChan()) }) // Prepare waits no more for an execute
 	h.preparing.Wait()
 	h.runEngine().Wait() // the records of the runs that just ended, the prune

@@ -590,3 +590,18 @@ func (v *vm) drain() error {
 	res.Free()
 	return nil
 }
+
+// Trim lets go what an idle driver need not keep, and reports whether it
+// did: nothing while an attempt runs. The ready runtimes stay (the next
+// execute takes one, and Anticipate warms up with the other); the used
+// ones waiting to be reset, the snapshots of namespace sets other than the
+// expected one, and the spare memories go, for Go to give back.
+func (d *Driver) Trim() bool {
+	if d.active.Load() > 0 {
+		return false
+	}
+	d.closeUsed()
+	d.snaps.keep(d.expect.Load())
+	d.spare.empty()
+	return true
+}

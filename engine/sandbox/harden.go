@@ -428,6 +428,13 @@ func (p *memoryPool) give(b []byte) {
 	}
 }
 
+// empty lets every spare memory go.
+func (p *memoryPool) empty() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bufs = nil
+}
+
 // field returns a pointer to an unexported field of a qjs.Runtime.
 func field[T any](rt *qjs.Runtime, name string) *T { return fieldOf[T](rt, name) }
 

@@ -279,3 +279,19 @@ func (s *snapshots) put(sn *snapshot) {
 		s.last = s.last[:keptSnapshots]
 	}
 }
+
+// keep drops the snapshots of every set but nss (all when nil is not one
+// of them: then only the most recent stays).
+func (s *snapshots) keep(nss *Namespaces) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sn := range s.last {
+		if nss != nil && sn.nss.same(nss) {
+			s.last = []*snapshot{sn}
+			return
+		}
+	}
+	if len(s.last) > 1 {
+		s.last = s.last[:1]
+	}
+}
