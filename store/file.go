@@ -208,7 +208,10 @@ func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
 		return err
 	}
 	defer unlock()
-	return f.writeRecord(kind, f.Path(kind, id), b)
+	if err := f.writeRecord(kind, f.Path(kind, id), b); err != nil {
+		return err
+	}
+	return f.bump(kind)
 }
 
 // writeRecord writes a record atomically. Run records skip the fsync: a
@@ -245,7 +248,10 @@ func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte)
 	if err != nil {
 		return err
 	}
-	return f.writeRecord(kind, p, next)
+	if err := f.writeRecord(kind, p, next); err != nil {
+		return err
+	}
+	return f.bump(kind)
 }
 
 func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
@@ -263,7 +269,7 @@ func (f *File) Delete(ctx context.Context, kind Kind, id string) error {
 		}
 	}
 	f.removeLocks(kind, id)
-	return nil
+	return f.bump(kind)
 }
 
 func (f *File) List(ctx context.Context, kind Kind) ([]string, error) {

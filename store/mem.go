@@ -16,6 +16,7 @@ type Mem struct {
 	records map[Kind]map[string][]byte
 	logs    map[Kind]map[string][][]byte
 	holds   map[string]bool
+	gen     int64 // writes that bump the generation (generation.go)
 }
 
 var _ Store = (*Mem)(nil)
@@ -57,6 +58,9 @@ func (m *Mem) put(kind Kind, id string, b []byte) {
 		m.records[kind] = map[string][]byte{}
 	}
 	m.records[kind][id] = b
+	if bumps(kind) {
+		m.gen++
+	}
 }
 
 func (m *Mem) Update(ctx context.Context, kind Kind, id string, fn func([]byte) ([]byte, error)) error {
@@ -85,6 +89,9 @@ func (m *Mem) Delete(ctx context.Context, kind Kind, id string) error {
 	defer m.mu.Unlock()
 	delete(m.records[kind], id)
 	delete(m.logs[kind], id)
+	if bumps(kind) {
+		m.gen++
+	}
 	return nil
 }
 
