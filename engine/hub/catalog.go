@@ -72,12 +72,20 @@ func (c *catalog) namespaces() *sandbox.Namespaces {
 // Invalidate drops the cached catalog; the next search or describe rebuilds
 // it from the store. Call it when sources or manifests change (the serve
 // loop's store watcher does).
+//
+// What was dropped is current with the store's generation read before it
+// (generation.go): the next request reads the store again only when
+// another write came since.
 func (h *Hub) Invalidate() {
+	g, genOK := h.storeGeneration()
 	h.catalogGen.Add(1)
 	h.catalog.Store(nil)
 	h.secrets.mu.Lock()
 	h.secrets.refs = nil
 	h.secrets.mu.Unlock()
+	if genOK {
+		h.noteGeneration(g)
+	}
 	h.notifyChange()
 }
 
@@ -216,6 +224,7 @@ type SearchResult = index.Result
 // an upstream.
 func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 	defer h.busy()()
+	h.current()
 	c, err := h.loadCatalog(ctx)
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("searching: %w", err)
@@ -246,6 +255,7 @@ func (h *Hub) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
 // namespaces or named types, within a token budget (0: the default).
 func (h *Hub) Describe(ctx context.Context, targets []string, budget int) (string, error) {
 	defer h.busy()()
+	h.current()
 	skills, targets := splitSkillTargets(targets)
 	var out string
 	if len(skills) > 0 {

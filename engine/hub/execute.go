@@ -210,6 +210,7 @@ func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outco
 // Execute runs the model's code as a new run.
 func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
 	defer h.busy()()
+	h.current() // what another process wrote is there for this run
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}
@@ -223,6 +224,7 @@ func (h *Hub) Execute(ctx context.Context, code string) (*Envelope, error) {
 // envelope when nothing changed).
 func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
 	defer h.busy()()
+	h.current()
 	if _, err := h.sandbox(); err != nil {
 		return nil, err
 	}

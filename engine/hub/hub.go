@@ -69,6 +69,7 @@ type Hub struct {
 	// does not keep its (maybe stale) catalog.
 	catalogGen atomic.Uint64
 	nscache    nsCache        // the set runs see, kept for the next start (nscache.go)
+	gen        generation     // the store's generation the caches are current with (generation.go)
 	preparing  sync.WaitGroup // Prepare's goroutines, waited for by Close
 	quiet      quiet          // trims memory once the hub is idle (quiet.go)
 	settingsMu sync.Mutex     // UpdateSettings, one at a time
@@ -88,6 +89,11 @@ func New(st store.Store, opts Options) *Hub {
 	so.OnToolsChanged = h.toolsChanged
 	h.pool = source.NewPool(so)
 	h.pool.OnConnect(h.noteHealth)
+	// Nothing is cached yet: what is read from now on is at least as new
+	// as this generation.
+	if g, ok := h.storeGeneration(); ok {
+		h.noteGeneration(g)
+	}
 	return h
 }
 
