@@ -39,9 +39,23 @@ func BenchmarkPutRunSpare(b *testing.B) { benchPutRun(b, 10*time.Millisecond) }
 // time, as a run that calls nothing writes its one record.
 func BenchmarkPutNewRunSpare(b *testing.B) { benchPutRunID(b, 10*time.Millisecond, true) }
 
+// BenchmarkPutNewRun is a new record each time, back to back: the one
+// file a run that calls nothing wrote before PutFinal, once the spares
+// are used up.
+func BenchmarkPutNewRun(b *testing.B) { benchPutRunID(b, 0, true) }
+
+// BenchmarkPutFinalRun is BenchmarkPutNewRun through PutFinal, as a run
+// that calls nothing writes its record now: a line in a shared file and a
+// link to it.
+func BenchmarkPutFinalRun(b *testing.B) { benchPutRunWith(b, 0, true, true) }
+
 func benchPutRun(b *testing.B, pause time.Duration) { benchPutRunID(b, pause, false) }
 
 func benchPutRunID(b *testing.B, pause time.Duration, newID bool) {
+	benchPutRunWith(b, pause, newID, false)
+}
+
+func benchPutRunWith(b *testing.B, pause time.Duration, newID, final bool) {
 	f, _, err := store.Init(filepath.Join(b.TempDir(), "hub"))
 	if err != nil {
 		b.Fatal(err)
@@ -62,7 +76,11 @@ func benchPutRunID(b *testing.B, pause time.Duration, newID bool) {
 			id = fmt.Sprintf("r%d", n)
 		}
 		n++
-		if err := f.Put(ctx, store.Runs, id, rec); err != nil {
+		put := f.Put
+		if final {
+			put = f.PutFinal
+		}
+		if err := put(ctx, store.Runs, id, rec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,3 +13,10 @@ func SparesReady(f *File) int {
 // SpareUse is how many records and journals f's runs/ made of a spare, and
 // how many it created itself.
 func SpareUse(f *File) (named, missed int64) { return f.runs.named.Load(), f.runs.missed.Load() }
+
+// Packed is how many records f wrote into shared files (PutFinal).
+func Packed(f *File) int64 {
+	f.pack.mu.Lock()
+	defer f.pack.mu.Unlock()
+	return f.pack.packed
+}

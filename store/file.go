@@ -73,6 +73,7 @@ type File struct {
 	dir  string
 	hub  Hub
 	runs *spares // empty files ready in runs/
+	pack *pack   // this process's file of run records that will not change (PutFinal)
 }
 
 var _ Store = (*File)(nil)
@@ -140,12 +141,14 @@ func Open(dir string) (*File, error) {
 	if h.Schema < 1 || h.ID == "" {
 		return nil, fmt.Errorf("opening the hub: %s has no schema version or hub id; remove it and run `capabilities hub init` (records in the other directories are kept)", hubPath)
 	}
-	return &File{dir: dir, hub: h, runs: newSpares(filepath.Join(dir, string(Runs)))}, nil
+	runs := newSpares(filepath.Join(dir, string(Runs)))
+	return &File{dir: dir, hub: h, runs: runs, pack: &pack{sp: runs}}, nil
 }
 
 // Close removes the empty files the store keeps ready and stops making
 // them. The store stays usable.
 func (f *File) Close() error {
+	f.pack.close()
 	f.runs.close()
 	return nil
 }
@@ -192,7 +195,23 @@ func (f *File) Get(ctx context.Context, kind Kind, id string, v any) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p, err)
 	}
+	if data, err = unpacked(kind, id, p, data); err != nil {
+		return err
+	}
 	return DecodeRecord(p, data, v)
+}
+
+// unpacked is the record of id in data, the content of its file p, which
+// may be shared with other run records (PutFinal).
+func unpacked(kind Kind, id, p string, data []byte) ([]byte, error) {
+	if kind != Runs {
+		return data, nil
+	}
+	rec := unpack(data, id)
+	if rec == nil {
+		return nil, &CorruptError{Path: p, Err: fmt.Errorf("a file of packed run records with no line for %s", id)}
+	}
+	return rec, nil
 }
 
 func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {
@@ -243,6 +262,8 @@ func (f *File) Update(ctx context.Context, kind Kind, id string, fn func([]byte)
 		old = nil
 	} else if err != nil {
 		return fmt.Errorf("reading %s: %w", p, err)
+	} else if old, err = unpacked(kind, id, p, old); err != nil {
+		return err
 	}
 	next, err := fn(old)
 	if err != nil {

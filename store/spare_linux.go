@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,4 +27,14 @@ func nameSpare(f *os.File, path string) error {
 		return &os.LinkError{Op: "link", Old: f.Name(), New: path, Err: err} // EEXIST is fs.ErrExist
 	}
 	return nil
+}
+
+// RecordBytes is the part of a record file's size that is one record's:
+// a file of packed run records (PutFinal) has a name for each record it
+// holds, and each takes its share.
+func RecordBytes(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fi.Size() / int64(st.Nlink)
+	}
+	return fi.Size()
 }

@@ -14,3 +14,6 @@ var errNoSpares = errors.New("no files without a name on this system")
 func spareFile(string) (*os.File, error) { return nil, errNoSpares }
 
 func nameSpare(*os.File, string) error { return errNoSpares }
+
+// RecordBytes is a record file's size: records are packed only on Linux.
+func RecordBytes(fi os.FileInfo) int64 { return fi.Size() }
