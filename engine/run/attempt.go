@@ -194,6 +194,12 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 		defer release()
 		if firstWrite {
 			e.apply(r, r, h, out)
+			if r.Status.Done() {
+				// Nothing will change it (it called no tool, so no
+				// decision or resume comes back to it): it may share
+				// a file with others (store.PutFinal).
+				return r, store.PutFinal(ctx, e.store, store.Runs, r.ID, r)
+			}
 			return r, e.store.Put(ctx, store.Runs, r.ID, r)
 		}
 		final := r

@@ -104,7 +104,7 @@ func (e *Engine) runSize(ctx context.Context, r *model.Run, handles []string) in
 		var n int64
 		for _, p := range []string{filepath.Join(d.Dir(), string(store.Runs), r.ID+".json"), filepath.Join(d.Dir(), string(store.Runs), r.ID+".journal.jsonl")} {
 			if fi, err := os.Stat(p); err == nil {
-				n += fi.Size()
+				n += store.RecordBytes(fi) // a packed record's file holds others
 			}
 		}
 		for _, h := range handles {
