@@ -58,10 +58,11 @@ const (
 type pack struct {
 	sp *spares
 
-	mu   sync.Mutex
-	f    *os.File // nil: none open
-	n    int      // records in f
-	size int64    // bytes in f
+	mu     sync.Mutex
+	f      *os.File // nil: none open
+	n      int      // records in f
+	size   int64    // bytes in f
+	closed bool     // the store was closed: records are written alone
 	// packed counts the records written in a shared file: tests.
 	packed int64
 }
@@ -96,6 +97,9 @@ func (f *File) PutFinal(ctx context.Context, kind Kind, id string, v any) error 
 func (p *pack) write(path string, line []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
 	if p.f == nil {
 		p.f = p.sp.take()
 		if p.f == nil {
@@ -142,6 +146,7 @@ func (p *pack) closeLocked() {
 func (p *pack) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	p.closeLocked()
 }
 

@@ -123,6 +123,15 @@ func TestPutFinalShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(other, "r000", "again")
+	// After Close (the store stays usable) a record is written alone.
+	f.Close()
+	if err := store.PutFinal(ctx, f, store.Runs, "rclosed", packedRun{ID: "rclosed", Result: "alone"}); err != nil {
+		t.Fatal(err)
+	}
+	check(other, "rclosed", "alone")
+	if err := syscall.Stat(f.Path(store.Runs, "rclosed"), &st); err != nil || st.Nlink != 1 {
+		t.Errorf("a record written after Close: %d names, %v", st.Nlink, err)
+	}
 	if problems, _ := store.CheckModes(dir); len(problems) > 0 {
 		t.Errorf("modes: %v", problems)
 	}
