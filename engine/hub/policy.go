@@ -279,32 +279,58 @@ func (h *Hub) PendingReview(ctx context.Context, ns string) (*Review, error) {
 		if ns != "" && rec.Source.Namespace != ns {
 			continue
 		}
-		if rec.Source.Kind == model.KindStdio && p.Consented[rec.Source.Namespace] != rec.Source.CommandLine() {
-			r.Commands = append(r.Commands, CommandConsent{Namespace: rec.Source.Namespace, Command: rec.Source.CommandLine(), Shown: rec.Source.ShownCommandLine()})
+		var m *model.Manifest
+		if rec.Manifest != nil {
+			m = &rec.Manifest.Manifest
 		}
-		if rec.Manifest == nil {
-			continue
-		}
-		for _, t := range rec.Manifest.Tools {
-			it := ReviewItem{Tool: t, Effect: t.Effect(), Proposal: policy.Ask}
-			if it.Effect == model.EffectRead {
-				it.Proposal = policy.Allow
-			}
-			old, ok := p.Reviewed[t.Address]
-			switch {
-			case !ok:
-				it.Status = "new"
-			case old != t.Contract:
-				it.Status = "changed"
-				it.Changes = h.contractChanges(ctx, old, &t)
-			default:
-				continue
-			}
-			it.SourceRule = sourceRuleAfterReview(p, t, it.Proposal)
-			r.Items = append(r.Items, it)
-		}
+		h.addToReview(ctx, r, p, &rec.Source, m)
 	}
 	return r, nil
+}
+
+// ReviewOf is the review the proposals will await once accepted (Accept),
+// made without storing anything: what a person decides on one screen
+// before anything is added (hub import). Give it to AcceptReview after
+// accepting them.
+func (h *Hub) ReviewOf(ctx context.Context, props []*Proposal) (*Review, error) {
+	p, err := h.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Review{Items: []ReviewItem{}, Commands: []CommandConsent{}}
+	for _, prop := range props {
+		h.addToReview(ctx, r, p, &prop.Source, &prop.Manifest)
+	}
+	return r, nil
+}
+
+// addToReview adds to r what of src and its manifest m (nil: none yet)
+// policy p has not reviewed: its command, and its new and changed tools.
+func (h *Hub) addToReview(ctx context.Context, r *Review, p *policy.Policy, src *model.Source, m *model.Manifest) {
+	if src.Kind == model.KindStdio && p.Consented[src.Namespace] != src.CommandLine() {
+		r.Commands = append(r.Commands, CommandConsent{Namespace: src.Namespace, Command: src.CommandLine(), Shown: src.ShownCommandLine()})
+	}
+	if m == nil {
+		return
+	}
+	for _, t := range m.Tools {
+		it := ReviewItem{Tool: t, Effect: t.Effect(), Proposal: policy.Ask}
+		if it.Effect == model.EffectRead {
+			it.Proposal = policy.Allow
+		}
+		old, ok := p.Reviewed[t.Address]
+		switch {
+		case !ok:
+			it.Status = "new"
+		case old != t.Contract:
+			it.Status = "changed"
+			it.Changes = h.contractChanges(ctx, old, &t)
+		default:
+			continue
+		}
+		it.SourceRule = sourceRuleAfterReview(p, t, it.Proposal)
+		r.Items = append(r.Items, it)
+	}
 }
 
 // sourceRuleAfterReview is the rule on t's whole source that would decide
