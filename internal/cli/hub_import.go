@@ -52,7 +52,13 @@ URL and headers), credentials aside: a credential is compared by its variable's
 or header's name, not its value. A credential written in plain text in a config
 is stored in the keychain as the source's default connection, never printed; the
 harness files are not changed. The skills in the harnesses' skills folders (Claude Code, Codex)
-are copied into the hub's (capabilities hub skills), asked about one by one unless --yes.`,
+are copied into the hub's (capabilities hub skills).
+
+In a terminal, each server is started to list its tools, then one screen
+shows everything import would add — each server's command and credential,
+every tool with what its review proposes (read-only: allow; writes and
+destructive: ask), and the skills — and Enter accepts it all; e adjusts
+each server, tool and skill; q adds nothing. --yes accepts without asking.`,
 		Example: `  capabilities hub import --dry-run
   capabilities hub import --from claude-code,codex --yes
   capabilities hub init --import --yes`,
@@ -116,39 +122,22 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 		printImport(e, report)
 		printFoundSkills(e, found, false)
 	}
-	var added []string
-	failed, skipped := []map[string]string{}, []map[string]string{}
-	for _, p := range props {
-		if p.Existing != "" || p.Server.Disabled {
-			continue
-		}
-		ns, err := importOne(ctx, e, h, p, f)
-		var nr notRun
-		if errors.As(err, &nr) {
-			skipped = append(skipped, map[string]string{"namespace": p.Namespace, "reason": nr.Error()})
-			if !f.asJSON {
-				fmt.Fprintf(e.stdout, "\n%s: not started: %s\n", p.Namespace, nr)
-			}
-			continue
-		}
+	var res importResult
+	if !f.yes && !f.asJSON {
+		res, err = importOnOneScreen(ctx, e, h, props, found, skillStore)
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				return err
-			}
-			msg := h.Scrub(err.Error())
-			failed = append(failed, map[string]string{"namespace": p.Namespace, "error": msg})
-			if !f.asJSON {
-				fmt.Fprintf(e.stdout, "! %s not added: %s\n", p.Namespace, msg)
-			}
-			continue
+			return err
 		}
-		if ns != "" {
-			added = append(added, ns)
+	} else {
+		res, err = importEach(ctx, e, h, props, f)
+		if err != nil {
+			return err
+		}
+		if err := importSkills(e, found, skillStore, f.asJSON); err != nil {
+			return err
 		}
 	}
-	if err := importSkills(e, found, skillStore, f.yes, f.asJSON); err != nil {
-		return err
-	}
+	added, failed, skipped := res.added, append([]map[string]string{}, res.failed...), append([]map[string]string{}, res.skipped...)
 	if f.asJSON {
 		if err := e.printJSON(map[string]any{"servers": report.Servers, "skills": report.Skills, "skillsFound": append([]foundSkill{}, found...), "unreadable": report.Unreadable, "added": append([]string{}, added...), "failed": failed, "skipped": skipped}); err != nil {
 			return err
@@ -170,10 +159,26 @@ func runImport(ctx context.Context, e *env, f importFlags) error {
 	return nil
 }
 
-// notRun is why importOne did not start a server.
-type notRun string
-
-func (n notRun) Error() string { return string(n) }
+// importEach adds without asking (--yes, --json) every server found: all
+// started at once to list their tools, then each shown (unless --json) and
+// added with its review accepted as proposed.
+func importEach(ctx context.Context, e *env, h *hub.Hub, props []harness.Proposal, f importFlags) (importResult, error) {
+	todo, res, err := startFound(ctx, e, h, props, true, f.asJSON)
+	if err != nil {
+		return res, err
+	}
+	var show func(*importing)
+	if !f.asJSON {
+		show = func(it *importing) {
+			fmt.Fprintln(e.stdout)
+			printProposal(e, it.prop)
+			for _, n := range it.notes {
+				fmt.Fprintf(e.stdout, "  note:  %s\n", n)
+			}
+		}
+	}
+	return res, addAll(ctx, e, h, todo, &res, f.asJSON, show)
+}
 
 // repoFiles lists the files of the current directory p was found in.
 func repoFiles(p harness.Proposal) string {
@@ -186,89 +191,14 @@ func repoFiles(p harness.Proposal) string {
 	return strings.Join(paths, ", ")
 }
 
-// importOne adds one proposal through the same path as `hub add`: start the
-// server and list its tools (Propose), ask (unless --yes), store it, move
-// its plain-text credential into the keychain, then the review. A server
-// found only in the current directory's own files is started only after
-// the person said yes to its command, never with --yes (notRun). It
-// returns "" when the person declined.
-func importOne(ctx context.Context, e *env, h *hub.Hub, p harness.Proposal, f importFlags) (string, error) {
-	req, notes, err := p.Request()
-	if err != nil {
-		return "", err
+// movedCredential says where p's plain-text credential went once ns was
+// added, and where the agent still finds it.
+func movedCredential(p harness.Proposal, ns string) string {
+	held := "the harness file still holds it"
+	if v := p.Server.FromSecret[p.Secrets[0]]; v != "" {
+		held = fmt.Sprintf("filled in from $%s, as the agent does; the harness file refers to it", v)
 	}
-	if p.FromRepo() {
-		if f.yes {
-			return "", notRun(fmt.Sprintf("it is only in %s, which this directory's repository wrote; --yes accepts what your agents run, not a repository's commands: run `capabilities hub import` without --yes to be asked, or `capabilities hub add`", repoFiles(p)))
-		}
-		verb, what := "Connect to", model.Redact("URL", req.URL)
-		if len(req.Command) > 0 {
-			verb, what = "Start", model.QuoteCommand(append(req.Command[:1:1], model.RedactArgs(req.Command[1:])...))
-		}
-		fmt.Fprintf(e.stdout, "\n%s is only in %s, which this directory's repository wrote, not you or your agents.\n  %s\n", p.Namespace, repoFiles(p), visible.Line(what))
-		if f := p.Server.FilledFrom(); len(f) > 0 {
-			// What the repository has the server read from the person's
-			// environment: a credential there would reach its command.
-			fmt.Fprintf(e.stdout, "  It fills in from your environment: %s\n", strings.Join(f, "; "))
-		}
-		ok, err := confirm(e, fmt.Sprintf("%s it to list its tools? [y/N] ", verb))
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			fmt.Fprintln(e.stdout, "Not started.")
-			return "", nil
-		}
-	}
-	if !f.asJSON {
-		fmt.Fprintf(e.stdout, "\n%s: starting it to list its tools…\n", p.Namespace)
-	}
-	prop, err := h.Propose(ctx, req)
-	e.clearStatus()
-	if err != nil {
-		return "", err
-	}
-	if !f.asJSON {
-		printProposal(e, prop)
-		for _, n := range notes {
-			fmt.Fprintf(e.stdout, "  note:  %s\n", n)
-		}
-	}
-	if !f.yes {
-		ok, err := confirm(e, fmt.Sprintf("Add it as %q? [y/N] ", prop.Source.Namespace))
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			fmt.Fprintln(e.stdout, "Not added.")
-			return "", nil
-		}
-	}
-	if err := h.Accept(ctx, prop); err != nil {
-		return "", err
-	}
-	ns := prop.Source.Namespace
-	if req.Secret != "" {
-		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: ns, Value: req.Secret}); err != nil {
-			return "", fmt.Errorf("added %s, but storing its credential failed (run `capabilities hub auth %s`): %w", ns, ns, err)
-		}
-		if !f.asJSON {
-			held := "the harness file still holds it"
-			if v := p.Server.FromSecret[p.Secrets[0]]; v != "" {
-				held = fmt.Sprintf("filled in from $%s, as the agent does; the harness file refers to it", v)
-			}
-			fmt.Fprintf(e.stdout, "  moved %s into the keychain as %s/%s (%s)\n", p.Secrets[0], ns, hub.DefaultConnection, held)
-		}
-	}
-	if f.asJSON {
-		review, err := h.PendingReview(ctx, ns)
-		if err != nil {
-			return "", err
-		}
-		return ns, h.AcceptReview(ctx, review, nil, "review")
-	}
-	fmt.Fprintf(e.stdout, "Added %s with %d tools.\n", ns, len(prop.Manifest.Tools))
-	return ns, runReview(ctx, e, h, ns, f.yes, false)
+	return fmt.Sprintf("%s into the keychain as %s/%s (%s)", p.Secrets[0], ns, hub.DefaultConnection, held)
 }
 
 // pickHarnesses resolves --from (every harness when empty).

@@ -130,6 +130,12 @@ func reviewWith(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJS
 
 func printReview(e *env, r *hub.Review) {
 	printReviewHead(e, r)
+	printReviewGroups(e, r, "")
+}
+
+// printReviewGroups shows every tool of r in its group, each line indented
+// by indent more.
+func printReviewGroups(e *env, r *hub.Review, indent string) {
 	for _, g := range reviewGroups {
 		var lines []string
 		for _, it := range r.Items {
@@ -149,7 +155,7 @@ func printReview(e *env, r *hub.Review) {
 			}
 		}
 		if len(lines) > 0 {
-			fmt.Fprintf(e.stdout, "\n%s\n%s\n", g.title, strings.Join(lines, "\n"))
+			fmt.Fprintf(e.stdout, "\n%s%s\n%s%s\n", indent, g.title, indent, strings.Join(lines, "\n"+indent))
 		}
 	}
 }

@@ -23,22 +23,13 @@ func findSkills(env harness.Env, hs []harness.Harness, st skill.Store) []foundSk
 }
 
 // importSkills copies the skills found with status "import" into the
-// hub (asking first unless yes), and sets each one's status.
-func importSkills(e *env, found []foundSkill, st skill.Store, yes, quiet bool) error {
+// hub (the person accepted them, or passed --yes), and sets each one's
+// status.
+func importSkills(e *env, found []foundSkill, st skill.Store, quiet bool) error {
 	for i := range found {
 		f := &found[i]
 		if f.Status != "import" {
 			continue
-		}
-		if !yes {
-			ok, err := confirm(e, fmt.Sprintf("Import the skill %s from %s? [y/N] ", f.Name, f.Path))
-			if err != nil {
-				return err
-			}
-			if !ok {
-				f.Status = "declined"
-				continue
-			}
 		}
 		if err := st.Import(f); err != nil {
 			if !quiet {
