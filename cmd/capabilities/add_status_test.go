@@ -91,7 +91,7 @@ func TestAddStatusLineOnTerminal(t *testing.T) {
 
 // openPTY opens a pseudo-terminal: its controlling side, and the terminal
 // a command writes to (200 columns wide).
-func openPTY(t *testing.T) (tty, term *os.File) {
+func openPTY(t testing.TB) (tty, term *os.File) {
 	t.Helper()
 	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
