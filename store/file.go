@@ -188,15 +188,21 @@ func (f *File) Get(ctx context.Context, kind Kind, id string, v any) error {
 		return err
 	}
 	p := f.Path(kind, id)
-	data, err := os.ReadFile(p)
+	var data []byte
+	var err error
+	if kind == Runs {
+		data, err = readRunRecord(p, id)
+	} else {
+		data, err = os.ReadFile(p)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %s/%s: %w", kind, id, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p, err)
 	}
-	if data, err = unpacked(kind, id, p, data); err != nil {
-		return err
+	if data == nil && kind == Runs {
+		return noLine(p, id)
 	}
 	return DecodeRecord(p, data, v)
 }
@@ -209,9 +215,13 @@ func unpacked(kind Kind, id, p string, data []byte) ([]byte, error) {
 	}
 	rec := unpack(data, id)
 	if rec == nil {
-		return nil, &CorruptError{Path: p, Err: fmt.Errorf("a file of packed run records with no line for %s", id)}
+		return nil, noLine(p, id)
 	}
 	return rec, nil
+}
+
+func noLine(p, id string) error {
+	return &CorruptError{Path: p, Err: fmt.Errorf("a file of packed run records with no line for %s", id)}
 }
 
 func (f *File) Put(ctx context.Context, kind Kind, id string, v any) error {

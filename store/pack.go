@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -175,4 +176,50 @@ func unpack(data []byte, id string) []byte {
 // id.
 func isPacked(c byte) bool {
 	return c != '{' && c != '[' && c != ' ' && c != '\t' && c != '\n' && c != '\r'
+}
+
+// runFileBufs are the buffers readRunRecord reads files into.
+var runFileBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// readRunRecord reads run id's record from its file p through a buffer
+// kept for the next read, and returns a copy of the record alone: listing
+// a week of runs reads a shared file once for each record it holds, and
+// keeps only that record. It returns nil and no error when p is a shared
+// file with no line for id.
+func readRunRecord(p, id string) ([]byte, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	bp := runFileBufs.Get().(*[]byte)
+	defer runFileBufs.Put(bp)
+	buf := (*bp)[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, rerr := fh.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	if cap(buf) <= 2*packBytes {
+		*bp = buf[:0]
+	} else {
+		*bp = nil // a large record's buffer is not kept
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := unpack(buf, id)
+	if rec == nil {
+		return nil, nil
+	}
+	return bytes.Clone(rec), nil
 }
