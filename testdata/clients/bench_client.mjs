@@ -12,6 +12,11 @@
 // ("…/gap"): trivial code; code calling BENCH_TOOL once (when set, e.g.
 // "up.echo"), and the same call in code that uses its value; search; and, with BENCH_DIRECT (the upstream's command line as
 // a JSON array), the same tool called directly over stdio (the floor).
+// BENCH_LIVE (comma-separated tool addresses, e.g. "up.echo,live1.echo")
+// are each called once before the series, so that their upstreams are
+// live while they run; over stdio, upstreamCpuMs is then the CPU time the
+// hub's child processes (the upstreams) used during the series.
+import fs from "node:fs";
 import process from "node:process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -23,6 +28,7 @@ const gapMs = Number(process.env.BENCH_GAP_MS || 50);
 const tool = process.env.BENCH_TOOL || "";
 const direct = process.env.BENCH_DIRECT ? JSON.parse(process.env.BENCH_DIRECT) : null;
 const url = process.env.BENCH_URL || "";
+const live = (process.env.BENCH_LIVE || "").split(",").filter(Boolean);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -52,6 +58,24 @@ async function series(out, name, f) {
   out[name + "/gap"] = stats(gap);
 }
 
+// childrenCpuMs is the CPU time (user + system) the children of pid have
+// used so far, from /proc (Linux).
+function childrenCpuMs(pid) {
+  let ticks = 0;
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks * 10; // USER_HZ is 100
+}
+
 function check(res, what) {
   if (res.isError) throw new Error(what + " failed: " + JSON.stringify(res.content));
   const s = res.structuredContent;
@@ -74,6 +98,9 @@ run(async () => {
   // its upstream) instead of running trivial code.
   const first = process.env.BENCH_FIRST === "call" && tool ? `return await ${tool}({message: "first"})` : "return 0";
   const firstExecuteMs = await timed(() => exec(first));
+  for (const t of live) await exec(`return await ${t}({message: "live"})`);
+  const hubPid = url ? 0 : transport.pid;
+  const cpu0 = hubPid ? childrenCpuMs(hubPid) : 0;
   const out = {};
   await series(out, "execute-trivial", (i) => exec("return " + (i + 1)));
   if (tool) {
@@ -83,6 +110,7 @@ run(async () => {
     await series(out, "execute-call-and-code", (i) => exec(`const r = await ${tool}({message: "m${i}"});\nreturn {r, i: ${i}}`));
   }
   await series(out, "search", (i) => client.callTool({ name: "search", arguments: { query: "create issue " + i } }).then((r) => check(r, "search")));
+  const upstreamCpuMs = hubPid && live.length ? childrenCpuMs(hubPid) - cpu0 : undefined;
   await client.close();
   if (direct) {
     const up = new Client({ name: "bench-direct", version: "1.0.0" });
@@ -91,5 +119,5 @@ run(async () => {
     await series(out, "direct-call", (i) => up.callTool({ name, arguments: { message: "m" + i } }).then((r) => check(r, "direct call")));
     await up.close();
   }
-  report({ startMs: Math.round(startMs * 100) / 100, firstExecuteMs: Math.round(firstExecuteMs * 100) / 100, series: out });
+  report({ startMs: Math.round(startMs * 100) / 100, firstExecuteMs: Math.round(firstExecuteMs * 100) / 100, upstreamCpuMs, series: out });
 });

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,12 @@ import (
 // nothing else, "corpus" adds the 19 corpus servers' manifests (501 tools),
 // "10k-tools" adds the corpus 20 times under renamed namespaces (380
 // namespaces, 10,020 tools). Those sources are never started: trivial code
-// and search do not need them. "1-source-5000-runs" is "1-source" with the
+// and search do not need them. "19-live" is "corpus" with 18 more scripted
+// upstreams (live1…live18), and all 19 scripted ones are called once
+// before the series, so 19 upstreams are live while they run (issue 38:
+// an execute should cost the same with 1 or 19 live, and upstreams a run
+// does not call should see no traffic from it); over stdio it also reports
+// the CPU time the upstreams used during the series (upstream-cpu-ms). "1-source-5000-runs" is "1-source" with the
 // history of a busy week: 5,000 finished runs, which no process has pruned
 // in the last hour (each start is the hour's first, so its first execute
 // starts the automatic prune).
@@ -46,15 +52,25 @@ func BenchmarkTSClient(b *testing.B) {
 		name   string
 		copies int
 		runs   int
-	}{{"1-source", 0, 0}, {"1-source-5000-runs", 0, 5000}, {"corpus", 1, 0}, {"10k-tools", 20, 0}} {
+		live   int
+	}{{"1-source", 0, 0, 1}, {"1-source-5000-runs", 0, 5000, 1}, {"corpus", 1, 0, 1}, {"19-live", 1, 0, 19}, {"10k-tools", 20, 0, 1}} {
 		h := newHub(b)
 		h.addScripted("up", false)
+		live := []string{"up.echo"}
+		for i := 1; i < size.live; i++ {
+			ns := "live" + strconv.Itoa(i)
+			h.addScripted(ns, false)
+			live = append(live, ns+".echo")
+		}
 		addCorpusCopies(b, h, size.copies)
 		addRuns(b, h, size.runs)
 		ageStore(b, h)
 		for _, mode := range []string{"stdio", "http"} {
 			b.Run(size.name+"/"+mode, func(b *testing.B) {
 				env := []string{"BENCH_TOOL=up.echo"}
+				if size.live > 1 {
+					env = append(env, "BENCH_LIVE="+strings.Join(live, ","))
+				}
 				direct, _ := json.Marshal(testenv.Scripted(b))
 				env = append(env, "BENCH_DIRECT="+string(direct))
 				if mode == "http" {
@@ -83,6 +99,7 @@ type benchStats struct {
 type benchResult struct {
 	StartMs        float64
 	FirstExecuteMs float64
+	UpstreamCPUMs  *float64 `json:"upstreamCpuMs"`
 	Series         map[string]benchStats
 }
 
@@ -95,6 +112,10 @@ func (r benchResult) report(b *testing.B) {
 	}
 	sort.Strings(names)
 	line := fmt.Sprintf("start %.1f ms, first execute %.1f ms", r.StartMs, r.FirstExecuteMs)
+	if r.UpstreamCPUMs != nil {
+		b.ReportMetric(*r.UpstreamCPUMs, "upstream-cpu-ms")
+		line += fmt.Sprintf(", upstreams' CPU during the series %.0f ms", *r.UpstreamCPUMs)
+	}
 	for _, name := range names {
 		s := r.Series[name]
 		b.ReportMetric(s.P50, name+"-p50-ms")
