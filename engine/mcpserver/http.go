@@ -73,7 +73,19 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 			deny(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, MaxBodyBytes))
 			return
 		}
-		r.Body = &arrivingBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes), arrived: s.anticipate}
+		body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		arrived := s.anticipate
+		if r.Method == http.MethodPost && acceptsJSON(r) {
+			// A reply that comes alone goes back as application/json.
+			jr := &jsonReply{w: w}
+			defer jr.finish()
+			arrived = func(p []byte) {
+				jr.sawBody(p)
+				s.anticipate(p)
+			}
+			w = jr
+		}
+		r.Body = &arrivingBody{ReadCloser: body, arrived: arrived}
 		if modernRequest(r) {
 			stateless.ServeHTTP(w, r)
 			return
