@@ -258,14 +258,20 @@ func TestFloodThroughTheShim(t *testing.T) {
 			ev := h.addScriptedEvents("reader", false)
 			before := starts(t, ev)
 			hub := h.serveHTTPGroup(tc.args...)
-			r := h.flood("FLOOD_BEFORE=return await reader.echo({message: \"before\"})", "FLOOD_AFTER=return await reader.echo({message: \"after\"})")
-			t.Logf("1,000 executes at once through one serve --stdio (%s): %d completed, %d failed; p50 %.0f ms, p99 %.0f ms, max %.0f ms; hub peak RSS %.0f MB",
-				tc.name, r.OK, r.Failed, r.P50, r.P99, r.Max, peakRSS(t, hub.pid))
-			if r.OK != 1000 || r.Failed != 0 {
-				t.Errorf("1,000 executes through the shim: %d completed, %d failed: %v", r.OK, r.Failed, r.Errors)
-			}
-			if !strings.Contains(r.Before, "Echo: before") || !strings.Contains(r.After, "Echo: after") {
-				t.Errorf("the executes before and after the flood: %q, %q", r.Before, r.After)
+			// Whether three requests ever read their bodies at once is the
+			// machine's timing: on a busy one the shim may send them slower
+			// than the hub reads them (1 flood in 30 saw no 503). A busy
+			// hub gets floods until it has answered 503, at most 5.
+			for flood := 0; flood == 0 || tc.busy && flood < 5 && !strings.Contains(hub.stderr.String(), "answered 503"); flood++ {
+				r := h.flood("FLOOD_BEFORE=return await reader.echo({message: \"before\"})", "FLOOD_AFTER=return await reader.echo({message: \"after\"})")
+				t.Logf("1,000 executes at once through one serve --stdio (%s): %d completed, %d failed; p50 %.0f ms, p99 %.0f ms, max %.0f ms; hub peak RSS %.0f MB",
+					tc.name, r.OK, r.Failed, r.P50, r.P99, r.Max, peakRSS(t, hub.pid))
+				if r.OK != 1000 || r.Failed != 0 {
+					t.Errorf("1,000 executes through the shim: %d completed, %d failed: %v", r.OK, r.Failed, r.Errors)
+				}
+				if !strings.Contains(r.Before, "Echo: before") || !strings.Contains(r.After, "Echo: after") {
+					t.Errorf("the executes before and after the flood: %q, %q", r.Before, r.After)
+				}
 			}
 			if got := starts(t, ev) - before; got != 1 {
 				t.Errorf("reader started %d times, want once (by the hub, before the flood; the shim must not start its own)", got)
