@@ -175,6 +175,7 @@ func importEach(ctx context.Context, e *env, h *hub.Hub, props []harness.Proposa
 			for _, n := range it.notes {
 				fmt.Fprintf(e.stdout, "  note:  %s\n", n)
 			}
+			printReview(e, it.review) // accepted as proposed: what --yes consents to
 		}
 	}
 	return res, addAll(ctx, e, h, todo, &res, f.asJSON, show)
