@@ -89,26 +89,11 @@ func reviewWith(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJS
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "", "y", "yes", "a":
 		case "e":
-			for _, it := range r.Items {
-				for {
-					fmt.Fprintf(e.stdout, "  %s [allow/ask/deny] (%s): ", it.Tool.Address, it.Proposal)
-					ans, err := e.readLine()
-					ans = strings.TrimSpace(ans)
-					if ans == "" {
-						if err != nil {
-							return fmt.Errorf("no answer for %s; nothing recorded", it.Tool.Address)
-						}
-						break
-					}
-					a, perr := policy.ParseAction(ans)
-					if perr != nil {
-						fmt.Fprintf(e.stdout, "    %v\n", perr)
-						continue
-					}
-					decisions[it.Tool.Address] = a
-					break
-				}
+			d, err := decideEach(e, r)
+			if err != nil {
+				return err
 			}
+			decisions = d
 		default:
 			fmt.Fprintln(e.stdout, "Nothing recorded.")
 			return nil
@@ -126,6 +111,33 @@ func reviewWith(ctx context.Context, e *env, h *hub.Hub, ns string, accept, asJS
 	}
 	fmt.Fprintln(e.stdout, ".")
 	return nil
+}
+
+// decideEach asks allow, ask or deny for each tool of r (Enter keeps the
+// proposal).
+func decideEach(e *env, r *hub.Review) (map[string]policy.Action, error) {
+	decisions := map[string]policy.Action{}
+	for _, it := range r.Items {
+		for {
+			fmt.Fprintf(e.stdout, "  %s [allow/ask/deny] (%s): ", it.Tool.Address, it.Proposal)
+			ans, err := e.readLine()
+			ans = strings.TrimSpace(ans)
+			if ans == "" {
+				if err != nil {
+					return nil, fmt.Errorf("no answer for %s; nothing recorded", it.Tool.Address)
+				}
+				break
+			}
+			a, perr := policy.ParseAction(ans)
+			if perr != nil {
+				fmt.Fprintf(e.stdout, "    %v\n", perr)
+				continue
+			}
+			decisions[it.Tool.Address] = a
+			break
+		}
+	}
+	return decisions, nil
 }
 
 func printReview(e *env, r *hub.Review) {

@@ -275,33 +275,6 @@ func adjustImport(e *env, todo []*importing, skills []*foundSkill) error {
 	return nil
 }
 
-// decideEach asks allow, ask or deny for each tool of r (Enter keeps the
-// proposal).
-func decideEach(e *env, r *hub.Review) (map[string]policy.Action, error) {
-	decisions := map[string]policy.Action{}
-	for _, it := range r.Items {
-		for {
-			fmt.Fprintf(e.stdout, "  %s [allow/ask/deny] (%s): ", it.Tool.Address, it.Proposal)
-			ans, err := e.readLine()
-			ans = strings.TrimSpace(ans)
-			if ans == "" {
-				if err != nil {
-					return nil, fmt.Errorf("no answer for %s; nothing added", it.Tool.Address)
-				}
-				break
-			}
-			a, perr := policy.ParseAction(ans)
-			if perr != nil {
-				fmt.Fprintf(e.stdout, "    %v\n", perr)
-				continue
-			}
-			decisions[it.Tool.Address] = a
-			break
-		}
-	}
-	return decisions, nil
-}
-
 // addAll adds each server of todo the person did not skip (addReviewed),
 // show first showing it when not nil, into res.
 func addAll(ctx context.Context, e *env, h *hub.Hub, todo []*importing, res *importResult, quiet bool, show func(*importing)) error {
