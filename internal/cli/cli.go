@@ -54,6 +54,10 @@ type env struct {
 	log    *slog.Logger
 	rawErr io.Writer    // stderr as given, for a status line on a terminal
 	status *startStatus // how a server's start goes (startOptions)
+
+	// Global options, given before the command.
+	registry string // --registry: the catalog, a folder or URL (CAPABILITIES_REGISTRY)
+	noInput  bool   // --no-input: never prompt; fail saying what is missing
 }
 
 // interrupted is the cause of the command's context when a signal ended it.
@@ -209,6 +213,8 @@ func newRoot(e *env) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVar(&e.registry, "registry", os.Getenv("CAPABILITIES_REGISTRY"), "the catalog capabilities are installed from: a folder or an http(s) `URL` holding index.json (default $CAPABILITIES_REGISTRY)")
+	root.PersistentFlags().BoolVar(&e.noInput, "no-input", false, "never prompt: fail, saying what is missing, where a question would be asked")
 	h := &cobra.Command{
 		Use:   "hub",
 		Short: "Manage and serve the hub: sources, tools and calls",
