@@ -213,7 +213,7 @@ func newRoot(e *env) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentFlags().StringVar(&e.registry, "registry", os.Getenv("CAPABILITIES_REGISTRY"), "the catalog capabilities are installed from: a folder or an http(s) `URL` holding index.json (default $CAPABILITIES_REGISTRY)")
+	root.PersistentFlags().StringVar(&e.registry, "registry", "", "the catalog capabilities are installed from: a folder or an http(s) `URL` holding index.json (default: $CAPABILITIES_REGISTRY)")
 	root.PersistentFlags().BoolVar(&e.noInput, "no-input", false, "never prompt: fail, saying what is missing, where a question would be asked")
 	h := &cobra.Command{
 		Use:   "hub",
@@ -254,6 +254,14 @@ func newRoot(e *env) *cobra.Command {
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	return root
+}
+
+// catalog is --registry, else $CAPABILITIES_REGISTRY ("" when neither is set).
+func (e *env) catalog() string {
+	if e.registry != "" {
+		return e.registry
+	}
+	return os.Getenv("CAPABILITIES_REGISTRY")
 }
 
 // hubDir is $CAPABILITIES_HOME/hub.
