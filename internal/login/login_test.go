@@ -205,7 +205,9 @@ func TestStartErrors(t *testing.T) {
 		noID    bool
 		want    string
 	}{
-		{name: "http error", handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down for maintenance", 503) }, want: "503 Service Unavailable: down for maintenance"},
+		{name: "http error", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		}, want: "503 Service Unavailable: down for maintenance"},
 		{name: "oauth error", handler: func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "unknown client"})
 		}, want: "the server answered invalid_client: unknown client"},
@@ -280,7 +282,9 @@ func TestDiscover(t *testing.T) {
 					return 200, "application/json; charset=utf-8", meta{"issuer": iss + "/", "device_authorization_endpoint": base + "/d", "token_endpoint": base + "/t"}
 				},
 			},
-			want: func(base string) Endpoints { return Endpoints{Issuer: base, DeviceAuthURL: base + "/d", TokenURL: base + "/t"} },
+			want: func(base string) Endpoints {
+				return Endpoints{Issuer: base, DeviceAuthURL: base + "/d", TokenURL: base + "/t"}
+			},
 		},
 		{
 			name: "no device endpoint",
