@@ -1,0 +1,474 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/catalog"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/skill"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/spf13/cobra"
+)
+
+func newStackInstallCmd(e *env) *cobra.Command {
+	var yes, asJSON bool
+	var ns string
+	c := &cobra.Command{
+		Use:   "install <slug>",
+		Short: "Install a capability from the catalog into the hub, pinned in capabilities.lock",
+		Long: `Install the capability the catalog (--registry <folder|URL>, or $CAPABILITIES_REGISTRY) lists
+under <slug>, and record it in $CAPABILITIES_HOME/stack/capabilities.lock, pinned (the npm
+version and its integrity, the remote URL and the digest of its tool list, or the skill's commit
+and the digest of its files) with every place it wrote.
+
+A server (shape npm or remote) is added as a hub source exactly as 'hub add' adds one: the hub
+starts it (npx -y <package>@<version>) or connects to it, lists its tools itself, shows them and
+asks before storing anything; then its review (read-only tools allowed, the others ask). The
+catalog grants nothing: what it says of a server is where to find it. A secret the catalog names
+is read from the environment, the keychain or ~/.capabilities/.env, else asked at a masked prompt;
+with --no-input a missing one fails, naming it, and nothing is installed.
+
+A skill (shape skill) is fetched from its git repository at the pinned commit and copied into the
+hub's skills; 'capabilities hub connect' installs it into your agents.
+
+Agents connected to the hub ('capabilities hub connect') reach an installed server through the
+hub at once: install writes no agent config.`,
+		Example: `  capabilities --registry ./catalog stack install memory
+  capabilities --registry https://example.org/catalog --no-input stack install github --yes`,
+		Args: exactArgs(1, "one slug of the catalog"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if asJSON && !yes {
+				return usagef("--json needs --yes: the JSON form does not prompt")
+			}
+			if e.noInput && !yes {
+				return usagef("--no-input needs --yes: installing asks you to accept what the hub found (the server's tools, or the skill's files); pass --yes to accept the review's proposal")
+			}
+			loc := e.catalog()
+			if loc == "" {
+				return usagef("no catalog: pass --registry <folder|URL> (before the command) or set CAPABILITIES_REGISTRY")
+			}
+			ctx := c.Context()
+			cat, err := catalog.Read(ctx, loc)
+			if err != nil {
+				return err
+			}
+			ent, err := cat.Lookup(args[0])
+			if err != nil {
+				return fmt.Errorf("installing: %w", err)
+			}
+			if ns != "" {
+				if ent.Shape == catalog.ShapeSkill {
+					return usagef("--namespace is for a server; %s is a skill (named by its SKILL.md)", ent.Slug)
+				}
+				if err := model.NewNamespace(ns); err != nil {
+					return usagef("--namespace: %v", err)
+				}
+			}
+			lockPath, mutex, err := lockPaths()
+			if err != nil {
+				return err
+			}
+			return catalog.Guard(ctx, mutex, func() error {
+				l, err := catalog.ReadLock(lockPath)
+				if err != nil {
+					return err
+				}
+				for _, have := range l.Capabilities {
+					if have.Slug == ent.Slug {
+						return fmt.Errorf("installing %s: it is installed already (%s); uninstall it first: capabilities stack uninstall %s", ent.Slug, placesOf(&have), ent.Slug)
+					}
+				}
+				h, _, err := e.openHub(e.startOptions())
+				if err != nil {
+					return err
+				}
+				defer h.Close()
+				in := installing{e: e, h: h, cat: cat, ent: ent, yes: yes, asJSON: asJSON, ns: ns}
+				var rec *catalog.Locked
+				if ent.Shape == catalog.ShapeSkill {
+					rec, err = in.skill(ctx)
+				} else {
+					rec, err = in.server(ctx)
+				}
+				if err != nil || rec == nil {
+					return err
+				}
+				l.Capabilities = append(l.Capabilities, *rec)
+				if err := catalog.WriteLock(lockPath, l); err != nil {
+					msgs := undoInstall(ctx, e, h, rec)
+					return fmt.Errorf("installing %s: recording it in %s failed, so it was taken out of the hub again%s: %w", ent.Slug, lockPath, strings.Join(msgs, ""), err)
+				}
+				if asJSON {
+					return e.printJSON(map[string]any{"installed": rec, "lock": lockPath})
+				}
+				fmt.Fprintf(e.stdout, "Installed %s (%s), pinned in %s.\n", ent.Slug, placesOf(rec), lockPath)
+				if ent.Shape == catalog.ShapeSkill {
+					fmt.Fprintln(e.stdout, "`capabilities hub connect` installs the skill into your agents.")
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "install without asking, accepting the review's proposal")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the lock entry as JSON (needs --yes)")
+	c.Flags().StringVar(&ns, "namespace", "", "add a server under `NAMESPACE` (default: the catalog's, else the slug)")
+	return c
+}
+
+// lockPaths are the lockfile ($CAPABILITIES_HOME/stack/capabilities.lock)
+// and the file install and uninstall lock while they change it (in the
+// hub's locks folder, out of the stack's git work tree).
+func lockPaths() (lock, mutex string, err error) {
+	home, err := store.Home()
+	if err != nil {
+		return "", "", err
+	}
+	return filepath.Join(home, "stack", catalog.LockFile), filepath.Join(home, "hub", "locks", "capabilities-lockfile.lock"), nil
+}
+
+// placesOf names where a locked capability lives, for a person.
+func placesOf(rec *catalog.Locked) string {
+	var out []string
+	for _, p := range rec.Wrote {
+		switch p.Kind {
+		case catalog.PlaceSource:
+			out = append(out, "hub source "+p.Name)
+		case catalog.PlaceSkill:
+			out = append(out, "hub skill "+p.Name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// installing is one stack install under way.
+type installing struct {
+	e      *env
+	h      *hub.Hub
+	cat    *catalog.Catalog
+	ent    *catalog.Entry
+	yes    bool
+	asJSON bool
+	ns     string // --namespace
+}
+
+// server adds an npm or remote server as a hub source through the hub's
+// own proposal and review, stores its secret, and returns its lock entry
+// (nil when the person declined). Nothing stays in the hub when it fails.
+func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err error) {
+	e, h, ent := in.e, in.h, in.ent
+	ns := in.ns
+	if ns == "" {
+		ns = ent.HubNamespace()
+	}
+	var needs []secretNeed
+	for _, name := range ent.Secrets {
+		n := secretNeed{Namespace: ns, Connection: hub.DefaultConnection, Name: name}
+		if ent.Shape == catalog.ShapeNPM {
+			n.Env = name
+		} else if ent.SecretHeader != "" && !strings.EqualFold(ent.SecretHeader, "Authorization") {
+			n.Header = ent.SecretHeader
+		}
+		needs = append(needs, n)
+	}
+	// Before anything starts: with --no-input a secret found nowhere
+	// fails now, naming it.
+	values, missing, err := secretValues(needs)
+	if err != nil {
+		return nil, err
+	}
+	if e.noInput && len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, n := range missing {
+			names[i] = n.String()
+		}
+		return nil, fmt.Errorf("installing %s: missing %d secret(s): %s; set each in the environment or in ~/.capabilities/.env (NAME=value), or run without --no-input to be asked; nothing installed", ent.Slug, len(missing), strings.Join(names, ", "))
+	}
+	req := hub.AddRequest{Namespace: ns}
+	switch ent.Shape {
+	case catalog.ShapeNPM:
+		req.Command = ent.Command()
+		if len(needs) > 0 {
+			req.SecretEnv = needs[0].Env
+		}
+	case catalog.ShapeRemote:
+		req.URL = ent.URL
+		if len(needs) > 0 {
+			req.SecretHeader = needs[0].Header
+		}
+	}
+	if len(needs) > 0 {
+		req.Secret = values[needs[0].Name] // to reach a server that wants it to list its tools
+	}
+	if !in.asJSON {
+		fmt.Fprintf(e.stdout, "Installing %s from %s: %s\n", ent.Slug, in.cat.Location, ent.Pinned())
+	}
+	p, err := h.Propose(ctx, req)
+	e.clearStatus()
+	if err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	if !in.asJSON {
+		printProposalTools(e, p, proposalTools, "")
+	}
+	if !in.yes {
+		ok, err := confirm(e, fmt.Sprintf("Install it as %q? [y/N] ", ns))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			fmt.Fprintln(e.stdout, "Nothing installed.")
+			return nil, nil
+		}
+	}
+	rec = &catalog.Locked{
+		Slug: ent.Slug, Shape: ent.Shape, Registry: in.cat.Location,
+		Secrets:     ent.Secrets,
+		ToolsDigest: toolsDigest(p.Manifest.Tools),
+		InstalledAt: time.Now().UTC().Truncate(time.Second),
+		Wrote:       []catalog.Place{{Kind: catalog.PlaceSource, Name: ns, Before: catalog.Absent}},
+	}
+	if ent.Shape == catalog.ShapeNPM {
+		rec.Package, rec.Version, rec.Command = ent.Package, ent.Version, ent.Command()
+		rec.Integrity, rec.IntegrityFrom, err = npmIntegrity(ctx, ent)
+		if err != nil {
+			return nil, fmt.Errorf("installing %s: %w; nothing installed", ent.Slug, err)
+		}
+	} else {
+		rec.URL = p.Source.URL
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	defer func() {
+		if err != nil {
+			if rerr := h.Remove(context.WithoutCancel(ctx), ns); rerr != nil {
+				err = fmt.Errorf("%w; taking %s out of the hub again failed too (run `capabilities hub remove %s`): %v", err, ns, ns, rerr)
+			}
+		}
+	}()
+	if len(needs) > 0 {
+		from, err := e.provideSecrets(ctx, h, needs)
+		if err != nil {
+			return nil, fmt.Errorf("installing %s: %w; nothing installed", ent.Slug, err)
+		}
+		if !in.asJSON {
+			for _, n := range needs {
+				fmt.Fprintf(e.stdout, "  secret %s: stored for %s/%s (from the %s)\n", n.Name, n.Namespace, n.Connection, from[n])
+			}
+		}
+	}
+	if in.asJSON {
+		r, err := h.PendingReview(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.AcceptReview(ctx, r, nil, "review"); err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
+	fmt.Fprintf(e.stdout, "Added %s with %d tools.\n\n", ns, len(p.Manifest.Tools))
+	show := printReview
+	if len(p.Manifest.Tools) > proposalTools {
+		show = printReviewCounts
+	}
+	if err := reviewWith(ctx, e, h, ns, in.yes, false, show); err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	return rec, nil
+}
+
+// secretValues looks each need up where provideSecrets would before
+// asking (the environment, then ~/.capabilities/.env): the values found,
+// by name, and the needs found nowhere.
+func secretValues(needs []secretNeed) (map[string]string, []secretNeed, error) {
+	values := map[string]string{}
+	var missing []secretNeed
+	if len(needs) == 0 {
+		return values, nil, nil
+	}
+	dotEnv, err := readDotEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range needs {
+		v := os.Getenv(n.Name)
+		if v == "" {
+			v = dotEnv[n.Name]
+		}
+		if v == "" {
+			missing = append(missing, n)
+			continue
+		}
+		values[n.Name] = v
+	}
+	return values, missing, nil
+}
+
+// toolsDigest is "sha256:<hex>" over each tool's upstream name and
+// contract, sorted: the same tool list gives the same digest.
+func toolsDigest(tools []model.Tool) string {
+	lines := make([]string, len(tools))
+	for i, t := range tools {
+		lines[i] = t.Name + "\x00" + t.Contract + "\n"
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l))
+	}
+	return "sha256:" + hex.EncodeToString(sum.Sum(nil))
+}
+
+// filesDigest is "sha256:<hex>" over each file's path and sha256, sorted.
+func filesDigest(files map[string]string) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	sum := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(sum, "%s\x00%s\n", n, files[n])
+	}
+	return "sha256:" + hex.EncodeToString(sum.Sum(nil))
+}
+
+// npmViewTimeout bounds asking npm for a version's integrity.
+const npmViewTimeout = 30 * time.Second
+
+// npmIntegrity is the integrity of the entry's package version: what npm
+// says (npm view <pkg>@<version> dist.integrity, from its cache or the
+// registry), else the catalog's. Both given and different is an error:
+// one of them is not the package it claims.
+func npmIntegrity(ctx context.Context, ent *catalog.Entry) (integrity, from string, err error) {
+	spec := ent.Package + "@" + ent.Version
+	got, verr := npmView(ctx, spec)
+	switch {
+	case verr == nil && ent.Integrity != "" && got != ent.Integrity:
+		return "", "", fmt.Errorf("npm gives %s the integrity %s, the catalog %s: one of them is not the package it names", spec, got, ent.Integrity)
+	case verr == nil:
+		return got, "npm", nil
+	case ent.Integrity != "":
+		return ent.Integrity, "catalog", nil
+	}
+	return "", "", nil // neither: the lock pins the version alone
+}
+
+// npmView asks npm for a version's dist.integrity, without retrying.
+func npmView(ctx context.Context, spec string) (string, error) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, npmViewTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "view", "--json", "--fetch-retries=0", "--", spec, "dist.integrity")
+	cmd.Stdin = nil
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("npm view %s: %w", spec, err)
+	}
+	var s string
+	if err := json.Unmarshal(out, &s); err != nil || s == "" {
+		return "", fmt.Errorf("npm view %s: no dist.integrity in its answer", spec)
+	}
+	return s, nil
+}
+
+// skill fetches the entry's skill at its commit, shows it, copies it into
+// the hub's skills and returns its lock entry (nil when declined).
+func (in *installing) skill(ctx context.Context) (*catalog.Locked, error) {
+	e, ent := in.e, in.ent
+	st, err := skillStore(in.h)
+	if err != nil {
+		return nil, err
+	}
+	if !in.asJSON {
+		fmt.Fprintf(e.stdout, "Installing %s from %s: %s\n", ent.Slug, in.cat.Location, ent.Pinned())
+	}
+	dir, full, cleanup, err := skill.FromGit(ctx, st.Dir, ent.Repo, ent.Commit, ent.Path)
+	if err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	defer cleanup()
+	if full != ent.Commit {
+		return nil, fmt.Errorf("installing %s: the repository resolves the commit %s to %s; the catalog must pin a full commit", ent.Slug, ent.Commit, full)
+	}
+	s, err := skill.Read(dir)
+	if err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	if _, err := st.Get(s.Name); err == nil {
+		return nil, fmt.Errorf("installing %s: the hub has a skill %s already; remove it first (`capabilities hub skills remove %s`) or uninstall what installed it", ent.Slug, s.Name, s.Name)
+	}
+	if !in.asJSON {
+		fmt.Fprintf(e.stdout, "Found the skill %s (%s): %s\n", s.Name, plural(len(s.Files), "file"), firstSentence(s.Description))
+		for _, f := range s.Files {
+			fmt.Fprintf(e.stdout, "    %s\n", f)
+		}
+	}
+	if !in.yes {
+		ok, err := confirm(e, fmt.Sprintf("Install the skill %s into the hub? [y/N] ", s.Name))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			fmt.Fprintln(e.stdout, "Nothing installed.")
+			return nil, nil
+		}
+	}
+	if err := st.Add(s, skill.Origin{Git: ent.Repo, Commit: full, Subdir: ent.Path}); err != nil {
+		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+	}
+	dst := filepath.Join(st.Dir, s.Name)
+	files := map[string]string{}
+	for _, f := range s.Files {
+		b, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(f)))
+		if err != nil {
+			_ = st.Remove(s.Name)
+			return nil, fmt.Errorf("installing %s: reading the hub's copy: %w", ent.Slug, err)
+		}
+		sum := sha256.Sum256(b)
+		files[f] = hex.EncodeToString(sum[:])
+	}
+	return &catalog.Locked{
+		Slug: ent.Slug, Shape: ent.Shape, Registry: in.cat.Location,
+		Repo: ent.Repo, Commit: full, Path: ent.Path, FilesDigest: filesDigest(files),
+		InstalledAt: time.Now().UTC().Truncate(time.Second),
+		Wrote:       []catalog.Place{{Kind: catalog.PlaceSkill, Name: s.Name, Path: dst, Before: catalog.Absent, Files: files}},
+	}, nil
+}
+
+// undoInstall takes out of the hub what rec says install wrote, returning
+// a note for each place it could not.
+func undoInstall(ctx context.Context, e *env, h *hub.Hub, rec *catalog.Locked) []string {
+	var msgs []string
+	for _, p := range rec.Wrote {
+		var err error
+		switch p.Kind {
+		case catalog.PlaceSource:
+			err = h.Remove(context.WithoutCancel(ctx), p.Name)
+		case catalog.PlaceSkill:
+			var st skill.Store
+			if st, err = skillStore(h); err == nil {
+				err = st.Remove(p.Name)
+			}
+		}
+		if err != nil && !errors.Is(err, skill.ErrNotFound) {
+			msgs = append(msgs, fmt.Sprintf(" (but not %s: %v)", p.Name, err))
+		}
+	}
+	return msgs
+}
