@@ -253,6 +253,8 @@ func newRoot(e *env) *cobra.Command {
 		newProfilesCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
+	root.AddCommand(newCensusListCmd(e))
+	root.AddCommand(newCensusDoctorCmd(e))
 	root.AddCommand(newLoginCmd(e))
 	root.AddCommand(newLogoutCmd(e))
 	return root
