@@ -64,6 +64,8 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"hub disconnect":      {[]string{"--client", "nope"}, "hub", codeUsage, 2},
 		"hub rollback":        {nil, "hub", codeError, 1},
 		"rollback":            {nil, "hub", codeError, 1},
+		"list":                {nil, "none", codeNoHub, 1},
+		"doctor":              {[]string{"extra"}, "hub", codeUsage, 2},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
