@@ -253,6 +253,7 @@ func newRoot(e *env) *cobra.Command {
 		newProfilesCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
+	root.AddCommand(newStackCmd(e))
 	root.AddCommand(newCensusListCmd(e))
 	root.AddCommand(newCensusDoctorCmd(e))
 	root.AddCommand(newLoginCmd(e))
