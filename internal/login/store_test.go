@@ -197,9 +197,17 @@ func TestGitEnv(t *testing.T) {
 // login git-credential <action>` answers from the secret file it names.
 const helperFileEnv = "CAPABILITIES_LOGIN_TEST_SECRETS"
 
+// helperKeychainEnv, set, makes that helper use the OS keychain (the file
+// only as its fallback).
+const helperKeychainEnv = "CAPABILITIES_LOGIN_TEST_KEYCHAIN"
+
 func TestMain(m *testing.M) {
 	if file := os.Getenv(helperFileEnv); file != "" && len(os.Args) == 4 && os.Args[1] == "login" && os.Args[2] == "git-credential" {
-		st := secret.Open(secret.Options{File: file, Keychain: noKeychain{}, Logger: slog.New(slog.DiscardHandler)})
+		opts := secret.Options{File: file, Keychain: noKeychain{}, Logger: slog.New(slog.DiscardHandler)}
+		if os.Getenv(helperKeychainEnv) != "" {
+			opts.Keychain = nil
+		}
+		st := secret.Open(opts)
 		if err := Helper(context.Background(), os.Args[3], os.Stdin, os.Stdout, os.Stderr, st, nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
