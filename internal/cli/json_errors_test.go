@@ -66,6 +66,7 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"rollback":            {nil, "hub", codeError, 1},
 		"list":                {nil, "none", codeNoHub, 1},
 		"doctor":              {[]string{"extra"}, "hub", codeUsage, 2},
+		"login":               {[]string{"--issuer", "github.com"}, "none", codeUsage, 2},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
