@@ -157,10 +157,10 @@ func decodeStrict(data []byte, v any) error {
 		var typ *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &syn):
-			line, col := lineCol(data, syn.Offset)
+			line, col := lineCol(data, syn.Offset-1)
 			return fmt.Errorf("line %d, column %d: %w", line, col, err)
 		case errors.As(err, &typ):
-			line, col := lineCol(data, typ.Offset)
+			line, col := lineCol(data, typ.Offset-1)
 			return fmt.Errorf("line %d, column %d: %q should be %s, not a JSON %s", line, col, typ.Field, typ.Type, typ.Value)
 		case errors.Is(err, io.EOF):
 			return errors.New("empty: write a JSON object")
@@ -170,13 +170,14 @@ func decodeStrict(data []byte, v any) error {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		line, col := lineCol(data, dec.InputOffset())
+		line, col := lineCol(data, dec.InputOffset()-1)
 		return fmt.Errorf("line %d, column %d: more after the JSON object", line, col)
 	}
 	return nil
 }
 
 func lineCol(data []byte, off int64) (line, col int) {
+	off = max(off, 0)
 	if off > int64(len(data)) {
 		off = int64(len(data))
 	}
@@ -369,15 +370,15 @@ func (c *Catalog) Lookup(slug string) (*Entry, error) {
 }
 
 // Closest is up to n of names nearest to s by edit distance (and those
-// that contain s or that s contains), nearest first; none farther than
-// half of s's length plus two.
+// that contain s or that s contains), nearest first; none farther than a
+// third of s's length plus one.
 func Closest(s string, names []string, n int) []string {
 	type cand struct {
 		name string
 		d    int
 	}
 	var cs []cand
-	limit := len(s)/2 + 2
+	limit := len(s)/3 + 1
 	for _, name := range names {
 		d := distance(s, name)
 		if s != "" && (strings.Contains(name, s) || strings.Contains(s, name)) {
