@@ -109,9 +109,9 @@ func TestParseTooLarge(t *testing.T) {
 
 func TestHubNamespace(t *testing.T) {
 	for slug, want := range map[string]string{
-		"memory":            "memory",
-		"everything-remote": "everything_remote",
-		"9lives":            "c_9lives",
+		"memory":                       "memory",
+		"everything-remote":            "everything_remote",
+		"9lives":                       "c_9lives",
 		strings.Repeat("a-", 20) + "b": strings.TrimRight(strings.Repeat("a_", 16), "_"),
 	} {
 		e := Entry{Slug: slug}
