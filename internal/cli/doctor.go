@@ -195,6 +195,22 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 	for i := range recs {
 		byNS[recs[i].Source.Namespace] = &recs[i].Source
 	}
+	stack, badStack, err := stackSources()
+	if err != nil {
+		return nil, err
+	}
+	r.Checked.Stack = len(stack)
+	// What the stack calls each connection's secret, and where it goes.
+	inStack := map[string]stackConnection{}
+	for _, ss := range stack {
+		for _, sc := range ss.Connections {
+			inStack[ss.Namespace+"/"+firstNonEmpty(sc.Name, hub.DefaultConnection)] = sc
+		}
+	}
+	need := func(src *model.Source, conn, what string, oauth bool) problem {
+		sc := inStack[src.Namespace+"/"+conn]
+		return missingSecret(src, conn, firstNonEmpty(sc.Secret, secretName(src)), firstNonEmpty(sc.Env, envOf(src)), firstNonEmpty(sc.Header, headerOf(src)), oauth, what)
+	}
 	for _, rec := range recs {
 		src := rec.Source
 		conns, err := h.Connections(ctx, src.Namespace)
@@ -206,7 +222,7 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 			if conn.SignIn != "" {
 				reported[key] = true
 				add(problem{Kind: probSignIn, Namespace: src.Namespace, Connection: conn.Name,
-					Message: fmt.Sprintf("%s: %s", key, conn.SignIn), Fix: authCommand(&src, conn.Name, "", "", true)})
+					Message: fmt.Sprintf("%s: %s", key, conn.SignIn), Fix: "sign in again: `" + authCommand(&src, conn.Name, "", "", true) + "`"})
 				continue
 			}
 			_, gerr := h.Secrets().Get(secret.Quiet(ctx), conn.SecretRef)
@@ -214,8 +230,7 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 			case gerr == nil:
 			case errors.Is(gerr, secret.ErrNotFound):
 				reported[key] = true
-				add(missingSecret(&src, conn.Name, secretName(&src, nil), envOf(&src, nil), headerOf(&src, nil), conn.Auth == model.AuthOAuth,
-					fmt.Sprintf("%s: its secret is not in the secret store", key)))
+				add(need(&src, conn.Name, fmt.Sprintf("%s: its secret is not in the secret store", key), conn.Auth == model.AuthOAuth))
 			default:
 				reported[key] = true
 				add(problem{Kind: probSecretStore, Namespace: src.Namespace, Connection: conn.Name,
@@ -230,14 +245,9 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 			if oauth {
 				what = fmt.Sprintf("%s signs in with OAuth, and nobody has signed in", src.Namespace)
 			}
-			add(missingSecret(&src, hub.DefaultConnection, secretName(&src, nil), envOf(&src, nil), headerOf(&src, nil), oauth, what))
+			add(need(&src, hub.DefaultConnection, what, oauth))
 		}
 	}
-	stack, badStack, err := stackSources()
-	if err != nil {
-		return nil, err
-	}
-	r.Checked.Stack = len(stack)
 	for _, p := range sortedErrKeys(badStack) {
 		add(problem{Kind: probStack, Path: p, Message: fmt.Sprintf("the stack's %s cannot be read: %v", p, badStack[p]),
 			Fix: "fix the file, or take the stack repository's version again (git -C " + quoteArg(stackDirOrEmpty()) + " checkout -- sources)"})
@@ -261,8 +271,7 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 				add(p)
 				continue
 			}
-			p := missingSecret(src, name, firstNonEmpty(sc.Secret, secretName(src, nil)), firstNonEmpty(sc.Env, envOf(src, nil)), firstNonEmpty(sc.Header, headerOf(src, nil)), src.Auth == model.AuthOAuth,
-				fmt.Sprintf("the stack names the connection %s (secret %s), which this hub does not have", key, orName(sc.Secret)))
+			p := need(src, name, fmt.Sprintf("the stack names the connection %s (secret %s), which this hub does not have", key, orName(sc.Secret)), src.Auth == model.AuthOAuth)
 			p.Path = ss.Path
 			add(p)
 		}
@@ -376,29 +385,21 @@ func position(se *harness.SyntaxError) string {
 	return "the place the message says"
 }
 
-// secretName is the NAME a source's credential is known by: the stack's
-// name for it (sc), else the variable a stdio source reads it from.
-func secretName(src *model.Source, sc *stackConnection) string {
-	if sc != nil && sc.Secret != "" {
-		return sc.Secret
-	}
-	return src.SecretEnv
-}
+// secretName is the NAME a source's credential is known by here: the
+// variable a stdio source reads it from ("" when it has none).
+func secretName(src *model.Source) string { return src.SecretEnv }
 
-func envOf(src *model.Source, sc *stackConnection) string {
-	if sc != nil && sc.Env != "" {
-		return sc.Env
-	}
+// envOf is the variable a stdio source reads its credential from.
+func envOf(src *model.Source) string {
 	if src.Kind == model.KindStdio {
 		return src.SecretEnv
 	}
 	return ""
 }
 
-func headerOf(src *model.Source, sc *stackConnection) string {
-	if sc != nil && sc.Header != "" {
-		return sc.Header
-	}
+// headerOf is the header a remote source reads its credential from ("" for
+// Authorization: Bearer).
+func headerOf(src *model.Source) string {
 	if src.Kind == model.KindHTTP {
 		return src.SecretHeader
 	}

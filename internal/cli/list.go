@@ -155,6 +155,9 @@ Lists are never null; fields may be added, none renamed.`,
 					unreadable = append(unreadable, harness.Unreadable{Harness: cf.File.Harness, Path: cf.File.Path, Error: cf.Err.Error()})
 				}
 			}
+			if lerr != nil {
+				fmt.Fprintf(e.stderr, "capabilities: %v (slugs not shown; see capabilities doctor)\n", lerr)
+			}
 			if asJSON {
 				type unreadableJSON struct {
 					Harness string `json:"harness"`
@@ -166,9 +169,6 @@ Lists are never null; fields may be added, none renamed.`,
 					un = append(un, unreadableJSON(u))
 				}
 				return e.printJSON(map[string]any{"sources": sources, "skills": skills, "agents": entries, "unreadable": un})
-			}
-			if lerr != nil {
-				fmt.Fprintf(e.stderr, "capabilities: %v (slugs not shown; see capabilities doctor)\n", lerr)
 			}
 			for _, u := range unreadable {
 				fmt.Fprintf(e.stderr, "capabilities: %s: %s could not be read: %s (capabilities doctor says how to fix it)\n", u.Harness, u.Path, u.Error)
