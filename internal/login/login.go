@@ -320,8 +320,9 @@ func (f *Flow) Wait(ctx context.Context, da *oauth2.DeviceAuthResponse) (*oauth2
 	}
 	var re *oauth2.RetrieveError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		// DeviceAccessToken's own deadline: the code's expiry.
+	case errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(da.Expiry.Add(-time.Second)):
+		// DeviceAccessToken's own deadline: the code's expiry (not a
+		// request that timed out before it).
 		return nil, ErrExpired
 	case errors.As(err, &re) && re.ErrorCode == "expired_token":
 		return nil, ErrExpired

@@ -404,3 +404,31 @@ func TestIssuerURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestTimeout: a token endpoint that does not answer in the HTTP
+// client's time is an error of the request, not the code's expiry.
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/device" {
+			writeJSON(w, 200, map[string]any{"device_code": "dc", "user_code": "A", "verification_uri": "https://example.com/a", "expires_in": 600, "interval": 1})
+			return
+		}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	hc := srv.Client()
+	hc.Timeout = 300 * time.Millisecond
+	f := &Flow{Endpoints: Endpoints{Issuer: srv.URL, DeviceAuthURL: srv.URL + "/device", TokenURL: srv.URL + "/token"}, ClientID: "c", HTTPClient: hc}
+	ctx := waitCtx(t)
+	da, err := f.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Wait(ctx, da)
+	if err == nil || errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "waiting for the sign-in at "+srv.URL+"/token") {
+		t.Fatalf("Wait = %v, want the request's timeout", err)
+	}
+}
