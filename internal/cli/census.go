@@ -86,6 +86,9 @@ type agentEntry struct {
 	// in its file, or Gemini CLI does not trust this folder); none when it
 	// does.
 	Off []string `json:"off,omitempty"`
+	// ProfileGone: the hub no longer has the entry's profile (capabilities
+	// doctor says how to fix it); the entry serves nothing.
+	ProfileGone bool `json:"profileGone,omitempty"`
 }
 
 // hubEntries are the entries of the hub's (isHubEntry) that serve this hub,

@@ -82,7 +82,7 @@ manifests and the agents' configs; it starts nothing and writes nothing.
 
 --json prints {"sources": [...], "skills": [...], "agents": [...], "unreadable": [...]}:
 each source {namespace, kind, command|url, toolCount, connections, slug, connected: [{harness,
-path, scope, entry, profile, command, off}], direct: [{harness, path, entry}]}, each skill {name,
+path, scope, entry, profile, command, off, profileGone}], direct: [{harness, path, entry}]}, each skill {name,
 description, files, origin, slug, installed: [{harness, dir, status: same|differs}]}, agents the
 hub's entries found, unreadable the configs that could not be read ({harness, path, error}).
 Lists are never null; fields may be added, none renamed.`,
@@ -106,6 +106,9 @@ Lists are never null; fields may be added, none renamed.`,
 					}
 					profiles[a.Profile] = p // nil: gone (doctor says so)
 				}
+			}
+			for i := range entries {
+				entries[i].ProfileGone = profiles[entries[i].Profile] == nil
 			}
 			recs, err := h.Sources(c.Context())
 			if err != nil {
@@ -301,7 +304,11 @@ func (e *env) printCensus(sources []censusSource, skills []censusSkill, entries 
 	}
 	fmt.Fprintf(w, "Agents (%d entries of the hub):\n", len(entries))
 	for _, a := range entries {
-		fmt.Fprintf(w, "  %s  %s  %q, profile %s (%s)\n", a.Harness, a.Path, a.Entry, a.Profile, a.Scope)
+		gone := ""
+		if a.ProfileGone {
+			gone = ", which the hub no longer has (capabilities doctor says how to fix it)"
+		}
+		fmt.Fprintf(w, "  %s  %s  %q, profile %s%s (%s)\n", a.Harness, a.Path, a.Entry, a.Profile, gone, a.Scope)
 		for _, why := range a.Off {
 			fmt.Fprintf(w, "    off: %s\n", why)
 		}
