@@ -84,7 +84,7 @@ func IsGitHub(issuer string) bool {
 // signing in as it.
 func NoClientIDHelp(issuer string) error {
 	if IsGitHub(issuer) {
-		return fmt.Errorf("%w for GitHub: register an OAuth app (GitHub → Settings → Developer settings → OAuth Apps → New OAuth App; any homepage and callback URL), tick \"Enable Device Flow\" on its page, then pass its Client ID with --client-id or set %s", ErrNoClientID, ClientIDEnv)
+		return fmt.Errorf("%w for GitHub: register an OAuth app at https://github.com/settings/applications/new (Settings → Developer settings → OAuth Apps; any homepage and callback URL), tick \"Enable Device Flow\" on its page, then pass its Client ID with --client-id or set %s", ErrNoClientID, ClientIDEnv)
 	}
 	return fmt.Errorf("%w for %s: register a public client allowed the device authorization grant (urn:ietf:params:oauth:grant-type:device_code) with that authorization server, then pass its client ID with --client-id or set %s", ErrNoClientID, issuer, ClientIDEnv)
 }
