@@ -176,10 +176,13 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// lineCol is the 1-based line and column of the byte at off in data. off
+// is the character at fault, or whitespace after it (the decoder may have
+// read on to the next line), which is skipped back over.
 func lineCol(data []byte, off int64) (line, col int) {
-	off = max(off, 0)
-	if off > int64(len(data)) {
-		off = int64(len(data))
+	off = min(max(off, 0), int64(len(data)))
+	for off > 0 && off < int64(len(data)) && strings.ContainsRune(" \t\r\n", rune(data[off])) {
+		off--
 	}
 	before := data[:off]
 	line = bytes.Count(before, []byte("\n")) + 1
