@@ -151,15 +151,15 @@ func notRunnable(p string) string {
 	return ""
 }
 
-// shortPath is a PATH for a message: its folders, at most six, then how
-// many more.
+// shortPath is a PATH for a message: itself when it has at most three
+// folders, else how many it has.
 func shortPath(path string) string {
 	dirs := filepath.SplitList(path)
-	if len(dirs) == 0 {
+	switch {
+	case len(dirs) == 0:
 		return "empty"
-	}
-	if len(dirs) > 6 {
-		return strings.Join(dirs[:6], string(filepath.ListSeparator)) + fmt.Sprintf("%c… %d more", filepath.ListSeparator, len(dirs)-6)
+	case len(dirs) > 3:
+		return fmt.Sprintf("%d folders searched", len(dirs))
 	}
 	return path
 }

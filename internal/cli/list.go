@@ -302,7 +302,11 @@ func (e *env) printCensus(sources []censusSource, skills []censusSkill, entries 
 		fmt.Fprintln(w, "Agents: no agent's config holds the hub's entry (`capabilities hub connect` writes it).")
 		return
 	}
-	fmt.Fprintf(w, "Agents (%d entries of the hub):\n", len(entries))
+	n := fmt.Sprintf("%d entries", len(entries))
+	if len(entries) == 1 {
+		n = "1 entry"
+	}
+	fmt.Fprintf(w, "Agents (%s of the hub):\n", n)
 	for _, a := range entries {
 		gone := ""
 		if a.ProfileGone {
