@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -142,6 +143,9 @@ func (g *Git) Tree(ctx context.Context, commit string) (fstest.MapFS, error) {
 			return nil, fmt.Errorf("reading the stack at %s: %w", short(commit), err)
 		}
 		name := strings.TrimSuffix(path.Clean(hdr.Name), "/")
+		if !fs.ValidPath(name) {
+			return nil, fmt.Errorf("reading the stack at %s: the path %q is not one a stack holds", short(commit), hdr.Name)
+		}
 		switch hdr.Typeflag {
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue

@@ -466,4 +466,3 @@ func (r *Repo) Synced(ctx context.Context, base, theirs string) (kept []string, 
 	}
 	return kept, r.setBase(theirs)
 }
-
