@@ -69,8 +69,9 @@ const (
 	// PlaceSource is a hub source (Name is its namespace), with its
 	// manifest, review and connection.
 	PlaceSource = "hub-source"
-	// PlaceSkill is a skill in the hub's skills folder (Name, at Path),
-	// with the sha256 of each file written (Files).
+	// PlaceSkill is a skill in the hub's skills folder (Name, at Path,
+	// relative to $CAPABILITIES_HOME), with the sha256 of each file
+	// written (Files).
 	PlaceSkill = "hub-skill"
 )
 

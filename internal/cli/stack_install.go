@@ -95,7 +95,12 @@ hub at once: install writes no agent config.`,
 					return err
 				}
 				defer h.Close()
-				in := installing{e: e, h: h, cat: cat, ent: ent, yes: yes, asJSON: asJSON, ns: ns}
+				in := installing{e: e, h: h, cat: cat, ent: ent, yes: yes, asJSON: asJSON, ns: ns, registry: loc}
+				if !strings.Contains(loc, "://") {
+					if abs, err := filepath.Abs(loc); err == nil {
+						in.registry = abs // the lock says where from, wherever it is read
+					}
+				}
 				var rec *catalog.Locked
 				if ent.Shape == catalog.ShapeSkill {
 					rec, err = in.skill(ctx)
@@ -161,6 +166,9 @@ type installing struct {
 	yes    bool
 	asJSON bool
 	ns     string // --namespace
+	// registry is the catalog's location for the lock (a folder made
+	// absolute).
+	registry string
 }
 
 // server adds an npm or remote server as a hub source through the hub's
@@ -233,7 +241,7 @@ func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err erro
 		}
 	}
 	rec = &catalog.Locked{
-		Slug: ent.Slug, Shape: ent.Shape, Registry: in.cat.Location,
+		Slug: ent.Slug, Shape: ent.Shape, Registry: in.registry,
 		Secrets:     ent.Secrets,
 		ToolsDigest: toolsDigest(p.Manifest.Tools),
 		InstalledAt: time.Now().UTC().Truncate(time.Second),
@@ -375,7 +383,6 @@ func npmView(ctx context.Context, spec string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, npmViewTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npm", "view", "--json", "--fetch-retries=0", "--", spec, "dist.integrity")
-	cmd.Stdin = nil
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("npm view %s: %w", spec, err)
@@ -433,6 +440,12 @@ func (in *installing) skill(ctx context.Context) (*catalog.Locked, error) {
 		return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
 	}
 	dst := filepath.Join(st.Dir, s.Name)
+	where := dst // in the lock: relative to $CAPABILITIES_HOME, the same on every machine
+	if home, err := store.Home(); err == nil {
+		if rel, err := filepath.Rel(home, dst); err == nil && !strings.HasPrefix(rel, "..") {
+			where = filepath.ToSlash(rel)
+		}
+	}
 	files := map[string]string{}
 	for _, f := range s.Files {
 		b, err := os.ReadFile(filepath.Join(dst, filepath.FromSlash(f)))
@@ -444,10 +457,10 @@ func (in *installing) skill(ctx context.Context) (*catalog.Locked, error) {
 		files[f] = hex.EncodeToString(sum[:])
 	}
 	return &catalog.Locked{
-		Slug: ent.Slug, Shape: ent.Shape, Registry: in.cat.Location,
+		Slug: ent.Slug, Shape: ent.Shape, Registry: in.registry,
 		Repo: ent.Repo, Commit: full, Path: ent.Path, FilesDigest: filesDigest(files),
 		InstalledAt: time.Now().UTC().Truncate(time.Second),
-		Wrote:       []catalog.Place{{Kind: catalog.PlaceSkill, Name: s.Name, Path: dst, Before: catalog.Absent, Files: files}},
+		Wrote:       []catalog.Place{{Kind: catalog.PlaceSkill, Name: s.Name, Path: where, Before: catalog.Absent, Files: files}},
 	}, nil
 }
 
