@@ -17,6 +17,7 @@
 package login
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -309,9 +312,20 @@ func (f *Flow) Start(ctx context.Context) (*oauth2.DeviceAuthResponse, error) {
 
 // Wait polls the token endpoint at the server's interval until the person
 // approves (the token), denies (ErrDenied), the code expires (ErrExpired)
-// or ctx ends (its error).
+// or ctx ends (its error). A poll whose connection fails or times out is
+// sent again after 1, 2, 4 and 8 s (RFC 8628 §3.5) before the wait fails.
 func (f *Flow) Wait(ctx context.Context, da *oauth2.DeviceAuthResponse) (*oauth2.Token, error) {
-	tok, err := f.config().DeviceAccessToken(f.ctx(ctx), da)
+	hc := http.DefaultClient
+	if f.HTTPClient != nil {
+		hc = f.HTTPClient
+	}
+	interval := time.Duration(da.Interval) * time.Second
+	if interval <= 0 {
+		interval = 5 * time.Second // RFC 8628 §3.2, as DeviceAccessToken
+	}
+	polling := *hc
+	polling.Transport = &pollTransport{base: hc.Transport, interval: interval, first: time.Second, retries: 4}
+	tok, err := f.config().DeviceAccessToken(context.WithValue(ctx, oauth2.HTTPClient, &polling), da)
 	if err == nil {
 		return tok, nil
 	}
@@ -361,4 +375,108 @@ func describe(err error) error {
 		return fmt.Errorf("the server answered %s", status)
 	}
 	return fmt.Errorf("the server answered %s: %s", status, body)
+}
+
+// pollTransport carries the polls of the token endpoint. It sends a poll
+// again when its connection failed (refused, reset, closed, timed out),
+// after 1 s, then twice as long each time, at most retries times (RFC 8628
+// §3.5: "clients SHOULD apply exponential backoff" on connection timeouts);
+// and it keeps every poll at least the interval after the one before,
+// adding 5 s at each slow_down as DeviceAccessToken does, since its ticker
+// fires at once after a poll that took longer than the interval.
+type pollTransport struct {
+	base    http.RoundTripper
+	first   time.Duration
+	retries int
+
+	mu       sync.Mutex
+	interval time.Duration
+	last     time.Time // when the last poll was sent
+}
+
+func (p *pollTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	base := p.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	ctx := req.Context()
+	backoff := p.first
+	for attempt := 0; ; attempt++ {
+		if !p.last.IsZero() {
+			if err := sleep(ctx, time.Until(p.last.Add(p.interval))); err != nil {
+				return nil, err
+			}
+		}
+		p.last = time.Now()
+		resp, err := base.RoundTrip(req)
+		if err == nil {
+			return p.watch(resp)
+		}
+		if attempt >= p.retries || req.GetBody == nil || ctx.Err() != nil || !connectionError(err) {
+			return nil, err
+		}
+		if err := sleep(ctx, backoff); err != nil {
+			return nil, err
+		}
+		backoff *= 2
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, err
+		}
+		req = req.Clone(ctx)
+		req.Body = body
+	}
+}
+
+// watch reads the answer (at most 1 MB, as x/oauth2 does) for a slow_down,
+// and hands it on.
+func (p *pollTransport) watch(resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var code string
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" || mt == "text/plain" {
+		v, _ := url.ParseQuery(string(body))
+		code = v.Get("error")
+	} else {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		code = e.Error
+	}
+	if code == "slow_down" {
+		p.interval += 5 * time.Second
+	}
+	return resp, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// connectionError reports whether err is a connection's failure, worth
+// another try, rather than a permanent one (a bad certificate, a bad URL).
+func connectionError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -432,3 +432,50 @@ func TestRequestTimeout(t *testing.T) {
 		t.Fatalf("Wait = %v, want the request's timeout", err)
 	}
 }
+
+// TestConnectionBackoff: a poll whose connection breaks is sent again after
+// 1 s, then 2 s (RFC 8628 §3.5), and the polls after it still keep the
+// interval; after four failed retries the wait fails.
+func TestConnectionBackoff(t *testing.T) {
+	t.Parallel()
+	s := newDeviceServer(t, answer{err: "drop"}, answer{err: "drop"}, answer{err: "authorization_pending"}, answer{err: "authorization_pending"}, answer{token: "tok-after-drops"})
+	ctx := waitCtx(t)
+	f := flowFor(s)
+	da, err := f.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.Wait(ctx, da)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AccessToken != "tok-after-drops" {
+		t.Fatalf("token = %+v", tok)
+	}
+	polls, _, _ := s.seen()
+	if len(polls) != 5 {
+		t.Fatalf("%d polls, want 5", len(polls))
+	}
+	for i, min := range []time.Duration{0, 950 * time.Millisecond, 1950 * time.Millisecond, 950 * time.Millisecond, 950 * time.Millisecond} {
+		if i == 0 {
+			continue
+		}
+		if gap := polls[i].Sub(polls[i-1]); gap < min {
+			t.Errorf("poll %d came %v after the one before, want at least %v", i, gap, min)
+		}
+	}
+
+	// Always dropped: one poll and four retries, then the error.
+	s2 := newDeviceServer(t, answer{err: "drop"})
+	f2 := flowFor(s2)
+	da2, err := f2.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f2.Wait(ctx, da2); err == nil || errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "waiting for the sign-in at") {
+		t.Fatalf("Wait with every connection dropped = %v", err)
+	}
+	if polls, _, _ := s2.seen(); len(polls) != 5 {
+		t.Errorf("%d requests with every connection dropped, want 5 (one and four retries)", len(polls))
+	}
+}

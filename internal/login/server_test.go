@@ -112,6 +112,16 @@ func (s *deviceServer) write(w http.ResponseWriter, a answer, form bool) {
 		http.Error(w, "upstream exploded", http.StatusInternalServerError)
 		return
 	}
+	if a.err == "drop" {
+		// The connection breaks before any answer.
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			s.t.Errorf("hijacking: %v", err)
+			return
+		}
+		conn.Close()
+		return
+	}
 	if a.err == "badjson" {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"access_token": `)
