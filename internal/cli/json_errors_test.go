@@ -67,6 +67,8 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"list":                {nil, "none", codeNoHub, 1},
 		"doctor":              {[]string{"extra"}, "hub", codeUsage, 2},
 		"login":               {[]string{"--issuer", "github.com"}, "none", codeUsage, 2},
+		"stack install":       {[]string{"--yes", "nope"}, "hub", codeUsage, 2},
+		"stack uninstall":     {[]string{"nope"}, "hub", codeNotFound, 1},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")

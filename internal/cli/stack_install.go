@@ -66,7 +66,7 @@ hub at once: install writes no agent config.`,
 			}
 			ent, err := cat.Lookup(args[0])
 			if err != nil {
-				return fmt.Errorf("installing: %w", err)
+				return &codedError{code: codeNotFound, err: fmt.Errorf("installing: %w", err)}
 			}
 			if ns != "" {
 				if ent.Shape == catalog.ShapeSkill {

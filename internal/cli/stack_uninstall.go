@@ -45,7 +45,7 @@ before install is there again, byte for byte: install wrote only where nothing w
 				}
 				rec := l.Find(args[0])
 				if rec == nil {
-					return notInstalled(args[0], l)
+					return &codedError{code: codeNotFound, err: notInstalled(args[0], l)}
 				}
 				h, _, err := e.openHub()
 				if err != nil {
