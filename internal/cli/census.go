@@ -147,8 +147,8 @@ func stackDir() (string, error) {
 // lockSlugs reads the stack's capabilities.lock loosely: every JSON object
 // in it that has a "slug" is one installed capability, and the names it
 // holds under "namespace", "source", "skill", "ns" or "name" (anywhere
-// inside it, except in its connections, secrets, env and headers) are what
-// it installed. It maps each such name, and the slug itself, to the slug.
+// inside it, except in its connections, secrets, env and headers: stack
+// install's wrote[].name, see docs/catalog.md) are what it installed. It maps each such name, and the slug itself, to the slug.
 // No lock is an empty map; a lock that is not JSON is an error naming it.
 func lockSlugs() (map[string]string, string, error) {
 	dir, err := stackDir()

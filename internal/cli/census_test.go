@@ -32,6 +32,13 @@ func TestLockSlugs(t *testing.T) {
 			want: map[string]string{"remote": "remote", "acme": "remote"}},
 		{name: "the slug alone", lock: `{"capabilities": [{"slug": "everything"}]}`,
 			want: map[string]string{"everything": "everything"}},
+		{name: "as stack install writes it (docs/catalog.md)", lock: `{"version": 1, "capabilities": [
+			{"slug": "mem-server", "shape": "npm", "registry": "/home/me/catalog", "package": "@modelcontextprotocol/server-memory",
+			 "command": ["npx", "-y", "@modelcontextprotocol/server-memory@2026.8.31"], "secrets": ["NOT_A_NAME"],
+			 "wrote": [{"kind": "hub-source", "name": "memory", "before": "absent"}]},
+			{"slug": "pdf", "shape": "skill", "repo": "https://example.org/skills.git", "commit": "56d0c3a381be26d150c3a7144d401d3bbd521481", "path": "pdf-forms",
+			 "wrote": [{"kind": "hub-skill", "name": "pdf-forms", "path": "hub/skills/pdf-forms", "before": "absent", "files": {"SKILL.md": "ab12"}}]}]}`,
+			want: map[string]string{"mem-server": "mem-server", "memory": "mem-server", "pdf": "pdf", "pdf-forms": "pdf"}},
 		{name: "not JSON", lock: `{"capabilities": [`, wantErr: "reading the stack's lock "},
 	}
 	for _, tt := range tests {
