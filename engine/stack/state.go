@@ -215,7 +215,7 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("%s in the stack: %v; fix the file in the stack repository (or push this machine's stack over it)", e.Path, e.Err)
+	return fmt.Sprintf("%s in the stack: %v; fix the file in the stack repository", e.Path, e.Err)
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
