@@ -212,6 +212,9 @@ type stackConnection struct {
 	Secret string `json:"secret"`
 	Env    string `json:"env,omitempty"`
 	Header string `json:"header,omitempty"`
+	// Auth is "oauth" for a connection made by signing in: no secret, a
+	// sign-in on each machine.
+	Auth string `json:"auth,omitempty"`
 }
 
 // stackSource is sources/<namespace>.json of the stack, read loosely.

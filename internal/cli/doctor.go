@@ -264,14 +264,20 @@ func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bo
 			}
 			reported[key] = true
 			src := byNS[ss.Namespace]
+			what := "secret " + orName(sc.Secret)
+			if sc.Auth == model.AuthOAuth {
+				what = "an OAuth sign-in"
+			}
 			if src == nil {
-				p := problem{Kind: probMissingSecret, Namespace: ss.Namespace, Connection: name, Secret: sc.Secret, Path: ss.Path,
-					Message: fmt.Sprintf("the stack's source %s (connection %s, secret %s) is not in this hub", ss.Namespace, name, sc.Secret),
-					Fix:     "`capabilities stack pull` adds it (and asks for " + orName(sc.Secret) + ")"}
-				add(p)
+				fix := "`capabilities stack pull` adds it (and asks for " + orName(sc.Secret) + ")"
+				if sc.Auth == model.AuthOAuth {
+					fix = "`capabilities stack pull` adds it; then sign in: `capabilities hub auth " + ss.Namespace + "`"
+				}
+				add(problem{Kind: probMissingSecret, Namespace: ss.Namespace, Connection: name, Secret: sc.Secret, Path: ss.Path,
+					Message: fmt.Sprintf("the stack's source %s (connection %s, %s) is not in this hub", ss.Namespace, name, what), Fix: fix})
 				continue
 			}
-			p := need(src, name, fmt.Sprintf("the stack names the connection %s (secret %s), which this hub does not have", key, orName(sc.Secret)), src.Auth == model.AuthOAuth)
+			p := need(src, name, fmt.Sprintf("the stack names the connection %s (%s), which this hub does not have", key, what), src.Auth == model.AuthOAuth || sc.Auth == model.AuthOAuth)
 			p.Path = ss.Path
 			add(p)
 		}
