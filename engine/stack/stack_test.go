@@ -222,3 +222,38 @@ func TestInit(t *testing.T) {
 		t.Errorf("Open of nothing: %v", err)
 	}
 }
+
+// TestSyncIntoEmptyClone: a machine that linked the repository while it
+// was empty syncs with what another pushed since.
+func TestSyncIntoEmptyClone(t *testing.T) {
+	needGit(t)
+	t.Setenv("HOME", t.TempDir())
+	ctx := ctxFor(t)
+	remote := bare(t)
+	a, b := linked(t, ctx, remote), linked(t, ctx, remote)
+	if theirs, err := b.Fetch(ctx); err != nil || theirs != "" {
+		t.Fatalf("Fetch of an empty repository: %q, %v", theirs, err)
+	}
+	res, err := a.Push(ctx, state(src("memory", "mem")), nil, "from a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := b.Fetch(ctx)
+	if err != nil || theirs != res.Commit {
+		t.Fatalf("Fetch: %q, %v; want %s", theirs, err, res.Commit)
+	}
+	if _, err := b.Synced(ctx, "", theirs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Dir, "sources", "memory.json")); err != nil {
+		t.Errorf("the synced work tree: %v", err)
+	}
+	res2, err := b.Push(ctx, state(src("memory", "mem"), src("other", "o")), nil, "from b")
+	if err != nil || res2.Nothing {
+		t.Fatalf("push after sync: %+v, %v", res2, err)
+	}
+	out, err := exec.Command("git", "-C", remote, "log", "--format=%s", res2.Commit).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "from b\nfrom a" {
+		t.Errorf("history: %q, %v", out, err)
+	}
+}
