@@ -12,8 +12,10 @@
 // client's public-client authentication fixed to the request body (the
 // library's probe would send every poll twice), the check that a device
 // authorization response has what RFC 8628 §3.2 requires, an end at the
-// code's expiry even when the server sends no expires_in, and errors that
-// say which of denial, expiry or cancellation ended the wait.
+// code's expiry even when the server sends no expires_in, errors that say
+// which of denial, expiry or cancellation ended the wait, and a transport
+// for the polls that retries a failed connection with exponential backoff
+// (§3.5) and keeps each poll the interval after the one before.
 package login
 
 import (
@@ -312,8 +314,9 @@ func (f *Flow) Start(ctx context.Context) (*oauth2.DeviceAuthResponse, error) {
 
 // Wait polls the token endpoint at the server's interval until the person
 // approves (the token), denies (ErrDenied), the code expires (ErrExpired)
-// or ctx ends (its error). A poll whose connection fails or times out is
-// sent again after 1, 2, 4 and 8 s (RFC 8628 §3.5) before the wait fails.
+// or ctx ends (its error). A poll whose connection fails or times out (the
+// HTTP client's Timeout bounds each attempt) is sent again after 1, 2, 4
+// and 8 s (RFC 8628 §3.5) before the wait fails.
 func (f *Flow) Wait(ctx context.Context, da *oauth2.DeviceAuthResponse) (*oauth2.Token, error) {
 	hc := http.DefaultClient
 	if f.HTTPClient != nil {
@@ -323,8 +326,10 @@ func (f *Flow) Wait(ctx context.Context, da *oauth2.DeviceAuthResponse) (*oauth2
 	if interval <= 0 {
 		interval = 5 * time.Second // RFC 8628 §3.2, as DeviceAccessToken
 	}
+	// The client's timeout bounds each attempt, not the retries together.
 	polling := *hc
-	polling.Transport = &pollTransport{base: hc.Transport, interval: interval, first: time.Second, retries: 4}
+	polling.Timeout = 0
+	polling.Transport = &pollTransport{base: hc.Transport, attemptTimeout: hc.Timeout, interval: interval, first: time.Second, retries: 4}
 	tok, err := f.config().DeviceAccessToken(context.WithValue(ctx, oauth2.HTTPClient, &polling), da)
 	if err == nil {
 		return tok, nil
@@ -385,9 +390,10 @@ func describe(err error) error {
 // adding 5 s at each slow_down as DeviceAccessToken does, since its ticker
 // fires at once after a poll that took longer than the interval.
 type pollTransport struct {
-	base    http.RoundTripper
-	first   time.Duration
-	retries int
+	base           http.RoundTripper
+	attemptTimeout time.Duration // bounds each attempt; 0: none
+	first          time.Duration
+	retries        int
 
 	mu       sync.Mutex
 	interval time.Duration
@@ -410,9 +416,9 @@ func (p *pollTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		p.last = time.Now()
-		resp, err := base.RoundTrip(req)
+		resp, err := p.attempt(base, req)
 		if err == nil {
-			return p.watch(resp)
+			return resp, nil
 		}
 		if attempt >= p.retries || req.GetBody == nil || ctx.Err() != nil || !connectionError(err) {
 			return nil, err
@@ -428,6 +434,20 @@ func (p *pollTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Body = body
 	}
+}
+
+// attempt sends req once, within attemptTimeout, and reads its answer.
+func (p *pollTransport) attempt(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	if p.attemptTimeout > 0 {
+		ctx, cancel := context.WithTimeout(req.Context(), p.attemptTimeout)
+		defer cancel() // after watch has read the whole body
+		req = req.WithContext(ctx)
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.watch(resp)
 }
 
 // watch reads the answer (at most 1 MB, as x/oauth2 does) for a slow_down,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -406,16 +407,22 @@ func TestIssuerURL(t *testing.T) {
 }
 
 // TestRequestTimeout: a token endpoint that does not answer in the HTTP
-// client's time is an error of the request, not the code's expiry.
+// client's time (each attempt's) is asked again four times, then the wait
+// fails with the request's error, not the code's expiry.
 func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
+	var polls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/device" {
 			writeJSON(w, 200, map[string]any{"device_code": "dc", "user_code": "A", "verification_uri": "https://example.com/a", "expires_in": 600, "interval": 1})
 			return
 		}
-		<-release
+		polls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
 	}))
 	defer srv.Close()
 	defer close(release)
@@ -430,6 +437,9 @@ func TestRequestTimeout(t *testing.T) {
 	_, err = f.Wait(ctx, da)
 	if err == nil || errors.Is(err, ErrExpired) || !strings.Contains(err.Error(), "waiting for the sign-in at "+srv.URL+"/token") {
 		t.Fatalf("Wait = %v, want the request's timeout", err)
+	}
+	if n := polls.Load(); n != 5 {
+		t.Errorf("%d requests, want 5 (one and four retries)", n)
 	}
 }
 
