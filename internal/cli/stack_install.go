@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -203,6 +204,13 @@ func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err erro
 		}
 		return nil, fmt.Errorf("installing %s: missing %d secret(s): %s; set each in the environment or in ~/.capabilities/.env (NAME=value), or run without --no-input to be asked; nothing installed", ent.Slug, len(missing), strings.Join(names, ", "))
 	}
+	if in.ns == "" {
+		if have, err := sameSource(ctx, h, ent); err != nil {
+			return nil, fmt.Errorf("installing %s: %w", ent.Slug, err)
+		} else if have != "" {
+			return nil, fmt.Errorf("installing %s: the hub already has this server as %s, added another way; to have the lock pin it, remove it (`capabilities hub remove %s`) and install again, or install a second copy with --namespace", ent.Slug, have, have)
+		}
+	}
 	req := hub.AddRequest{Namespace: ns}
 	switch ent.Shape {
 	case catalog.ShapeNPM:
@@ -298,6 +306,29 @@ func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err erro
 	return rec, nil
 }
 
+// sameSource is the namespace of a hub source that runs the entry's
+// server (the same command and arguments, or the same URL), "" when none.
+func sameSource(ctx context.Context, h *hub.Hub, ent *catalog.Entry) (string, error) {
+	recs, err := h.Sources(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range recs {
+		src := &r.Source
+		switch ent.Shape {
+		case catalog.ShapeNPM:
+			if src.Kind == model.KindStdio && slices.Equal(append([]string{src.Command}, src.Args...), ent.Command()) {
+				return src.Namespace, nil
+			}
+		case catalog.ShapeRemote:
+			if src.Kind == model.KindHTTP && strings.TrimRight(src.URL, "/") == strings.TrimRight(ent.URL, "/") {
+				return src.Namespace, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // secretValues looks each need up where provideSecrets would before
 // asking (the environment, then ~/.capabilities/.env): the values found,
 // by name, and the needs found nowhere.
@@ -362,8 +393,14 @@ const npmViewTimeout = 30 * time.Second
 // registry), else the catalog's. Both given and different is an error:
 // one of them is not the package it claims.
 func npmIntegrity(ctx context.Context, ent *catalog.Entry) (integrity, from string, err error) {
+	got, verr := npmView(ctx, ent.Package+"@"+ent.Version)
+	return pickIntegrity(ent, got, verr)
+}
+
+// pickIntegrity decides npmIntegrity from what npm said (got, or verr when
+// it could not say) and the catalog's.
+func pickIntegrity(ent *catalog.Entry, got string, verr error) (integrity, from string, err error) {
 	spec := ent.Package + "@" + ent.Version
-	got, verr := npmView(ctx, spec)
 	switch {
 	case verr == nil && ent.Integrity != "" && got != ent.Integrity:
 		return "", "", fmt.Errorf("npm gives %s the integrity %s, the catalog %s: one of them is not the package it names", spec, got, ent.Integrity)
