@@ -45,7 +45,7 @@ A skill (shape skill) is fetched from its git repository at the pinned commit an
 hub's skills; 'capabilities hub connect' installs it into your agents.
 
 Agents connected to the hub ('capabilities hub connect') reach an installed server through the
-hub at once: install writes no agent config.`,
+hub at once: install writes no agent config. docs/catalog.md describes index.json and the lock.`,
 		Example: `  capabilities --registry ./catalog stack install memory
   capabilities --registry https://example.org/catalog --no-input stack install github --yes`,
 		Args: exactArgs(1, "one slug of the catalog"),
