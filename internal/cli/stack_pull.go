@@ -370,6 +370,9 @@ func printStackPlan(e *env, h *hub.Hub, plan []stack.Change, theirs string) {
 			fmt.Fprintf(e.stdout, "\n  ! conflict: %s changed here and in the stack\n", c.Key())
 			fmt.Fprintf(e.stdout, "      mine:   %s\n", describeStackItem(h, c.Mine))
 			fmt.Fprintf(e.stdout, "      theirs: %s\n", describeStackItem(h, c.Theirs))
+			if c.Loosens {
+				fmt.Fprintln(e.stdout, "      ! taking theirs loosens this machine's policy")
+			}
 			continue
 		}
 		fmt.Fprintf(e.stdout, "\n  %s %s\n", opMark(c), c.Key())
