@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -37,6 +39,30 @@ func GitEnv(exe string) []string {
 		fmt.Sprintf("GIT_CONFIG_VALUE_%d=!%s %s", n, shellQuote(exe), HelperArgs),
 		fmt.Sprintf("GIT_CONFIG_COUNT=%d", n+1),
 	}
+}
+
+// Self is the path git should run this program by, for GitEnv: the name
+// it was started by (os.Args[0]) made absolute, or found on PATH when it
+// has no directory, so that a program known by its name (a link, as in
+// the CLI's tests) is started as itself; os.Executable when neither works.
+func Self() (string, error) {
+	name := os.Args[0]
+	if name != "" {
+		if strings.ContainsRune(name, os.PathSeparator) {
+			if abs, err := filepath.Abs(name); err == nil {
+				return abs, nil
+			}
+		} else if p, err := exec.LookPath(name); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, nil
+			}
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this program's path for git's credential helper: %w", err)
+	}
+	return exe, nil
 }
 
 // shellQuote quotes s for sh, which git runs a "!" helper with.

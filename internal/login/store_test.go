@@ -273,3 +273,29 @@ func TestGitCredentialFill(t *testing.T) {
 		t.Errorf("git credential fill for another host = %q, %v; want no credential", out, err)
 	}
 }
+
+// TestSelf: the program's path for git, from the name it was started by.
+func TestSelf(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "capabilities-self")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	old := os.Args[0]
+	t.Cleanup(func() { os.Args[0] = old })
+	exe, _ := os.Executable()
+	wd, _ := os.Getwd()
+	for _, tc := range []struct{ arg0, want string }{
+		{"capabilities-self", prog},
+		{"./relative/capabilities", filepath.Join(wd, "relative", "capabilities")},
+		{prog, prog},
+		{"not-on-path", exe},
+		{"", exe},
+	} {
+		os.Args[0] = tc.arg0
+		if got, err := Self(); err != nil || got != tc.want {
+			t.Errorf("Self() with os.Args[0] = %q: %q, %v; want %q", tc.arg0, got, err, tc.want)
+		}
+	}
+}
