@@ -69,6 +69,7 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"login":               {[]string{"--issuer", "github.com"}, "none", codeUsage, 2},
 		"stack install":       {[]string{"--yes", "nope"}, "hub", codeUsage, 2},
 		"stack uninstall":     {[]string{"nope"}, "hub", codeNotFound, 1},
+		"stack push":          {nil, "none", codeNoHub, 1},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
