@@ -113,7 +113,7 @@ hub at once: install writes no agent config. docs/catalog.md describes index.jso
 				}
 				l.Capabilities = append(l.Capabilities, *rec)
 				if err := catalog.WriteLock(lockPath, l); err != nil {
-					msgs := undoInstall(ctx, e, h, rec)
+					msgs := undoInstall(ctx, h, rec)
 					return fmt.Errorf("installing %s: recording it in %s failed, so it was taken out of the hub again%s: %w", ent.Slug, lockPath, strings.Join(msgs, ""), err)
 				}
 				if asJSON {
@@ -503,7 +503,7 @@ func (in *installing) skill(ctx context.Context) (*catalog.Locked, error) {
 
 // undoInstall takes out of the hub what rec says install wrote, returning
 // a note for each place it could not.
-func undoInstall(ctx context.Context, e *env, h *hub.Hub, rec *catalog.Locked) []string {
+func undoInstall(ctx context.Context, h *hub.Hub, rec *catalog.Locked) []string {
 	var msgs []string
 	for _, p := range rec.Wrote {
 		var err error
