@@ -388,28 +388,90 @@ func filesDigest(files map[string]string) string {
 // npmViewTimeout bounds asking npm for a version's integrity.
 const npmViewTimeout = 30 * time.Second
 
-// npmIntegrity is the integrity of the entry's package version: what npm
-// says (npm view <pkg>@<version> dist.integrity, from its cache or the
-// registry), else the catalog's. Both given and different is an error:
-// one of them is not the package it claims.
+// npmIntegrity is the integrity of the entry's package version, with
+// where it came from: the npm tree npx runs it from here ("npm-tree": the
+// hidden lockfile node_modules/.package-lock.json, or package-lock.json, of
+// this folder or one above holding that version, read offline), else what
+// npm says ("npm": npm view <pkg>@<version> dist.integrity, from its cache
+// or the registry), else the catalog's ("catalog"). Two of them known and
+// different is an error: one is not the package it names.
 func npmIntegrity(ctx context.Context, ent *catalog.Entry) (integrity, from string, err error) {
-	got, verr := npmView(ctx, ent.Package+"@"+ent.Version)
-	return pickIntegrity(ent, got, verr)
+	said := []integritySaid{{from: "npm-tree"}, {from: "npm"}, {from: "catalog", value: ent.Integrity}}
+	if wd, err := os.Getwd(); err == nil {
+		said[0].value, said[0].where = treeIntegrity(wd, ent.Package, ent.Version)
+	}
+	if said[0].value == "" { // the registry only when this machine's tree does not say
+		said[1].value, _ = npmView(ctx, ent.Package+"@"+ent.Version)
+	}
+	return pickIntegrity(ent, said)
 }
 
-// pickIntegrity decides npmIntegrity from what npm said (got, or verr when
-// it could not say) and the catalog's.
-func pickIntegrity(ent *catalog.Entry, got string, verr error) (integrity, from string, err error) {
-	spec := ent.Package + "@" + ent.Version
-	switch {
-	case verr == nil && ent.Integrity != "" && got != ent.Integrity:
-		return "", "", fmt.Errorf("npm gives %s the integrity %s, the catalog %s: one of them is not the package it names", spec, got, ent.Integrity)
-	case verr == nil:
-		return got, "npm", nil
-	case ent.Integrity != "":
-		return ent.Integrity, "catalog", nil
+// integritySaid is what one source says a package version's integrity is
+// ("" when it does not say).
+type integritySaid struct{ value, from, where string }
+
+// pickIntegrity is the first integrity said, unless two differ.
+func pickIntegrity(ent *catalog.Entry, said []integritySaid) (integrity, from string, err error) {
+	var first *integritySaid
+	for i := range said {
+		s := &said[i]
+		if s.value == "" {
+			continue
+		}
+		if first == nil {
+			first = s
+			continue
+		}
+		if s.value != first.value {
+			return "", "", fmt.Errorf("%s has the integrity %s by %s and %s by %s: one of them is not the package it names", ent.Package+"@"+ent.Version, first.value, first.describe(), s.value, s.describe())
+		}
 	}
-	return "", "", nil // neither: the lock pins the version alone
+	if first == nil {
+		return "", "", nil // none: the lock pins the version alone
+	}
+	return first.value, first.from, nil
+}
+
+func (s *integritySaid) describe() string {
+	switch s.from {
+	case "npm-tree":
+		return s.where
+	case "npm":
+		return "npm view"
+	}
+	return "the catalog"
+}
+
+// treeIntegrity looks in dir and each folder above it for an npm lockfile
+// (node_modules/.package-lock.json, then package-lock.json) that installs
+// pkg at version, and returns its integrity and the lockfile's path.
+func treeIntegrity(dir, pkg, version string) (integrity, lockfile string) {
+	for {
+		for _, name := range []string{filepath.Join("node_modules", ".package-lock.json"), "package-lock.json"} {
+			p := filepath.Join(dir, name)
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) > 64<<20 {
+				continue
+			}
+			var lock struct {
+				Packages map[string]struct {
+					Version   string `json:"version"`
+					Integrity string `json:"integrity"`
+				} `json:"packages"`
+			}
+			if json.Unmarshal(b, &lock) != nil {
+				continue
+			}
+			if e, ok := lock.Packages["node_modules/"+pkg]; ok && e.Version == version && e.Integrity != "" {
+				return e.Integrity, p
+			}
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", ""
+		}
+		dir = up
+	}
 }
 
 // npmView asks npm for a version's dist.integrity, without retrying.
