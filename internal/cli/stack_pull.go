@@ -236,6 +236,26 @@ func applyStackPlan(ctx context.Context, e *env, h *hub.Hub, st *store.File, r *
 		fmt.Fprintf(e.stdout, "Applied %s of %s; what loosens the policy waits for you: run `capabilities stack pull`.\n", plural(applied, "change"), plural(len(plan), "change"))
 		return missing
 	}
+	// What the person declined stays in the stack: the next push from
+	// here keeps the stack's item (stack.KeepDeclined).
+	var no []stack.Change
+	var noIdx []int
+	for i, c := range plan {
+		if !apply[i] && !c.Conflict {
+			no, noIdx = append(no, c), append(noIdx, i)
+		}
+	}
+	if len(no) > 0 {
+		declined, err := r.Declined()
+		if err != nil {
+			return err
+		}
+		stack.Decline(declined, no)
+		if err := r.SetDeclined(declined); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Declined here, left in the stack for the other machines: %s.\n", keys(plan, noIdx))
+	}
 	kept, err := r.Synced(ctx, base, theirs)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/stack"
@@ -35,6 +36,28 @@ changes this machine has not pulled, run stack pull first.`,
 			if err != nil {
 				return err
 			}
+			declined, err := r.Declined()
+			if err != nil {
+				return err
+			}
+			var kept []string
+			if len(declined) > 0 {
+				base, err := r.Base()
+				if err != nil {
+					return err
+				}
+				synced := stack.NewState()
+				if base != "" {
+					bf, err := r.Tree(ctx, base)
+					if err != nil {
+						return err
+					}
+					if synced, err = stack.Read(bf); err != nil {
+						return fmt.Errorf("pushing the stack: the commit this machine last synced with: %w", err)
+					}
+				}
+				kept, declined = stack.KeepDeclined(st, synced, declined)
+			}
 			secrets, err := stack.Secrets(ctx, h)
 			if err != nil {
 				return err
@@ -47,8 +70,14 @@ changes this machine has not pulled, run stack pull first.`,
 			if err != nil {
 				return err
 			}
+			if err := r.SetDeclined(declined); err != nil {
+				return err
+			}
+			if !asJSON && len(kept) > 0 {
+				fmt.Fprintf(e.stdout, "Kept in the stack as it is, declined here at a pull: %s.\n", strings.Join(kept, ", "))
+			}
 			if asJSON {
-				return e.printJSON(map[string]any{"commit": res.Commit, "changed": res.Changed, "nothing": res.Nothing})
+				return e.printJSON(map[string]any{"commit": res.Commit, "changed": res.Changed, "nothing": res.Nothing, "keptDeclined": kept})
 			}
 			if res.Nothing {
 				fmt.Fprintln(e.stdout, "Nothing to push: the stack already holds this machine's hub.")
