@@ -202,6 +202,10 @@ func randHex() string {
 // gitRef is URL@commit, with an optional //subdir after the commit.
 var gitRef = regexp.MustCompile(`^(.+)@([0-9a-fA-F]{7,64})(//(.+))?$`)
 
+// GitEnv, when set, gives extra environment entries for the git commands
+// FromGit runs (the CLI sets a credential helper for `capabilities login`).
+var GitEnv func() []string
+
 // ParseGit splits "URL@commit[//subdir]". ok is false when s is not of
 // that form.
 func ParseGit(s string) (url, commit, subdir string, ok bool) {
@@ -238,6 +242,9 @@ func FromGit(ctx context.Context, tmpRoot, url, commit, subdir string) (dir, ful
 	run := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "advice.detachedHead=false"}, args...)...)
 		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		if GitEnv != nil {
+			cmd.Env = append(cmd.Env, GitEnv()...)
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))

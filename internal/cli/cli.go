@@ -213,6 +213,7 @@ func newRoot(e *env) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	useLoginForGit()
 	root.PersistentFlags().StringVar(&e.registry, "registry", "", "the catalog capabilities are installed from: a folder or an http(s) `URL` holding index.json (default: $CAPABILITIES_REGISTRY)")
 	root.PersistentFlags().BoolVar(&e.noInput, "no-input", false, "never prompt: fail, saying what is missing, where a question would be asked")
 	h := &cobra.Command{

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/engine/skill"
+	"github.com/capabilities-sh/capabilities/engine/stack"
 	"github.com/capabilities-sh/capabilities/internal/browser"
 	"github.com/capabilities-sh/capabilities/internal/login"
 	"github.com/spf13/cobra"
@@ -204,6 +206,19 @@ func (e *env) loginStatus(c *cobra.Command, st *secret.Keyring, host string, asJ
 	}
 	fmt.Fprintf(e.stdout, "; kept in %s.\n", st.Status().String())
 	return nil
+}
+
+// useLoginForGit makes the git commands of the stack and of git skills
+// ask `capabilities login git-credential` for a signed-in host's token.
+func useLoginForGit() {
+	env := func() []string {
+		exe, err := login.Self()
+		if err != nil {
+			return nil
+		}
+		return login.GitEnv(exe)
+	}
+	stack.GitEnv, skill.GitEnv = env, env
 }
 
 // newGitCredentialCmd is git's credential helper (hidden): the stack's git
