@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing/fstest"
 
+	"github.com/capabilities-sh/capabilities/engine/catalog"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -90,8 +91,16 @@ func Init(ctx context.Context, dir, repo string) (already bool, err error) {
 		}
 		return false, fmt.Errorf("linking the stack: this machine's stack is already linked to %s; to link %s instead, push what you want to keep (`capabilities stack push`), move %s away, and run `capabilities stack init %s` again", cur, repo, dir, repo)
 	}
+	// A folder holding only the lockfile is what `stack install` leaves
+	// before a stack is linked: its entries are carried into the clone.
+	var lock []byte
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return false, fmt.Errorf("linking the stack: %s exists and is not a clone of a stack repository; move it away and run `capabilities stack init` again", dir)
+		if len(ents) != 1 || ents[0].Name() != catalog.LockFile || !ents[0].Type().IsRegular() {
+			return false, fmt.Errorf("linking the stack: %s exists and is not a clone of a stack repository; move it away and run `capabilities stack init` again", dir)
+		}
+		if lock, err = os.ReadFile(filepath.Join(dir, catalog.LockFile)); err != nil {
+			return false, fmt.Errorf("linking the stack: %w", err)
+		}
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
@@ -111,11 +120,46 @@ func Init(ctx context.Context, dir, repo string) (already bool, err error) {
 	if _, err := clone.run(ctx, "config", "core.hooksPath", os.DevNull); err != nil {
 		return false, fmt.Errorf("linking the stack: %w", err)
 	}
+	if lock != nil {
+		if err := carryLock(filepath.Join(clone.Dir, catalog.LockFile), lock); err != nil {
+			return false, err
+		}
+		if err := os.Remove(filepath.Join(dir, catalog.LockFile)); err != nil {
+			return false, fmt.Errorf("linking the stack: %w", err)
+		}
+	}
 	_ = os.Remove(dir) // an empty folder
 	if err := os.Rename(clone.Dir, dir); err != nil {
 		return false, fmt.Errorf("linking the stack: %w", err)
 	}
 	return false, nil
+}
+
+// carryLock writes into path, the clone's lockfile, the entries of mine
+// (the lockfile of installs made before the stack was linked) that it
+// lacks; an entry both hold by the same slug keeps the repository's.
+func carryLock(path string, mine []byte) error {
+	ml, err := catalog.ParseLock(mine)
+	if err != nil {
+		return fmt.Errorf("linking the stack: this machine's %s: %w; move it away and run `capabilities stack init` again", catalog.LockFile, err)
+	}
+	theirs, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return catalog.WriteLock(path, ml)
+	}
+	if err != nil {
+		return fmt.Errorf("linking the stack: %w", err)
+	}
+	tl, err := catalog.ParseLock(theirs)
+	if err != nil {
+		return fmt.Errorf("linking the stack: the repository's %s: %w", catalog.LockFile, err)
+	}
+	for _, c := range ml.Capabilities {
+		if tl.Find(c.Slug) == nil {
+			tl.Capabilities = append(tl.Capabilities, c)
+		}
+	}
+	return catalog.WriteLock(path, tl)
 }
 
 // basePath is where the commit this machine last synced with is kept:

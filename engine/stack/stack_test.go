@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/catalog"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
@@ -255,5 +256,81 @@ func TestSyncIntoEmptyClone(t *testing.T) {
 	out, err := exec.Command("git", "-C", remote, "log", "--format=%s", res2.Commit).Output()
 	if err != nil || strings.TrimSpace(string(out)) != "from b\nfrom a" {
 		t.Errorf("history: %q, %v", out, err)
+	}
+}
+
+// TestInitCarriesTheLock: `stack install` before `stack init` leaves a
+// lone capabilities.lock in the stack's folder; linking carries its entries
+// into the clone, beside those the repository's lockfile holds.
+func TestInitCarriesTheLock(t *testing.T) {
+	needGit(t)
+	t.Setenv("HOME", t.TempDir())
+	ctx := ctxFor(t)
+	lockOf := func(slugs ...string) *catalog.Lock {
+		l := &catalog.Lock{Version: catalog.FormatVersion}
+		for _, s := range slugs {
+			l.Capabilities = append(l.Capabilities, catalog.Locked{Slug: s, Shape: catalog.ShapeRemote, Registry: "testdata/catalog", URL: "https://" + s + ".example/mcp",
+				InstalledAt: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC), Wrote: []catalog.Place{{Kind: catalog.PlaceSource, Name: s, Before: catalog.Absent}}})
+		}
+		return l
+	}
+	slugs := func(t *testing.T, path string) []string {
+		t.Helper()
+		l, err := catalog.ReadLock(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range l.Capabilities {
+			out = append(out, c.Slug+" "+c.URL)
+		}
+		return out
+	}
+	installed := func(t *testing.T, slugs ...string) string {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "stack")
+		if err := catalog.WriteLock(filepath.Join(dir, catalog.LockFile), lockOf(slugs...)); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+
+	// An empty repository: the lock is carried as it is.
+	dir := installed(t, "memory")
+	if _, err := Init(ctx, dir, bare(t)); err != nil {
+		t.Fatalf("Init over a lone lockfile: %v", err)
+	}
+	if diff := cmp.Diff([]string{"memory https://memory.example/mcp"}, slugs(t, filepath.Join(dir, catalog.LockFile))); diff != "" {
+		t.Errorf("the carried lock (-want +got):\n%s", diff)
+	}
+
+	// A repository with a lock of its own: merged by slug, the
+	// repository's entry kept where both have one.
+	remote := bare(t)
+	a := linked(t, ctx, remote)
+	theirs := lockOf("github", "memory")
+	theirs.Capabilities[1].URL = "https://theirs.example/mcp"
+	if err := catalog.WriteLock(filepath.Join(a.Dir, catalog.LockFile), theirs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Push(ctx, NewState(), nil, "a lock"); err != nil {
+		t.Fatal(err)
+	}
+	dir = installed(t, "memory", "pdf-forms")
+	if _, err := Init(ctx, dir, remote); err != nil {
+		t.Fatalf("Init over a lone lockfile: %v", err)
+	}
+	want := []string{"github https://github.example/mcp", "memory https://theirs.example/mcp", "pdf-forms https://pdf-forms.example/mcp"}
+	if diff := cmp.Diff(want, slugs(t, filepath.Join(dir, catalog.LockFile))); diff != "" {
+		t.Errorf("the merged lock (-want +got):\n%s", diff)
+	}
+
+	// Anything else in the folder is still refused.
+	dir = installed(t, "memory")
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(ctx, dir, bare(t)); err == nil || !strings.Contains(err.Error(), "is not a clone of a stack repository") {
+		t.Errorf("Init over a folder with more than the lock: %v", err)
 	}
 }
