@@ -56,6 +56,36 @@ func readDotEnv() (map[string]string, error) {
 	return vals, nil
 }
 
+// findSecret looks up the value of a need whose connection has none yet,
+// in the seed's order after the keychain: the environment (the need's
+// Name), ~/.capabilities/.env, then a masked prompt (not with --no-input).
+// It returns "" when the need is found nowhere (or the answer was empty),
+// and where the value came from. dotEnv caches the .env file's values
+// between calls (nil: not read yet).
+func (e *env) findSecret(n secretNeed, dotEnv *map[string]string) (value, where string, err error) {
+	if v := os.Getenv(n.Name); v != "" {
+		return v, "environment", nil
+	}
+	if *dotEnv == nil {
+		vals, err := readDotEnv()
+		if err != nil {
+			return "", "", err
+		}
+		*dotEnv = vals
+	}
+	if v := (*dotEnv)[n.Name]; v != "" {
+		return v, "~/.capabilities/.env", nil
+	}
+	if e.noInput {
+		return "", "", nil
+	}
+	v, err := e.readSecret(fmt.Sprintf("%s for %s/%s (input hidden): ", n.Name, n.Namespace, n.Connection))
+	if err != nil {
+		return "", "", err
+	}
+	return v, "prompt", nil
+}
+
 // provideSecrets stores a value for each need whose connection has none
 // yet, looked up in the seed's order: the environment (the need's Name),
 // then the keychain (the connection is already there: nothing to do),
@@ -72,30 +102,13 @@ func (e *env) provideSecrets(ctx context.Context, h *hub.Hub, needs []secretNeed
 			from[n] = "keychain"
 			continue
 		}
-		value, where := os.Getenv(n.Name), "environment"
-		if value == "" {
-			if dotEnv == nil {
-				var err error
-				if dotEnv, err = readDotEnv(); err != nil {
-					return from, err
-				}
-			}
-			value, where = dotEnv[n.Name], "~/.capabilities/.env"
+		value, where, err := e.findSecret(n, &dotEnv)
+		if err != nil {
+			return from, err
 		}
 		if value == "" {
-			if e.noInput {
-				missing = append(missing, n)
-				continue
-			}
-			v, err := e.readSecret(fmt.Sprintf("%s for %s/%s (input hidden): ", n.Name, n.Namespace, n.Connection))
-			if err != nil {
-				return from, err
-			}
-			if v == "" {
-				missing = append(missing, n)
-				continue
-			}
-			value, where = v, "prompt"
+			missing = append(missing, n)
+			continue
 		}
 		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: n.Namespace, Connection: n.Connection, Value: value, Env: n.Env, Header: n.Header}); err != nil {
 			return from, fmt.Errorf("storing %s: %w", n, err)

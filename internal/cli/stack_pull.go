@@ -215,7 +215,7 @@ func applyStackPlan(ctx context.Context, e *env, h *hub.Hub, st *store.File, r *
 		fmt.Fprintln(e.stdout, "\nSecrets the pulled sources need:")
 		from, err := e.provideSecrets(ctx, h, needs)
 		for _, n := range needs {
-			if w, ok := from[n]; ok {
+			if w, ok := from[n]; ok && w != "keychain" {
 				fmt.Fprintf(e.stdout, "  %s: %s\n", n, w)
 			}
 		}
@@ -284,7 +284,27 @@ func applyOne(ctx context.Context, e *env, h *hub.Hub, st *store.File, c stack.C
 		// The hub starts it and lists its tools itself: what the stack's
 		// machine listed is never trusted.
 		fmt.Fprintf(e.stdout, "\nStarting %s to list its tools...\n", c.Name)
-		p, err := h.Propose(ctx, stack.Request(sf))
+		req := stack.Request(sf)
+		// A server may need its credential to start or to list its tools:
+		// the default connection's is looked up (or asked) first, reaches
+		// the server while it is proposed, and is stored once accepted.
+		var first *secretNeed
+		for _, n := range sourceNeeds(sf) {
+			if n.Connection == hub.DefaultConnection {
+				first = &n
+				break
+			}
+		}
+		where := ""
+		if first != nil {
+			var dotEnv map[string]string
+			v, w, err := e.findSecret(*first, &dotEnv)
+			if err != nil {
+				return err
+			}
+			req.Secret, where = v, w
+		}
+		p, err := h.Propose(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -293,6 +313,12 @@ func applyOne(ctx context.Context, e *env, h *hub.Hub, st *store.File, c stack.C
 		}
 		if err := h.Accept(ctx, p); err != nil {
 			return err
+		}
+		if first != nil && req.Secret != "" {
+			if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: first.Namespace, Connection: first.Connection, Value: req.Secret, Env: first.Env, Header: first.Header}); err != nil {
+				return fmt.Errorf("storing %s: %w", first, err)
+			}
+			fmt.Fprintf(e.stdout, "  %s: %s\n", first, where)
 		}
 	} else {
 		if stack.SameSource(c.Mine.(stack.SourceFile), sf) {
