@@ -41,12 +41,26 @@ type secrets struct {
 	others map[string]*scrub.Scrubber
 }
 
-// Secrets is the hub's secret store: the one in Options, or the OS keychain
-// with a mode-600 file fallback beside the store.
+// Secrets is the hub's secret store: the one in Options; sealed in the
+// store when CAPABILITIES_KEK_FILE or CAPABILITIES_KEK is set (or failing,
+// saying why, when the store's secrets are sealed and cannot be opened);
+// else the OS keychain with a mode-600 file fallback beside the store.
 func (h *Hub) Secrets() secret.Store {
 	h.secrets.once.Do(func() {
 		if h.opts.Secrets != nil {
 			h.secrets.store = h.opts.Secrets
+			return
+		}
+		// CAPABILITIES_KEK_FILE or CAPABILITIES_KEK: sealed in the store.
+		var hubID string
+		if f, ok := h.store.(interface{ Hub() store.Hub }); ok {
+			hubID = f.Hub().ID
+		}
+		if s, err := secret.FromEnv(context.Background(), h.store, hubID); err != nil {
+			h.secrets.store = secret.Unusable(err)
+			return
+		} else if s != nil {
+			h.secrets.store = s
 			return
 		}
 		opts := secret.Options{Logger: h.log}
@@ -72,8 +86,11 @@ func (noKeychain) Delete(string, string) error        { return errNoKeychain }
 
 // SecretStatus says where secrets live, for doctor.
 func (h *Hub) SecretStatus() string {
-	if k, ok := h.Secrets().(*secret.Keyring); ok {
+	switch k := h.Secrets().(type) {
+	case *secret.Keyring:
 		return k.Status().String()
+	case fmt.Stringer: // sealed, or unusable
+		return k.String()
 	}
 	return "in memory (tests)"
 }
