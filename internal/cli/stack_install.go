@@ -191,18 +191,35 @@ func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err erro
 		}
 		needs = append(needs, n)
 	}
-	// Before anything starts: with --no-input a secret found nowhere
-	// fails now, naming it.
-	values, missing, err := secretValues(needs)
-	if err != nil {
-		return nil, err
+	// Before anything starts, each secret is looked up (the environment,
+	// ~/.capabilities/.env) or asked at a masked prompt: a server may need
+	// it to start or to list its tools. One found nowhere (with
+	// --no-input, or an empty answer) fails now, naming it: nothing is
+	// installed.
+	values, from := map[string]string{}, map[string]string{}
+	var missing []secretNeed
+	var dotEnv map[string]string
+	for _, n := range needs {
+		v, w, err := e.findSecret(n, &dotEnv)
+		if err != nil {
+			return nil, fmt.Errorf("installing %s: %w; nothing installed", ent.Slug, err)
+		}
+		if v == "" {
+			missing = append(missing, n)
+			continue
+		}
+		values[n.Name], from[n.Name] = v, w
 	}
-	if e.noInput && len(missing) > 0 {
+	if len(missing) > 0 {
 		names := make([]string, len(missing))
 		for i, n := range missing {
 			names[i] = n.String()
 		}
-		return nil, fmt.Errorf("installing %s: missing %d secret(s): %s; set each in the environment or in ~/.capabilities/.env (NAME=value), or run without --no-input to be asked; nothing installed", ent.Slug, len(missing), strings.Join(names, ", "))
+		how := "or type it at the prompt"
+		if e.noInput {
+			how = "or run without --no-input to be asked"
+		}
+		return nil, fmt.Errorf("installing %s: missing %d secret(s): %s; set each in the environment or in ~/.capabilities/.env (NAME=value), %s; nothing installed", ent.Slug, len(missing), strings.Join(names, ", "), how)
 	}
 	if in.ns == "" {
 		if have, err := sameSource(ctx, h, ent); err != nil {
@@ -274,15 +291,12 @@ func (in *installing) server(ctx context.Context) (rec *catalog.Locked, err erro
 			}
 		}
 	}()
-	if len(needs) > 0 {
-		from, err := e.provideSecrets(ctx, h, needs)
-		if err != nil {
-			return nil, fmt.Errorf("installing %s: %w; nothing installed", ent.Slug, err)
+	for _, n := range needs {
+		if _, err := h.Auth(ctx, hub.AuthRequest{Namespace: n.Namespace, Connection: n.Connection, Value: values[n.Name], Env: n.Env, Header: n.Header}); err != nil {
+			return nil, fmt.Errorf("installing %s: storing %s: %w; nothing installed", ent.Slug, n, err)
 		}
 		if !in.asJSON {
-			for _, n := range needs {
-				fmt.Fprintf(e.stdout, "  secret %s: stored for %s/%s (from the %s)\n", n.Name, n.Namespace, n.Connection, from[n])
-			}
+			fmt.Fprintf(e.stdout, "  secret %s: stored for %s/%s (from the %s)\n", n.Name, n.Namespace, n.Connection, from[n.Name])
 		}
 	}
 	if in.asJSON {
@@ -327,33 +341,6 @@ func sameSource(ctx context.Context, h *hub.Hub, ent *catalog.Entry) (string, er
 		}
 	}
 	return "", nil
-}
-
-// secretValues looks each need up where provideSecrets would before
-// asking (the environment, then ~/.capabilities/.env): the values found,
-// by name, and the needs found nowhere.
-func secretValues(needs []secretNeed) (map[string]string, []secretNeed, error) {
-	values := map[string]string{}
-	var missing []secretNeed
-	if len(needs) == 0 {
-		return values, nil, nil
-	}
-	dotEnv, err := readDotEnv()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, n := range needs {
-		v := os.Getenv(n.Name)
-		if v == "" {
-			v = dotEnv[n.Name]
-		}
-		if v == "" {
-			missing = append(missing, n)
-			continue
-		}
-		values[n.Name] = v
-	}
-	return values, missing, nil
 }
 
 // toolsDigest is "sha256:<hex>" over each tool's upstream name and
