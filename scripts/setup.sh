@@ -56,6 +56,9 @@ if [ "$tests" = 1 ]; then
     "xdotool xdotool"
     # The Debian package's test validates its .desktop files.
     "desktop-file-validate desktop-file-utils"
+    # The PostgreSQL store's tests start a real PostgreSQL in a temporary folder
+    # (internal/testenv/postgres.go); pg_ctlcluster comes with the server.
+    "pg_ctlcluster postgresql"
   )
 fi
 

@@ -1,0 +1,642 @@
+// Package postgres is the hub's store on PostgreSQL: the same records,
+// logs, claims and generation as the file store (store.File), with the same
+// behaviour (the conformance suite store/storetest runs against all of
+// them), shared by every process that opens the same database.
+//
+//   - A record is a row of records (kind, id, data); Put is one upsert,
+//     Update a transaction that takes a transaction-scoped advisory lock on
+//     the record (so updates of a record that does not exist yet are
+//     serialized too), reads it FOR UPDATE and writes what fn returns.
+//   - A log line is a row of log_lines, inserted in its own transaction:
+//     committed, and so flushed to PostgreSQL's write-ahead log, before
+//     Append returns (the file store's fdatasync).
+//   - A claim (Hold) is a row of holds with an expiry that this process
+//     renews while it holds it; a process that dies stops renewing and
+//     loses its claims when they expire (LeaseTTL). Times are the
+//     database's own clock, never a machine's.
+//   - The generation is a counter row bumped in the same statement as the
+//     write of a source, manifest, connection, policy or profile.
+//
+// The schema is versioned by migrations embedded in the binary
+// (migrations/*.sql, applied by goose): Migrate applies them; Open refuses a
+// database whose schema is older (run `capabilities hub init`) or newer (a
+// newer capabilities wrote it) than this build's.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// versionTable is goose's table of applied migrations.
+const versionTable = "capabilities_migrations"
+
+// DefaultLeaseTTL is how long a claim outlives the last renewal of its
+// holder: the time a dead process's claims stay taken.
+const DefaultLeaseTTL = 15 * time.Second
+
+// Store is the store on PostgreSQL. It is safe for concurrent use; every
+// Store on the same database (in this process or another) sees the same
+// records and claims.
+type Store struct {
+	pool     *pgxpool.Pool
+	where    string // host:port/database, for messages (never the password)
+	leaseTTL time.Duration
+
+	mu     sync.Mutex
+	claims map[string]claim // owner token → claim, renewed by renewLoop
+	stop   chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+type claim struct {
+	kind store.Kind
+	id   string
+}
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.Generationer = (*Store)(nil)
+)
+
+// Option changes how Open opens the store.
+type Option func(*Store)
+
+// LeaseTTL sets how long a claim outlives its holder's last renewal
+// (DefaultLeaseTTL); the holder renews it every third of that.
+func LeaseTTL(d time.Duration) Option {
+	return func(s *Store) { s.leaseTTL = d }
+}
+
+// SchemaVersion is the newest schema version this build's migrations
+// make.
+func SchemaVersion() int64 {
+	v, err := latestMigration()
+	if err != nil {
+		panic(err) // the embedded files are part of the build
+	}
+	return v
+}
+
+func latestMigration() (int64, error) {
+	entries, err := fs.ReadDir(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	var latest int64
+	for _, e := range entries {
+		n, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.ParseInt(n, 10, 64)
+		if !ok || err != nil {
+			return 0, fmt.Errorf("migration %s has no version number", e.Name())
+		}
+		latest = max(latest, v)
+	}
+	return latest, nil
+}
+
+// connect parses url and opens a pool on it, checking that the database
+// answers. Its errors say what to fix.
+func connect(ctx context.Context, url string) (*pgxpool.Pool, string, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgconn's message leaves the password out.
+		return nil, "", fmt.Errorf("reading the store URL: %w; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE (see docs/postgres.md)", err)
+	}
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		return nil, "", fmt.Errorf("reading the store URL: it must start with postgres:// (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
+	}
+	cc := cfg.ConnConfig
+	where := net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
+	if strings.HasPrefix(cc.Host, "/") {
+		where = cc.Host + "/" + cc.Database
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = 10 * time.Second
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("connecting to PostgreSQL at %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, "", describe("connecting to PostgreSQL at "+where, cc.User, err)
+	}
+	return pool, where, nil
+}
+
+// describe wraps a connection error with what to fix.
+func describe(doing, user string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "28P01", "28000": // invalid_password, invalid_authorization_specification
+			return fmt.Errorf("%s: PostgreSQL refused user %q (%s): fix the user and password in the store URL: %w", doing, user, pe.Message, err)
+		case "3D000": // invalid_catalog_name
+			return fmt.Errorf("%s: %s: create the database (createdb) or fix its name in the store URL: %w", doing, pe.Message, err)
+		case "57P01", "57P02": // admin_shutdown, crash_shutdown
+			return fmt.Errorf("%s: PostgreSQL ended the connection (it is shutting down or restarting, or an administrator ended it); the next call connects again: %w", doing, err)
+		case "57P03": // cannot_connect_now
+			return fmt.Errorf("%s: PostgreSQL is starting or shutting down; try again once it is up: %w", doing, err)
+		}
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	if pgconn.SafeToRetry(err) || isConnError(err) {
+		return fmt.Errorf("%s: PostgreSQL cannot be reached (is it running, and are the host and port in the store URL right?): %w", doing, err)
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
+// lost reports whether err means the connection is gone.
+func lost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "08")
+	}
+	return isConnError(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func isConnError(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne)
+}
+
+// Migrate brings the database's schema to this build's version (what
+// `capabilities hub init` does), creating it in an empty database. Two
+// processes migrating at once take turns (a session advisory lock). It
+// refuses a database whose schema is newer than this build's.
+func Migrate(ctx context.Context, url string) error {
+	pool, where, err := connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := checkNotNewer(ctx, pool, where); err != nil {
+		return err
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrating the store: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrating the store: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrating the store at %s: %w", where, err)
+	}
+	return nil
+}
+
+// dbVersion is the database's schema version; 0 when it has none.
+func dbVersion(ctx context.Context, pool *pgxpool.Pool, where string) (int64, error) {
+	var v *int64
+	err := pool.QueryRow(ctx, `SELECT CASE WHEN to_regclass($1) IS NULL THEN NULL ELSE -1 END`, versionTable).Scan(&v)
+	if err != nil {
+		return 0, describe("reading the store's schema version at "+where, "", err)
+	}
+	if v == nil {
+		return 0, nil
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+versionTable+` WHERE is_applied`).Scan(&n); err != nil {
+		return 0, describe("reading the store's schema version at "+where, "", err)
+	}
+	return n, nil
+}
+
+func checkNotNewer(ctx context.Context, pool *pgxpool.Pool, where string) error {
+	v, err := dbVersion(ctx, pool, where)
+	if err != nil {
+		return err
+	}
+	if mine := SchemaVersion(); v > mine {
+		return fmt.Errorf("opening the store at %s: its schema (version %d) was written by a newer capabilities; this build reads up to version %d: upgrade capabilities, or point the store URL at another database", where, v, mine)
+	}
+	return nil
+}
+
+// Open connects to the store at url (postgres://USER:PASSWORD@HOST:PORT/DB).
+// It refuses a database whose schema is not this build's: older (or none)
+// asks for `capabilities hub init` (Migrate), newer for a newer
+// capabilities. Close it when done.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	pool, where, err := connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNotNewer(ctx, pool, where); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	v, err := dbVersion(ctx, pool, where)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if mine := SchemaVersion(); v < mine {
+		pool.Close()
+		if v == 0 {
+			return nil, fmt.Errorf("opening the store at %s: the database has no hub yet: run `capabilities hub init` to create it", where)
+		}
+		return nil, fmt.Errorf("opening the store at %s: its schema (version %d) is older than this build's (%d): run `capabilities hub init` to upgrade it", where, v, mine)
+	}
+	s := &Store{pool: pool, where: where, leaseTTL: DefaultLeaseTTL, claims: map[string]claim{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	go s.renewLoop()
+	return s, nil
+}
+
+// Close releases this Store's claims and closes its connections.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	owners := s.owners()
+	s.claims = map[string]claim{}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	var err error
+	if len(owners) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = s.pool.Exec(ctx, `DELETE FROM holds WHERE owner = ANY($1)`, owners)
+		cancel()
+		if err != nil {
+			err = s.fail("releasing this process's claims", err)
+		}
+	}
+	s.pool.Close()
+	return err
+}
+
+// Where names the database (host:port/database), for messages.
+func (s *Store) Where() string { return s.where }
+
+func (s *Store) fail(doing string, err error) error {
+	if lost(err) {
+		// Every connection of the pool is likely gone with this one (a
+		// restart, a network cut): drop them all, so that the next call
+		// connects afresh instead of finding the next dead one.
+		s.pool.Reset()
+	}
+	return describe(doing+" in PostgreSQL at "+s.where, "", err)
+}
+
+func check(kind store.Kind, id string) error {
+	for _, k := range store.Kinds {
+		if k == kind {
+			return store.ValidID(id)
+		}
+	}
+	return fmt.Errorf("unknown record kind %q", kind)
+}
+
+// bumps reports whether a write of the kind moves the generation on (as
+// in the file store).
+func bumps(kind store.Kind) bool {
+	switch kind {
+	case store.Sources, store.Manifests, store.Connections, store.Policies, store.Profiles:
+		return true
+	}
+	return false
+}
+
+func marshal(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding record: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+func (s *Store) Get(ctx context.Context, kind store.Kind, id string, v any) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT data FROM records WHERE kind = $1 AND id = $2`, string(kind), id).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("reading %s/%s: %w", kind, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return s.fail(fmt.Sprintf("reading %s/%s", kind, id), err)
+	}
+	return store.DecodeRecord(string(kind)+"/"+id, data, v)
+}
+
+// upsert writes a record and, for the kinds that move it, bumps the
+// generation, in one statement.
+const upsert = `WITH w AS (
+	INSERT INTO records (kind, id, data) VALUES ($1, $2, $3)
+	ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data
+)
+UPDATE generation SET n = n + 1 WHERE $4`
+
+func (s *Store) Put(ctx context.Context, kind store.Kind, id string, v any) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, upsert, string(kind), id, b, bumps(kind)); err != nil {
+		return s.fail(fmt.Sprintf("writing %s/%s", kind, id), err)
+	}
+	return nil
+}
+
+func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func([]byte) ([]byte, error)) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	doing := fmt.Sprintf("updating %s/%s", kind, id)
+	var fnErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The record's lock, taken whether the row exists or not; the row
+		// lock (FOR UPDATE) also holds off a concurrent Put.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, string(kind)+"/"+id); err != nil {
+			return err
+		}
+		var old []byte
+		err := tx.QueryRow(ctx, `SELECT data FROM records WHERE kind = $1 AND id = $2 FOR UPDATE`, string(kind), id).Scan(&old)
+		if errors.Is(err, pgx.ErrNoRows) {
+			old = nil
+		} else if err != nil {
+			return err
+		}
+		next, err := fn(old)
+		if err != nil {
+			fnErr = err
+			return err
+		}
+		if next == nil {
+			next = []byte{}
+		}
+		_, err = tx.Exec(ctx, upsert, string(kind), id, next, bumps(kind))
+		return err
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return s.fail(doing, err)
+	}
+	return nil
+}
+
+func (s *Store) Delete(ctx context.Context, kind store.Kind, id string) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `WITH r AS (DELETE FROM records WHERE kind = $1 AND id = $2),
+	l AS (DELETE FROM log_lines WHERE kind = $1 AND id = $2)
+UPDATE generation SET n = n + 1 WHERE $3`, string(kind), id, bumps(kind))
+	if err != nil {
+		return s.fail(fmt.Sprintf("deleting %s/%s", kind, id), err)
+	}
+	return nil
+}
+
+func (s *Store) List(ctx context.Context, kind store.Kind) ([]string, error) {
+	if err := check(kind, "x"); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM records WHERE kind = $1`, string(kind))
+	if err != nil {
+		return nil, s.fail("listing "+string(kind), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.fail("listing "+string(kind), err)
+	}
+	sort.Strings(ids) // byte order, as the file and memory stores, whatever the database's collation
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+func (s *Store) Append(ctx context.Context, kind store.Kind, id string, line []byte) error {
+	if err := check(kind, id); err != nil {
+		return err
+	}
+	return s.appendLine(ctx, kind, id, line)
+}
+
+func (s *Store) appendLine(ctx context.Context, kind store.Kind, id string, line []byte) error {
+	if bytes.ContainsAny(line, "\n\r") {
+		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
+	}
+	// One statement, committed (flushed to the write-ahead log, with the
+	// default synchronous_commit) before it returns.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO log_lines (kind, id, line) VALUES ($1, $2, $3)`, string(kind), id, line); err != nil {
+		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
+	}
+	return nil
+}
+
+func (s *Store) OpenLog(ctx context.Context, kind store.Kind, id string) (store.Log, error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	return &pgLog{s: s, kind: kind, id: id}, nil
+}
+
+// pgLog appends a line a statement. Write is Append: a line is committed
+// when it returns, which is more than Write promises.
+type pgLog struct {
+	s    *Store
+	kind store.Kind
+	id   string
+}
+
+func (l *pgLog) Append(line []byte) error {
+	return l.s.appendLine(context.Background(), l.kind, l.id, line)
+}
+
+func (l *pgLog) Write(line []byte) error { return l.Append(line) }
+
+func (l *pgLog) Sync() error { return nil }
+
+func (l *pgLog) Close() error { return nil }
+
+func (s *Store) ReadLog(ctx context.Context, kind store.Kind, id string) ([][]byte, error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT line FROM log_lines WHERE kind = $1 AND id = $2 ORDER BY seq`, string(kind), id)
+	if err != nil {
+		return nil, s.fail(fmt.Sprintf("reading the log of %s/%s", kind, id), err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, s.fail(fmt.Sprintf("reading the log of %s/%s", kind, id), err)
+	}
+	return lines, nil
+}
+
+// Hold takes the claim as a lease: a row of holds that is free, or whose
+// last holder stopped renewing it LeaseTTL ago. A lease, rather than a
+// session advisory lock, because a claim must not tie up a connection of
+// the pool for as long as it is held (a hub holds one per running run), and
+// because it ends by itself, at a time the database's clock decides, when
+// its process dies or loses the database.
+func (s *Store) Hold(ctx context.Context, kind store.Kind, id string) (func(), error) {
+	if err := check(kind, id); err != nil {
+		return nil, err
+	}
+	owner := store.NewID()
+	var got string
+	err := s.pool.QueryRow(ctx, `INSERT INTO holds (kind, id, owner, expires_at)
+VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+ON CONFLICT (kind, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	WHERE holds.expires_at < now()
+RETURNING owner`, string(kind), id, owner, s.leaseTTL.Milliseconds()).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, store.ErrBusy)
+	}
+	if err != nil {
+		return nil, s.fail(fmt.Sprintf("claiming %s/%s", kind, id), err)
+	}
+	s.mu.Lock()
+	s.claims[owner] = claim{kind, id}
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.claims, owner)
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := s.pool.Exec(ctx, `DELETE FROM holds WHERE owner = $1`, owner); err != nil {
+				// The lease expires by itself.
+				slog.Warn("releasing a claim in PostgreSQL (it ends when its lease expires)", "record", string(kind)+"/"+id, "err", err)
+			}
+		})
+	}, nil
+}
+
+func (s *Store) Held(ctx context.Context, kind store.Kind, id string) (bool, error) {
+	if err := check(kind, id); err != nil {
+		return true, err
+	}
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM holds WHERE kind = $1 AND id = $2 AND expires_at >= now())`, string(kind), id).Scan(&held)
+	if err != nil {
+		return true, s.fail(fmt.Sprintf("checking the claim on %s/%s", kind, id), err)
+	}
+	return held, nil
+}
+
+func (s *Store) owners() []string {
+	out := make([]string, 0, len(s.claims))
+	for o := range s.claims {
+		out = append(out, o)
+	}
+	return out
+}
+
+// renewLoop renews this Store's leases every third of LeaseTTL. A lease
+// found taken by another (this process could not renew it in time) is
+// logged and dropped.
+func (s *Store) renewLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.leaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		owners := s.owners()
+		s.mu.Unlock()
+		if len(owners) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.leaseTTL/3)
+		rows, err := s.pool.Query(ctx, `UPDATE holds SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = ANY($1) RETURNING owner`, owners, s.leaseTTL.Milliseconds())
+		var renewed []string
+		if err == nil {
+			renewed, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		cancel()
+		if err != nil {
+			slog.Warn("renewing this process's claims in PostgreSQL", "where", s.where, "err", err)
+			continue
+		}
+		if len(renewed) == len(owners) {
+			continue
+		}
+		have := map[string]bool{}
+		for _, o := range renewed {
+			have[o] = true
+		}
+		s.mu.Lock()
+		for _, o := range owners {
+			if c, ok := s.claims[o]; ok && !have[o] {
+				slog.Warn("a claim expired before it could be renewed and is no longer held", "record", string(c.kind)+"/"+c.id)
+				delete(s.claims, o)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Generation reads the counter row.
+func (s *Store) Generation() (store.Generation, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT n FROM generation`).Scan(&n); err != nil {
+		return store.Generation{}, s.fail("reading the store's generation", err)
+	}
+	return store.CountedGeneration(n), nil
+}
