@@ -252,6 +252,7 @@ func newRoot(e *env) *cobra.Command {
 		newDoctorCmd(e),
 		newSkillsCmd(e),
 		newProfilesCmd(e),
+		newHubSecretsCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	root.AddCommand(newStackCmd(e))
