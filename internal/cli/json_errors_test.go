@@ -70,6 +70,9 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"stack install":       {[]string{"--yes", "nope"}, "hub", codeUsage, 2},
 		"stack uninstall":     {[]string{"nope"}, "hub", codeNotFound, 1},
 		"stack push":          {nil, "none", codeNoHub, 1},
+
+		"hub secrets status":     {nil, "hub", codeError, 1},
+		"hub secrets rotate-key": {nil, "hub", codeUsage, 2},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
