@@ -591,3 +591,40 @@ func sameRecord(a, b []byte) bool {
 	rb, err2 := decodeValueRecord("x", b)
 	return err1 == nil && err2 == nil && cmp.Equal(ra, rb)
 }
+
+// TestSealedConcurrentFirstSet: processes that each seal their first value
+// at once (each its own Sealed over one file store) make one data key, and
+// every value opens.
+func TestSealedConcurrentFirstSet(t *testing.T) {
+	ctx := context.Background()
+	f, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	k := mustKEK(t)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		s := mustOpen(t, f, f.Hub().ID, k)
+		go func() { errs <- s.Set(ctx, fmt.Sprintf("ns%d/default", i), fmt.Sprintf("value-%d", i)) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustOpen(t, f, f.Hub().ID, k)
+	for i := range n {
+		if v, err := s.Get(ctx, fmt.Sprintf("ns%d/default", i)); err != nil || v != fmt.Sprintf("value-%d", i) {
+			t.Errorf("ns%d: %q, %v", i, v, err)
+		}
+	}
+	var kr keyRecord
+	if err := f.Get(ctx, store.Blobs, keyRecordID, &kr); err != nil {
+		t.Fatal(err)
+	}
+	if len(kr.Keys) != 1 || kr.Hub != f.Hub().ID {
+		t.Errorf("key record: %d data keys, hub %q; want 1 key of hub %q", len(kr.Keys), kr.Hub, f.Hub().ID)
+	}
+}
