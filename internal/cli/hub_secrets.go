@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/store"
 
@@ -26,7 +28,7 @@ A copy of the store alone reveals no credential. See docs/secrets-at-rest.md.`,
 		Args: subcommands,
 		RunE: func(c *cobra.Command, args []string) error { return c.Help() },
 	}
-	c.AddCommand(newSecretsGenerateKEKCmd(e), newSecretsStatusCmd(e), newSecretsRotateCmd(e))
+	c.AddCommand(newSecretsGenerateKEKCmd(e), newSecretsStatusCmd(e), newSecretsRotateCmd(e), newSecretsSealCmd(e))
 	return c
 }
 
@@ -179,5 +181,91 @@ process and restart them.`,
 	c.Flags().StringVar(&genFile, "generate-kek", "", "make a new key-encryption key and write it to this new `FILE` (mode 600) first")
 	c.Flags().BoolVar(&dataKey, "data-key", false, "also make a new data key and seal every credential again under it")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was done as JSON")
+	return c
+}
+
+// offKeychain is a keychain that is never there (NO_KEYRING=1).
+type offKeychain struct{}
+
+var errKeychainOff = errors.New("the keychain is turned off (NO_KEYRING=1)")
+
+func (offKeychain) Get(string, string) (string, error) { return "", errKeychainOff }
+func (offKeychain) Set(string, string, string) error   { return errKeychainOff }
+func (offKeychain) Delete(string, string) error        { return errKeychainOff }
+
+func newSecretsSealCmd(e *env) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "seal",
+		Short: "Move the credentials kept in the OS keychain or the fallback file into the sealed store",
+		Long: `With CAPABILITIES_KEK_FILE set, seals every connection's credential that the OS keychain or
+the mode-600 fallback file (hub/secrets.json) still holds, then removes it from there.
+A credential already sealed is left as it is. Nothing is removed unless every one was sealed.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+			ctx := c.Context()
+			sealed, err := sealedOf(h)
+			if err != nil {
+				return err
+			}
+			st := h.Store()
+			opts := secret.Options{Logger: e.log}
+			if f, ok := st.(interface{ Dir() string }); ok {
+				opts.File = filepath.Join(f.Dir(), "secrets.json")
+			}
+			if os.Getenv("NO_KEYRING") != "" {
+				opts.Keychain = offKeychain{}
+			}
+			old := secret.Open(opts)
+			ids, err := st.List(ctx, store.Connections)
+			if err != nil {
+				return fmt.Errorf("sealing the credentials: %w", err)
+			}
+			var moved, kept []string
+			for _, ns := range ids {
+				conns, err := store.Get[model.Connections](ctx, st, store.Connections, ns)
+				if err != nil {
+					return fmt.Errorf("sealing the credentials: %w", err)
+				}
+				for _, it := range conns.Items {
+					if _, err := sealed.Get(ctx, it.SecretRef); err == nil {
+						kept = append(kept, it.SecretRef)
+						continue
+					} else if !errors.Is(err, secret.ErrNotFound) {
+						return fmt.Errorf("sealing the credentials: %w", err)
+					}
+					v, err := old.Get(secret.Quiet(ctx), it.SecretRef)
+					if errors.Is(err, secret.ErrNotFound) {
+						continue
+					}
+					if err != nil {
+						return fmt.Errorf("sealing the credentials: reading %s from %s: %w", it.SecretRef, old.Status(), err)
+					}
+					if err := sealed.Set(ctx, it.SecretRef, v); err != nil {
+						return fmt.Errorf("sealing the credentials: %w", err)
+					}
+					moved = append(moved, it.SecretRef)
+				}
+			}
+			for _, ref := range moved { // every one is sealed: now remove the old copies
+				if err := old.Delete(secret.Quiet(ctx), ref); err != nil && !errors.Is(err, secret.ErrNotFound) {
+					return fmt.Errorf("sealing the credentials: %s is sealed, but removing its old copy failed (remove it by hand): %w", ref, err)
+				}
+			}
+			if asJSON {
+				return e.printJSON(map[string]any{"sealed": nonNil(moved), "alreadySealed": nonNil(kept)})
+			}
+			fmt.Fprintf(e.stdout, "Sealed %d credential(s) and removed them from %s", len(moved), old.Status())
+			if len(moved) > 0 {
+				fmt.Fprintf(e.stdout, ": %s", strings.Join(moved, ", "))
+			}
+			fmt.Fprintln(e.stdout, ".")
+			if len(kept) > 0 {
+				fmt.Fprintf(e.stdout, "%d were sealed already: %s.\n", len(kept), strings.Join(kept, ", "))
+			}
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print what was sealed as JSON")
 	return c
 }

@@ -73,6 +73,7 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 
 		"hub secrets status":     {nil, "hub", codeError, 1},
 		"hub secrets rotate-key": {nil, "hub", codeUsage, 2},
+		"hub secrets seal":       {nil, "hub", codeError, 1},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
