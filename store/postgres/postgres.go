@@ -124,13 +124,13 @@ func latestMigration() (int64, error) {
 // connect parses url and opens a pool on it, checking that the database
 // answers. Its errors say what to fix.
 func connect(ctx context.Context, url string) (*pgxpool.Pool, string, error) {
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		return nil, "", fmt.Errorf("reading the store URL: it must start with postgres:// (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgconn's message leaves the password out.
 		return nil, "", fmt.Errorf("reading the store URL: %w; write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE (see docs/postgres.md)", err)
-	}
-	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
-		return nil, "", fmt.Errorf("reading the store URL: it must start with postgres:// (postgres://USER:PASSWORD@HOST:PORT/DATABASE)")
 	}
 	cc := cfg.ConnConfig
 	where := net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
