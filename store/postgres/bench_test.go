@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
@@ -89,10 +90,12 @@ func BenchmarkPostgres(b *testing.B) {
 	b.Run("AppendParallel", func(b *testing.B) {
 		b.ReportAllocs()
 		line := []byte(`{"seq":1,"kind":"call","tool":"github.create_issue","args":{"title":"a journal line of about 120 bytes"}}`)
-		b.SetParallelism(4) // 8 appenders on 2 cores: group commit shares the WAL flushes
+		b.SetParallelism(4) // 8 appenders on 2 cores, each to its own run's journal: group commit shares the WAL flushes
+		var n atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
+			id := "append-parallel-" + strconv.FormatInt(n.Add(1), 10)
 			for pb.Next() {
-				if err := s.Append(ctx, store.Runs, "append-parallel", line); err != nil {
+				if err := s.Append(ctx, store.Runs, id, line); err != nil {
 					b.Error(err)
 					return
 				}

@@ -496,8 +496,12 @@ func (s *Store) appendLine(ctx context.Context, kind store.Kind, id string, line
 		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
 	}
 	// One statement, committed (flushed to the write-ahead log, with the
-	// default synchronous_commit) before it returns.
-	if _, err := s.pool.Exec(ctx, `INSERT INTO log_lines (kind, id, line) VALUES ($1, $2, $3)`, string(kind), id, line); err != nil {
+	// default synchronous_commit) before it returns. It takes the log's
+	// lock (a transaction-scoped advisory lock) before its line gets its
+	// seq, so lines commit in the order of their seq: a reader never sees
+	// a line appear before one it has already read.
+	if _, err := s.pool.Exec(ctx, `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $1 || '/' || $2, 0)))
+INSERT INTO log_lines (kind, id, line) SELECT $1, $2, $3 FROM l`, string(kind), id, line); err != nil {
 		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
 	}
 	return nil
