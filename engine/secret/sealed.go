@@ -121,7 +121,7 @@ func ReadKEKFile(path string) (*KEK, error) {
 		return nil, fmt.Errorf("reading the key-encryption key: %s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("reading the key-encryption key: %s has mode %04o: others can read it; restrict it to its owner: chmod 600 %s", path, perm, path)
+		return nil, fmt.Errorf("reading the key-encryption key: %s has mode %04o: others can read it or change it; restrict it to its owner: chmod 600 %s", path, perm, path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -695,6 +695,9 @@ type Rotation struct {
 	Resealed int    // values sealed again under a new data key
 	Dropped  []int  // data keys dropped (no value uses them any more)
 	Resumed  bool   // the key record was already under the new KEK (an interrupted rotation)
+	// Rewrapped: the key record is under the new KEK (false: Rotate failed
+	// before it changed anything).
+	Rewrapped bool
 }
 
 // Rotate wraps the hub's data keys under newKEK, in one write of the key
@@ -750,6 +753,7 @@ func Rotate(ctx context.Context, st store.Store, hubID string, oldKEK, newKEK *K
 	if err != nil {
 		return out, fmt.Errorf("rotating the key-encryption key: %w", err)
 	}
+	out.Rewrapped = true
 	// Seal every value under the current data key; then drop the keys no
 	// value uses. A resumed rotation, or a plain one that finds old keys
 	// left by an interrupted one, finishes this part.

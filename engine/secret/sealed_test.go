@@ -220,7 +220,7 @@ func TestKEKInput(t *testing.T) {
 		{name: "short file", file: write("short", []byte(base64.StdEncoding.EncodeToString(raw[:16])), 0o600), wantErr: "decodes to 16 bytes, want 32"},
 		{name: "garbage file", file: write("garbage", []byte("not a key at all!"), 0o600), wantErr: "neither 32 raw bytes nor base64 of them"},
 		{name: "empty file", file: write("empty", nil, 0o600), wantErr: "it is empty"},
-		{name: "group-readable", file: write("open", raw, 0o640), wantErr: "has mode 0640: others can read it; restrict it to its owner: chmod 600 " + filepath.Join(dir, "open")},
+		{name: "group-readable", file: write("open", raw, 0o640), wantErr: "has mode 0640: others can read it or change it; restrict it to its owner: chmod 600 " + filepath.Join(dir, "open")},
 		{name: "missing file", file: filepath.Join(dir, "nope"), wantErr: "no such file or directory"},
 		{name: "directory", file: dir, wantErr: "is not a regular file"},
 		{name: "env not base64", val: "%%%", wantErr: "CAPABILITIES_KEK is not base64"},
@@ -576,7 +576,16 @@ func FuzzSealedRecord(f *testing.F) {
 	f.Add([]byte(`{"format":"capabilities.sh/sealed-key/v1","kek":"x","current":1,"keys":[{"version":1}]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = decodeKeyRecord(data)
+		if r, err := decodeKeyRecord(data); err == nil {
+			if keys, err := unwrapAll(r, k, ""); err == nil && !bytes.Equal(bytes.TrimSpace(data), bytes.TrimSpace(key)) {
+				// Only the real record's keys may unwrap (a re-encoding of it is fine).
+				var real keyRecord
+				_ = json.Unmarshal(key, &real)
+				if !cmp.Equal(r.Keys, real.Keys) {
+					t.Fatalf("a forged key record unwrapped %d keys", len(keys))
+				}
+			}
+		}
 		v, err := s.openValue(ctx, "a/b", data)
 		if err == nil && (v != "the-value" || !bytes.Equal(bytes.TrimSpace(data), bytes.TrimSpace(good)) && !sameRecord(data, good)) {
 			t.Fatalf("a forged record opened: %q", v)

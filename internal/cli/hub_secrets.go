@@ -157,8 +157,11 @@ process and restart them.`,
 			}
 			rot, err := secret.Rotate(c.Context(), st, hubIDOf(st), oldKEK, newKEK, dataKey)
 			if err != nil {
-				if genFile != "" && !errors.Is(err, secret.ErrSealed) {
-					err = fmt.Errorf("%w (the new key is in %s: run the command again with --new-kek-file %s to finish)", err, genFile, genFile)
+				switch {
+				case genFile != "" && (rot == nil || !rot.Rewrapped):
+					_ = os.Remove(genFile) // nothing is sealed under it
+				case genFile != "":
+					err = fmt.Errorf("%w (the credentials are sealed under the new key, in %s: run the command again with --new-kek-file %s to finish)", err, genFile, genFile)
 				}
 				return err
 			}
