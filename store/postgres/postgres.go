@@ -89,9 +89,10 @@ var (
 type Option func(*Store)
 
 // LeaseTTL sets how long a claim outlives its holder's last renewal
-// (DefaultLeaseTTL); the holder renews it every third of that.
+// (DefaultLeaseTTL); the holder renews it every third of that. Less than
+// 300 ms is taken as 300 ms.
 func LeaseTTL(d time.Duration) Option {
-	return func(s *Store) { s.leaseTTL = d }
+	return func(s *Store) { s.leaseTTL = max(d, 300*time.Millisecond) }
 }
 
 // SchemaVersion is the newest schema version this build's migrations
