@@ -383,7 +383,7 @@ func Closest(s string, names []string, n int) []string {
 	var cs []cand
 	limit := len(s)/3 + 1
 	for _, name := range names {
-		d := distance(s, name)
+		d := model.EditDistance(s, name)
 		if s != "" && (strings.Contains(name, s) || strings.Contains(s, name)) {
 			d = min(d, 1)
 		}
@@ -402,28 +402,6 @@ func Closest(s string, names []string, n int) []string {
 		out = append(out, c.name)
 	}
 	return out
-}
-
-// distance is the Levenshtein distance between a and b, by byte (slugs
-// are ASCII).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // Read reads the catalog at location: a folder holding index.json, an
