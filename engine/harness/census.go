@@ -47,15 +47,7 @@ func Configs(env Env, hs []Harness) []Config {
 			d, seen := cache[f.Path]
 			if !seen {
 				d = &decoded{}
-				data, err := os.ReadFile(f.Path)
-				switch {
-				case errors.Is(err, fs.ErrNotExist):
-					d.err = fs.ErrNotExist
-				case err != nil:
-					d.err = fmt.Errorf("reading: %w", err)
-				default:
-					d.doc, d.err = Decode(f.Format, data)
-				}
+				d.doc, d.err = readConfig(f)
 				cache[f.Path] = d
 			}
 			if errors.Is(d.err, fs.ErrNotExist) {

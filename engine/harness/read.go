@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -493,4 +494,18 @@ func strMap(m map[string]any, key string) (map[string]string, error) {
 		out[k] = s
 	}
 	return out, nil
+}
+
+// readConfig reads and decodes one agent config file: fs.ErrNotExist when
+// it is not there, an error saying what went wrong (reading, or where the
+// syntax breaks) when it cannot be used.
+func readConfig(f File) (map[string]any, error) {
+	data, err := os.ReadFile(f.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fs.ErrNotExist
+	case err != nil:
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	return Decode(f.Format, data)
 }

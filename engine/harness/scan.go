@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -44,15 +43,7 @@ func ScanFiles(env Env, hs []Harness) *Scan {
 		for _, f := range h.Files(env) {
 			d, seen := cache[f.Path]
 			if !seen {
-				data, err := os.ReadFile(f.Path)
-				switch {
-				case errors.Is(err, fs.ErrNotExist):
-					d.err = fs.ErrNotExist
-				case err != nil:
-					d.err = fmt.Errorf("reading: %w", err)
-				default:
-					d.doc, d.err = Decode(f.Format, data)
-				}
+				d.doc, d.err = readConfig(f)
 				cache[f.Path] = d
 				if d.err != nil && d.err != fs.ErrNotExist {
 					sc.Unreadable = append(sc.Unreadable, Unreadable{Harness: h.Name, Path: f.Path, Error: d.err.Error()})
