@@ -64,7 +64,7 @@ func (h *Hub) Secrets() secret.Store {
 			return
 		}
 		opts := secret.Options{Logger: h.log}
-		if f, ok := h.store.(*store.File); ok {
+		if f, ok := h.store.(interface{ Dir() string }); ok { // the hub folder on this machine
 			opts.File = filepath.Join(f.Dir(), "secrets.json")
 		}
 		if h.opts.NoKeychain {

@@ -58,6 +58,7 @@ type env struct {
 	// Global options, given before the command.
 	registry string // --registry: the catalog, a folder or URL (CAPABILITIES_REGISTRY)
 	noInput  bool   // --no-input: never prompt; fail saying what is missing
+	store    string // --store: the hub's records in PostgreSQL, a postgres:// URL (CAPABILITIES_STORE)
 }
 
 // interrupted is the cause of the command's context when a signal ended it.
@@ -216,6 +217,7 @@ func newRoot(e *env) *cobra.Command {
 	useLoginForGit()
 	root.PersistentFlags().StringVar(&e.registry, "registry", "", "the catalog capabilities are installed from: a folder or an http(s) `URL` holding index.json (default: $CAPABILITIES_REGISTRY)")
 	root.PersistentFlags().BoolVar(&e.noInput, "no-input", false, "never prompt: fail, saying what is missing, where a question would be asked")
+	root.PersistentFlags().StringVar(&e.store, "store", "", "keep the hub's records in PostgreSQL: a postgres://USER:PASSWORD@HOST:PORT/DATABASE `URL` (default: $CAPABILITIES_STORE, else the hub folder)")
 	h := &cobra.Command{
 		Use:   "hub",
 		Short: "Manage and serve the hub: sources, tools and calls",
@@ -281,15 +283,7 @@ func hubDir() (string, error) {
 }
 
 // openHub opens the existing store and a hub engine over it.
-func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
-	dir, err := hubDir()
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := store.Open(dir)
-	if err != nil {
-		return nil, nil, err
-	}
+func (e *env) openHub(opts ...hub.Options) (*hub.Hub, hubStore, error) {
 	var o hub.Options
 	if len(opts) > 0 {
 		o = opts[0]
@@ -328,6 +322,10 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, *store.File, error) {
 	if os.Getenv("NO_KEYRING") != "" {
 		o.NoKeychain = true
 	}
+	st, err := e.openStore(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
 	return hub.New(st, o), st, nil
 }
 
@@ -359,7 +357,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 }
 
 // withHub opens the hub for a command's RunE and closes it after.
-func (e *env) withHub(run func(c *cobra.Command, args []string, h *hub.Hub, st *store.File) error) func(*cobra.Command, []string) error {
+func (e *env) withHub(run func(c *cobra.Command, args []string, h *hub.Hub, st hubStore) error) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
 		h, st, err := e.openHub()
 		if err != nil {

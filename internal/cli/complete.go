@@ -30,11 +30,11 @@ func complete(list candidates) cobra.CompletionFunc {
 		if list == nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		dir, err := hubDir()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		ce := &env{}
+		if f := c.Flag("store"); f != nil {
+			ce.store = f.Value.String()
 		}
-		st, err := store.Open(dir)
+		st, err := ce.openStore(c.Context())
 		if err != nil {
 			cobra.CompDebugln(err.Error(), true)
 			return nil, cobra.ShellCompDirectiveNoFileComp

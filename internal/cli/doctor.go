@@ -54,12 +54,13 @@ type problem struct {
 type doctorReport struct {
 	Problems []problem `json:"problems"`
 	Checked  struct {
-		Hub     string   `json:"hub"`
-		Secrets string   `json:"secrets"`
-		Sources int      `json:"sources"`
-		Skills  int      `json:"skills"`
-		Configs []string `json:"configs"`
-		Stack   int      `json:"stackSources"`
+		Hub     string     `json:"hub"`
+		Store   *storeInfo `json:"store,omitempty"` // a database store (--store): where, schema, reachable
+		Secrets string     `json:"secrets"`
+		Sources int        `json:"sources"`
+		Skills  int        `json:"skills"`
+		Configs []string   `json:"configs"`
+		Stack   int        `json:"stackSources"`
 		// Connected says whether each source was started (--sources).
 		Connected bool `json:"connected"`
 	} `json:"checked"`
@@ -90,7 +91,7 @@ connected}}; kind is one of store, source, missing-secret, sign-in, secret-store
 config-syntax, config-entry, missing-command, hub-binary-gone, profile-gone, stack. A secret
 is named, never shown.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, st *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, st hubStore) error {
 			r, err := e.doctor(c.Context(), h, st, connect)
 			if err != nil {
 				return err
@@ -117,12 +118,18 @@ is named, never shown.`,
 	return c
 }
 
-func (e *env) doctor(ctx context.Context, h *hub.Hub, st *store.File, connect bool) (*doctorReport, error) {
+func (e *env) doctor(ctx context.Context, h *hub.Hub, st hubStore, connect bool) (*doctorReport, error) {
 	r := &doctorReport{Problems: []problem{}}
 	r.Checked.Configs = []string{}
 	r.Checked.Hub, r.Checked.Connected = st.Dir(), connect
 	r.Checked.Secrets = h.SecretStatus()
 	add := func(p problem) { r.Problems = append(r.Problems, p) }
+	if si := describeStore(ctx, st); si != nil {
+		r.Checked.Store = si
+		if !si.Reachable {
+			add(problem{Kind: probStore, Message: fmt.Sprintf("the hub's database at %s does not answer: %s", si.Database, si.Error), Fix: "start PostgreSQL, or fix the store URL (--store, CAPABILITIES_STORE)"})
+		}
+	}
 	cs, err := readCensus()
 	if err != nil {
 		return nil, err
@@ -504,6 +511,9 @@ func (e *env) printDoctor(r *doctorReport) {
 	w := e.stdout
 	fmt.Fprintf(w, "checked: the hub at %s (secrets %s), %s, %s, %s, %s\n", r.Checked.Hub, r.Checked.Secrets,
 		plural(r.Checked.Sources, "source"), plural(r.Checked.Skills, "skill"), plural(len(r.Checked.Configs), "agent config"), plural(r.Checked.Stack, "stack source"))
+	if r.Checked.Store != nil {
+		fmt.Fprintf(w, "store: %s\n", r.Checked.Store)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem (%s): %s\n  fix: %s\n", p.Kind, p.Message, p.Fix)
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capabilities-sh/capabilities/store"
-
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
@@ -61,7 +59,7 @@ environment variable --env of a local server, or the header --header of a remote
   capabilities hub auth acme --client-id hub-cli --scope read --scope write`,
 		Args:              exactArgs(1, "one namespace"),
 		ValidArgsFunction: complete(byPosition(namespaces)),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			src, err := h.Source(c.Context(), args[0])
 			if err != nil {
 				return err
@@ -253,7 +251,7 @@ func newConnectionsCmd(e *env) *cobra.Command {
 		Short:             "List a source's connections (the default marked *)",
 		Args:              exactArgs(1, "one namespace"),
 		ValidArgsFunction: complete(byPosition(namespaces)),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			conns, err := h.Connections(c.Context(), args[0])
 			if err != nil {
 				return err

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -17,23 +16,38 @@ func newDoctorCmd(e *env) *cobra.Command {
 		Short: "Check the store and every source",
 		Long:  "Check the store (schema version, permissions) and connect to every source, showing its health and the tail of its stderr.",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, st hubStore) error {
 			r, err := h.Doctor(c.Context())
 			if err != nil {
 				return err
 			}
+			si := describeStore(c.Context(), st)
 			bad := len(r.Permissions)
+			if si != nil && !si.Reachable {
+				bad++
+			}
 			for _, s := range r.Sources {
 				if s.Health != "ok" {
 					bad++
 				}
 			}
 			if asJSON {
-				if err := e.printJSON(r); err != nil {
+				var v any = r
+				if si != nil {
+					v = struct {
+						*hub.Report
+						Store *storeInfo `json:"store"`
+					}{r, si}
+				}
+				if err := e.printJSON(v); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(e.stdout, "store  %s\n  schema %d, hub %s\n", r.Dir, r.Schema, r.HubID)
+				if si != nil {
+					fmt.Fprintf(e.stdout, "store  %s\n  this machine's hub folder %s\n", si, st.Dir())
+				} else {
+					fmt.Fprintf(e.stdout, "store  %s\n  schema %d, hub %s\n", r.Dir, r.Schema, r.HubID)
+				}
 				if len(r.Permissions) == 0 {
 					fmt.Fprintln(e.stdout, "  permissions ok (directories 700, files 600)")
 				}

@@ -19,7 +19,7 @@ func newInitCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init",
 		Short: "Create the hub (idempotent)",
-		Long:  "Create the hub at $CAPABILITIES_HOME/hub (default ~/.capabilities/hub): directories mode 700, files mode 600. Running it again keeps what is there. With --import, then import the MCP servers the agents already have (see capabilities hub import --help).",
+		Long:  "Create the hub at $CAPABILITIES_HOME/hub (default ~/.capabilities/hub): directories mode 700, files mode 600. Running it again keeps what is there. With --store (or CAPABILITIES_STORE) set to a postgres:// URL, the records are kept in that database instead: init applies its migrations and records the hub there (the hub folder keeps what belongs to this machine only). With --import, then import the MCP servers the agents already have (see capabilities hub import --help).",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if doImp {
@@ -33,29 +33,48 @@ func newInitCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, created, err := store.Init(dir)
+			url, err := e.storeURL()
+			if err != nil {
+				return err
+			}
+			var f hubStore
+			var created bool
+			if url == "" {
+				f, created, err = store.Init(dir)
+			} else {
+				f, created, err = initPostgres(c.Context(), url, dir)
+			}
 			if err != nil {
 				return fmt.Errorf("initializing the hub: %w", err)
+			}
+			where := dir // what the messages name
+			if p, ok := f.(*pgStore); ok {
+				defer p.Close()
+				where = "postgres " + p.Where()
 			}
 			sandboxState := warmSandbox(e, asJSON)
 			if doImp {
 				if !asJSON {
 					if created {
-						fmt.Fprintf(e.stdout, "Created the hub at %s\n", dir)
+						fmt.Fprintf(e.stdout, "Created the hub at %s\n", where)
 					} else {
-						fmt.Fprintf(e.stdout, "The hub at %s already exists.\n", dir)
+						fmt.Fprintf(e.stdout, "The hub at %s already exists.\n", where)
 					}
 				}
 				imp.asJSON = asJSON
 				return runImport(c.Context(), e, imp)
 			}
 			if asJSON {
-				return e.printJSON(map[string]any{"dir": dir, "created": created, "schema": f.Hub().Schema, "id": f.Hub().ID, "sandbox": sandboxState})
+				out := map[string]any{"dir": dir, "created": created, "schema": f.Hub().Schema, "id": f.Hub().ID, "sandbox": sandboxState}
+				if p, ok := f.(*pgStore); ok {
+					out["store"] = p.Where()
+				}
+				return e.printJSON(out)
 			}
 			if created {
-				fmt.Fprintf(e.stdout, "Created the hub at %s\nNext: capabilities hub add -- <command> [args…]   or   capabilities hub add <url>\n", dir)
+				fmt.Fprintf(e.stdout, "Created the hub at %s\nNext: capabilities hub add -- <command> [args…]   or   capabilities hub add <url>\n", where)
 			} else {
-				fmt.Fprintf(e.stdout, "The hub at %s already exists; nothing changed.\n", dir)
+				fmt.Fprintf(e.stdout, "The hub at %s already exists; nothing changed.\n", where)
 			}
 			return nil
 		},

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/visible"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/spf13/cobra"
@@ -41,7 +40,7 @@ func newListCmd(e *env) *cobra.Command {
 		Short: "List sources with their kind, tools and health",
 		Long:  "List the hub's sources from the cached manifests (it never waits on an upstream): kind, namespace, tool count, health of the last contact and when the tools were last listed.",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			recs, err := h.Sources(c.Context())
 			if err != nil {
 				return err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +18,7 @@ person first (a tool allowed by a rule, read-only or allowed for the session ask
 denied call stays denied. The pause is the file paused in the hub's folder (mode 600), so
 every process serving the hub sees it on its next call.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := h.SetPaused(true); err != nil {
 				return err
 			}

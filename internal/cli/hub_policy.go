@@ -5,7 +5,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/spf13/cobra"
@@ -33,7 +32,7 @@ func newPolicyListCmd(e *env) *cobra.Command {
 		Use:   "list",
 		Short: "List the rules",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			p, err := h.Policy(c.Context())
 			if err != nil {
 				return err
@@ -129,7 +128,7 @@ func newPolicyRemoveCmd(e *env) *cobra.Command {
 		Short:             "Remove a rule",
 		Args:              exactArgs(1, "a target (address or namespace)"),
 		ValidArgsFunction: complete(byPosition(ruleTargets)),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := h.RemoveRule(c.Context(), args[0], conn); err != nil {
 				return err
 			}

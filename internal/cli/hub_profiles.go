@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -55,7 +54,7 @@ search, describe and execute over the visible tools and skills.`,
 		Example: `  capabilities hub profiles add issues --mode direct --namespace github --tool linear.createIssue
   capabilities hub profiles add docs --namespace github --skill release-notes`,
 		Args: exactArgs(1, "one profile name"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := hub.ValidProfileName(args[0]); err != nil {
 				return usageError{fmt.Errorf("adding profile: %w", err)}
 			}
@@ -84,7 +83,7 @@ func newProfilesEditCmd(e *env) *cobra.Command {
   capabilities hub profiles edit default --mode direct
   capabilities hub profiles edit docs --add-skill pdf-forms --remove-skill release-notes`,
 		Args: exactArgs(1, "one profile name"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			p, err := h.Profile(c.Context(), args[0])
 			if err != nil {
 				return fmt.Errorf("editing profile: %w", err)
@@ -154,7 +153,7 @@ func newProfilesListCmd(e *env) *cobra.Command {
 		Use:   "list",
 		Short: "List the profiles",
 		Args:  cobra.NoArgs,
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			ps, err := h.Profiles(c.Context())
 			if err != nil {
 				return err
@@ -195,7 +194,7 @@ func newProfilesShowCmd(e *env) *cobra.Command {
 		Use:   "show <name>",
 		Short: "Show a profile and the tools it makes visible",
 		Args:  exactArgs(1, "one profile name"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			return e.printProfile(c, h, args[0], asJSON, "")
 		}),
 	}
@@ -244,7 +243,7 @@ func newProfilesRemoveCmd(e *env) *cobra.Command {
 		Use:   "remove <name>",
 		Short: "Remove a profile (agents connected to it lose their entry's tools)",
 		Args:  exactArgs(1, "one profile name"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := h.RemoveProfile(c.Context(), args[0]); err != nil {
 				return err
 			}

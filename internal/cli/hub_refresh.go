@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -23,7 +22,7 @@ func newRefreshCmd(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			ns := ""
 			if len(args) == 1 {
 				ns = args[0]

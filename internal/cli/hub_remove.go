@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +18,7 @@ func newRemoveCmd(e *env) *cobra.Command {
 		Long:              "Remove a source and everything about it: its cached tools, its connections and their credentials, and the policy's rules, reviews and command consent for it, and stop its upstream. A source added later under the same namespace starts unreviewed.",
 		Args:              exactArgs(1, "one namespace"),
 		ValidArgsFunction: complete(byPosition(namespaces)),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := h.Remove(c.Context(), args[0]); err != nil {
 				return err
 			}

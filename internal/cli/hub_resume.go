@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +18,7 @@ paused in the hub's folder). A run that waits only because of the pause goes on 
 that asked only for the pause is decided again, so it runs when policy allows it and asks for
 its own reason when not.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if err := h.SetPaused(false); err != nil {
 				return err
 			}

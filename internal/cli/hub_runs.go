@@ -11,7 +11,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/run"
-	"github.com/capabilities-sh/capabilities/store"
 
 	"github.com/spf13/cobra"
 )
@@ -60,7 +59,7 @@ func newRunsCmd(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			f := hub.RunFilter{Status: status, Namespace: namespace}
 			if limit > 0 {
 				f.Limit = limit + 1 // one more: are older runs left out?
@@ -176,7 +175,7 @@ whatever its age and size.`,
   capabilities hub runs prune --older-than 30d
   capabilities hub runs prune --max-mb 200`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			var ret run.Retention
 			if olderThan != "" {
 				age, err := parseAge(olderThan)
@@ -220,7 +219,7 @@ func newRunsShowCmd(e *env) *cobra.Command {
 		Short:             "Show one run: status, result, error, pending, calls, notices",
 		Args:              exactArgs(1, "one run id"),
 		ValidArgsFunction: complete(byPosition(runIDs(anyRun))),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			eng, err := h.Runs()
 			if err != nil {
 				return err
@@ -274,7 +273,7 @@ func newCancelCmd(e *env) *cobra.Command {
 		Short:             "Cancel a run that has not finished",
 		Args:              exactArgs(1, "one run id"),
 		ValidArgsFunction: complete(byPosition(runIDs(unfinishedRun))),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			eng, err := h.Runs()
 			if err != nil {
 				return err

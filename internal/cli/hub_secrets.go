@@ -78,7 +78,7 @@ func newSecretsStatusCmd(e *env) *cobra.Command {
 		Short: "Say which key seals the hub's credentials, and check that each one opens",
 		Long:  "Opens every sealed credential (printing none) and says which key-encryption key and data key seal them. Exit 1 when one does not open.",
 		Args:  exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			s, err := sealedOf(h)
 			if err != nil {
 				return err
@@ -127,7 +127,7 @@ credential again under it. A rotation that stopped half-way is finished by runni
 same command again. Afterwards point CAPABILITIES_KEK_FILE at the new key for every hub
 process and restart them.`,
 		Args: exactArgs(0, "no arguments (the new key is given with --new-kek-file or --generate-kek)"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			if (newFile == "") == (genFile == "") {
 				return usagef("give the new key-encryption key with --new-kek-file FILE, or make one with --generate-kek FILE (one of them)")
 			}
@@ -205,7 +205,7 @@ func newSecretsSealCmd(e *env) *cobra.Command {
 the mode-600 fallback file (hub/secrets.json) still holds, then removes it from there.
 A credential already sealed is left as it is. Nothing is removed unless every one was sealed.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			ctx := c.Context()
 			sealed, err := sealedOf(h)
 			if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/elicit"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -103,7 +102,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			ctx, cancel := context.WithCancel(c.Context())
 			defer cancel()
 			// engine opens the hub and its MCP server; done releases them.
-			engine := func(ctx context.Context) (*mcpserver.Server, *store.File, func(), error) {
+			engine := func(ctx context.Context) (*mcpserver.Server, hubStore, func(), error) {
 				h, st, err := e.openHub()
 				if err != nil {
 					return nil, nil, nil, err

@@ -8,7 +8,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/skill"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +43,7 @@ func newSkillsAddCmd(e *env) *cobra.Command {
 		Example: `  capabilities hub skills add ./pdf-forms
   capabilities hub skills add https://example.org/skills.git@3f2a9c1e//pdf-forms`,
 		Args: exactArgs(1, "one folder or git-URL@commit"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			st, err := skillStore(h)
 			if err != nil {
 				return err
@@ -99,7 +98,7 @@ func newSkillsListCmd(e *env) *cobra.Command {
 		Use:   "list",
 		Short: "List the hub's skills",
 		Args:  cobra.NoArgs,
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			st, err := skillStore(h)
 			if err != nil {
 				return err
@@ -148,7 +147,7 @@ func newSkillsRemoveCmd(e *env) *cobra.Command {
 		Use:   "remove <name>",
 		Short: "Remove a skill from the hub (hub disconnect takes its copies out of the agents)",
 		Args:  exactArgs(1, "one skill name"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			st, err := skillStore(h)
 			if err != nil {
 				return err

@@ -12,7 +12,6 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/visible"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -87,7 +86,7 @@ description, files, origin, slug, installed: [{harness, dir, status: same|differ
 hub's entries found, unreadable the configs that could not be read ({harness, path, error}).
 Lists are never null; fields may be added, none renamed.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			cs, err := readCensus()
 			if err != nil {
 				return err

@@ -19,8 +19,12 @@ const goneEvery = 2 * time.Second
 // `hub init` after that), every call is answered with an error that says
 // so (mcpserver.Options.Unavailable), instead of each failing on a file
 // that is gone, and stderr says it once per change. A hub moved back is
-// served again. restart is what the person does to serve a new hub.
-func watchGone(ctx context.Context, st *store.File, stderr io.Writer, restart string) func() error {
+// served again. restart is what the person does to serve a new hub. A hub
+// in a database has no folder to lose: nothing is followed.
+func watchGone(ctx context.Context, st hubStore, stderr io.Writer, restart string) func() error {
+	if _, ok := st.(*store.File); !ok {
+		return func() error { return nil }
+	}
 	var gone atomic.Pointer[error]
 	dir, id := st.Dir(), st.Hub().ID
 	go func() {

@@ -12,7 +12,6 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/stack"
 	"github.com/capabilities-sh/capabilities/engine/visible"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +29,7 @@ take theirs. A pulled source is started here and its tools listed by this hub,
 then reviewed like any new tool. The secrets its connections need are then
 read from the environment, the keychain or ~/.capabilities/.env, or asked.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, st *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, st hubStore) error {
 			return runStackPull(c.Context(), e, h, st, yes)
 		}),
 	}
@@ -38,7 +37,7 @@ read from the environment, the keychain or ~/.capabilities/.env, or asked.`,
 	return c
 }
 
-func runStackPull(ctx context.Context, e *env, h *hub.Hub, st *store.File, yes bool) error {
+func runStackPull(ctx context.Context, e *env, h *hub.Hub, st hubStore, yes bool) error {
 	dir, err := stack.Dir()
 	if err != nil {
 		return err
@@ -180,7 +179,7 @@ func runStackPull(ctx context.Context, e *env, h *hub.Hub, st *store.File, yes b
 	return applyStackPlan(ctx, e, h, st, r, plan, apply, base, theirs, yes, undecided)
 }
 
-func applyStackPlan(ctx context.Context, e *env, h *hub.Hub, st *store.File, r *stack.Repo, plan []stack.Change, apply map[int]bool, base, theirs string, yes, undecided bool) error {
+func applyStackPlan(ctx context.Context, e *env, h *hub.Hub, st hubStore, r *stack.Repo, plan []stack.Change, apply map[int]bool, base, theirs string, yes, undecided bool) error {
 	var failed []string
 	applied := 0
 	do := func(c stack.Change, f func() error) bool {
@@ -266,7 +265,7 @@ func applyStackPlan(ctx context.Context, e *env, h *hub.Hub, st *store.File, r *
 }
 
 // applyOne applies one change through the hub.
-func applyOne(ctx context.Context, e *env, h *hub.Hub, st *store.File, c stack.Change, yes bool) error {
+func applyOne(ctx context.Context, e *env, h *hub.Hub, st hubStore, c stack.Change, yes bool) error {
 	switch c.Kind {
 	case stack.KindRule:
 		return stack.ApplyRule(ctx, h, c)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/stack"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +21,7 @@ Every file is checked for every secret the hub holds, in any encoding: one
 found refuses the push and nothing is committed. When the repository has
 changes this machine has not pulled, run stack pull first.`,
 		Args: exactArgs(0, "no arguments"),
-		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ *store.File) error {
+		RunE: e.withHub(func(c *cobra.Command, args []string, h *hub.Hub, _ hubStore) error {
 			ctx := c.Context()
 			dir, err := stack.Dir()
 			if err != nil {
