@@ -53,7 +53,10 @@ func TestMain(m *testing.M) {
 // until something listens there; `unchanged FILE` / `snapshot FILE` compare a
 // file with an earlier copy; `expand FILE…` puts the script's variables in
 // a file's @NAME@ placeholders; `sha256 FILE…` prints each file's SHA-256 as
-// sha256sum does.
+// sha256sum does; `postgres NAME…` starts a real PostgreSQL for the script
+// and sets $NAME to a new database's URL (postgres_script_test.go), and
+// `pgexec URL SQL` runs a statement on one; `capture NAME REGEXP` sets
+// $NAME to REGEXP's first group in the last stdout.
 func TestScripts(t *testing.T) {
 	node := testenv.Node(t)
 	nm := testenv.NPMPath(t, "@modelcontextprotocol")
@@ -80,6 +83,9 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return condPostgres()
+			}
 			if cond != "harnesses" {
 				return false, fmt.Errorf("unknown condition %q", cond)
 			}
@@ -103,6 +109,9 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"expand":   cmdExpand,
 			"sha256":   cmdSHA256,
+			"postgres": cmdPostgres,
+			"pgexec":   cmdPgExec,
+			"capture":  cmdCapture,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
 				if err != nil {

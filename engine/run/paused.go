@@ -115,7 +115,7 @@ type recordFile struct {
 // disk (onDisk false for another store): what Waiting and Select read
 // without opening every record.
 func (e *Engine) recordFiles() (files []recordFile, onDisk bool, err error) {
-	d, ok := e.store.(interface{ Dir() string })
+	d, ok := e.store.(filesStore) // records in files (store.File), not only a folder
 	if !ok {
 		return nil, false, nil
 	}
@@ -161,4 +161,12 @@ type recordStamp struct {
 
 func (s recordStamp) same(o recordStamp) bool {
 	return s.size == o.size && s.mod.Equal(o.mod) && s.file == o.file
+}
+
+// filesStore is a store whose records are files in its folder (store.File); a
+// store with a folder for other things (a database's, with the hub folder
+// of the machine) has no Path.
+type filesStore interface {
+	Dir() string
+	Path(kind store.Kind, id string) string
 }

@@ -100,7 +100,7 @@ func (e *Engine) PruneRuns(ctx context.Context, ret Retention) (Pruned, error) {
 // its stored handles (file sizes in a store on disk, else encoded sizes).
 func (e *Engine) runSize(ctx context.Context, r *model.Run, handles []string) int64 {
 	prefix := handlePrefix + r.ID + "-"
-	if d, ok := e.store.(interface{ Dir() string }); ok {
+	if d, ok := e.store.(filesStore); ok {
 		var n int64
 		for _, p := range []string{filepath.Join(d.Dir(), string(store.Runs), r.ID+".json"), filepath.Join(d.Dir(), string(store.Runs), r.ID+".journal.jsonl")} {
 			if fi, err := os.Stat(p); err == nil {
