@@ -30,14 +30,32 @@ const MaxBodyBytes = 1 << 20
 // the default profile's), by a server made on the profile's first request.
 // AlivePath, behind the same checks, answers that the process serves.
 func (s *Server) HTTPHandler(token string) http.Handler {
+	return s.httpHandler(token, nil)
+}
+
+// httpHandler is HTTPHandler that also accepts the Host and Origin of
+// public, the address agents use when it is not loopback (Serving.PublicURL).
+func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
 	stateful, stateless := s.streamHandlers()
+	badHost := func(h string) string {
+		if public == nil {
+			return fmt.Sprintf("Host %q is not a loopback address; this endpoint answers only 127.0.0.1, localhost or [::1] (DNS rebinding protection)", h)
+		}
+		return fmt.Sprintf("Host %q is not a loopback address nor the public URL's host %s (DNS rebinding protection)", h, public.Host)
+	}
+	badOrigin := func(o string) string {
+		if public == nil {
+			return fmt.Sprintf("Origin %q is not a loopback origin; browsers on other sites may not call this endpoint", o)
+		}
+		return fmt.Sprintf("Origin %q is not a loopback origin nor the public URL's %s://%s; browsers on other sites may not call this endpoint", o, public.Scheme, public.Host)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
-			deny(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback address; this endpoint answers only 127.0.0.1, localhost or [::1] (DNS rebinding protection)", r.Host))
+		if !loopbackHost(r.Host) && !publicHost(public, r.Host) {
+			deny(w, http.StatusForbidden, badHost(r.Host))
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
-			deny(w, http.StatusForbidden, fmt.Sprintf("Origin %q is not a loopback origin; browsers on other sites may not call this endpoint", o))
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) && !publicOrigin(public, o) {
+			deny(w, http.StatusForbidden, badOrigin(o))
 			return
 		}
 		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is one.
@@ -111,18 +129,23 @@ const MaxSessions = 1000
 
 func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// The handlers are reached only through httpHandler, which has checked
+	// Host already (a loopback name, or the public URL's host): go-sdk's
+	// own check, loopback only, would refuse the public URL's.
 	stateful = s.limitSessions(MaxSessions, mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		// A session no request used for this long is closed (a client
 		// that comes back starts another, as the protocol says): without
 		// it, every initialize a client never ends kept its memory.
-		SessionTimeout: SessionIdle,
+		SessionTimeout:             SessionIdle,
+		DisableLocalhostProtection: true,
 	}))
 	stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger:              s.opts.Logger,
-		MaxRequestBodyBytes: MaxBodyBytes,
-		Stateless:           true,
+		Logger:                     s.opts.Logger,
+		MaxRequestBodyBytes:        MaxBodyBytes,
+		Stateless:                  true,
+		DisableLocalhostProtection: true,
 	})
 	return stateful, stateless
 }

@@ -1,8 +1,7 @@
 package mcpserver
 
 import (
-	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,42 +67,6 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 		l.MaxWaiting = l.MaxConns
 	}
 	return l
-}
-
-// ServeHTTP serves the MCP endpoint (HTTPHandler) on ln until ctx is done,
-// then shuts down, giving open requests up to 5 s. It also answers the
-// stdio shim's challenge (ProofPath) with token.
-func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, token string, lim HTTPLimits) error {
-	lim = lim.withDefaults()
-	cl := newConnLimiter(ln, lim.MaxConns, lim.SlowAfter)
-	adm := newAdmission(lim.MaxRequests, lim.MaxWaiting, s.opts.Logger)
-	hs := &http.Server{
-		Handler:           proveHub(func() string { return token }, adm.wrap(s.HTTPHandler(token))),
-		ReadHeaderTimeout: lim.ReadHeaderTimeout,
-		ReadTimeout:       lim.ReadTimeout,
-		IdleTimeout:       lim.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
-		ConnState:         cl.state,
-		ErrorLog:          nil,
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-done:
-			return
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			hs.Close()
-		}
-	}()
-	if err := hs.Serve(cl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving over HTTP: %w", err)
-	}
-	return nil
 }
 
 // admission gives requests their turn to read a body: at most max at once,
@@ -301,6 +264,9 @@ func (l *connLimiter) room() error {
 
 // state follows http.Server's view of each connection.
 func (l *connLimiter) state(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return

@@ -247,6 +247,7 @@ func newRoot(e *env) *cobra.Command {
 		newApproveCmd(e),
 		newConsoleCmd(e),
 		newServeCmd(e),
+		newHTTPTokenCmd(e),
 		newPauseCmd(e),
 		newResumeCmd(e),
 		newAuthCmd(e),

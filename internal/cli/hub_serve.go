@@ -33,14 +33,16 @@ func newServeCmd(e *env) *cobra.Command {
 		pagePort int
 		noShim   bool
 		lim      mcpserver.HTTPLimits
+		srvf     serverFlags
 	)
 	c := &cobra.Command{
-		Use:   "serve --stdio [--profile NAME] | --http [--port 4790]",
+		Use:   "serve --stdio [--profile NAME] | --http [--port 4790 | --listen ADDR [--public-url URL] [--tls-cert FILE --tls-key FILE]]",
 		Short: "Serve the hub to agents over MCP (search, describe, execute; or a profile's direct tools)",
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
-stderr). --http listens on 127.0.0.1 only and requires the bearer token kept in
-$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600). A flood of clients is
+stderr). --http listens on 127.0.0.1 (--port) and requires the bearer token kept in
+$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600; ` + "`capabilities hub http-token`" + `
+prints it). A flood of clients is
 queued, never refused: every connection is accepted (past 2048 open ones, a new one waits
 in the kernel's queue), and requests take turns reading their bodies (--max-requests); a
 request past --max-waiting is answered 503 with Retry-After, unserved.
@@ -48,6 +50,17 @@ request past --max-waiting is answered 503 with Retry-After, unserved.
 --profile serves a profile (` + "`capabilities hub profiles`" + `): a direct-mode profile lists each of its
 tools as an MCP tool of its own. --http serves every profile, each at /mcp/<profile>; /mcp is
 default.
+
+As a server (docs/serve-http.md): --listen ADDR (host:port) listens elsewhere than
+loopback only with TLS: --tls-cert FILE --tls-key FILE serve HTTPS, or --public-url
+https://NAME says TLS ends in a reverse proxy in front. --public-url is the address agents
+use: its host and origin are accepted in Host and Origin besides loopback ones (nothing
+else is). /healthz answers 200 while the process lives, /readyz 200 once the store reads
+and the sandbox is warm (503 with the reason otherwise, and while draining); neither needs
+the token. SIGTERM drains: /readyz turns 503, new connections are refused and new requests
+answered 503 with Retry-After, the requests under way (an execute and its run) finish
+within --drain-timeout (30s), then serve exits 0; a run still waiting for a person stays
+recorded and resumes on any hub process later. A second SIGTERM, or SIGINT, stops at once.
 
 When a run waits for a person's decision and the agent's client cannot ask through its
 own form, serve opens the approval page in the person's browser (once per pending call):
@@ -70,7 +83,9 @@ the hub's pid once the hub has left the shim's liveness probe unanswered for CAP
 tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or
 CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 		Example: `  capabilities hub serve --stdio
-  capabilities hub serve --http --port 4790`,
+  capabilities hub serve --http --port 4790
+  capabilities hub serve --http --listen 127.0.0.1:4790 --public-url https://hub.example.com
+  capabilities hub serve --http --listen 0.0.0.0:4790 --public-url https://hub.example.com:4790 --tls-cert hub.crt --tls-key hub.key`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if stdio == httpOn {
@@ -82,12 +97,14 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			if httpOn && c.Flags().Changed("profile") {
 				return usagef("--profile goes with --stdio: serve --http serves every profile, each at /mcp/<profile> (/mcp is default)")
 			}
+			if !httpOn && srvf.any(c) {
+				return usagef("--listen, --public-url, --tls-cert, --tls-key and --drain-timeout go with --http")
+			}
+			var server *serverSetup
 			if httpOn {
-				if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-					return usagef("--host %q: the hub listens only on loopback (127.0.0.1, ::1 or localhost); agents on other machines are not served", host)
-				}
-				if port < 1 || port > 65535 {
-					return usagef("--port %d: pass 1 to 65535", port)
+				var err error
+				if server, err = srvf.check(c, host, port); err != nil {
+					return err
 				}
 			}
 			if !httpOn && (c.Flags().Changed("max-requests") || c.Flags().Changed("max-waiting")) {
@@ -130,6 +147,9 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 					opts.Listed = func() { close(listed) }
 				}
 				srv := mcpserver.New(h, opts)
+				if server != nil {
+					server.hub = h
+				}
 				if stdio {
 					// The agent waits for the tool list; its first execute
 					// comes after its model's turn. So the sandbox and the
@@ -195,31 +215,47 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			if err != nil {
 				return err
 			}
-			addr := net.JoinHostPort(host, strconv.Itoa(port))
+			addr := server.addr
+			// SIGTERM drains (a process manager's stop, a rolling
+			// restart) instead of interrupting: taken from Main before the
+			// port opens.
+			drain, stopDrain := drainOnSIGTERM(e)
+			defer stopDrain()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				if created {
 					_ = os.Remove(filepath.Join(st.Dir(), mcpserver.TokenFile))
 				}
 				if errors.Is(err, syscall.EADDRINUSE) {
-					return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another --port)", addr, port)
+					return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another %s)", addr, server.port, server.portFlag)
 				}
 				return fmt.Errorf("listening on %s: %w", addr, err)
 			}
 			defer ln.Close()
-			endpoint := "http://" + ln.Addr().String() + "/mcp"
+			scheme := "http"
+			if server.tls != nil {
+				scheme = "https"
+			}
+			endpoint := scheme + "://" + ln.Addr().String() + "/mcp"
 			unannounce, err := mcpserver.Announce(st.Dir(), endpoint)
 			if err != nil {
 				return err
 			}
 			defer unannounce()
 			fmt.Fprintf(e.stderr, "capabilities: serving MCP at %s (bearer token in %s)\n", endpoint, filepath.Join(st.Dir(), "http-token"))
-			return srv.ServeHTTP(ctx, ln, token, lim)
+			if server.public != nil {
+				fmt.Fprintf(e.stderr, "capabilities: agents reach it at %s\n", strings.TrimSuffix(server.public.String(), "/")+"/mcp")
+			}
+			return srv.ServeHTTPWith(ctx, ln, mcpserver.Serving{
+				Token: token, Limits: lim, PublicURL: server.public, TLS: server.tls,
+				Ready: server.ready, Drain: drain, DrainTimeout: srvf.drainTimeout,
+			})
 		},
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
 	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
 	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
+	srvf.register(c)
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
 	c.Flags().IntVar(&lim.MaxRequests, "max-requests", 0, "with --http, how many requests read their bodies at once, `N` (0: 64); the others wait for their turn")
 	c.Flags().IntVar(&lim.MaxWaiting, "max-waiting", 0, "with --http, how many requests may wait for their turn, `N` (0: as many as open connections, 2048); past it one is answered 503 with Retry-After, unserved")

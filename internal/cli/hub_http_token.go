@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/spf13/cobra"
+)
+
+func newHTTPTokenCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "http-token",
+		Short: "Print the bearer token agents send to `serve --http` (created if missing)",
+		Long: `Print the bearer token every request to ` + "`capabilities hub serve --http`" + ` must send
+(Authorization: Bearer <token>), and nothing else, on stdout: TOKEN=$(capabilities hub http-token).
+It is kept in $CAPABILITIES_HOME/hub/http-token (mode 600), made on first use. Whoever holds
+it can run the hub's tools: give it only to the agents you connect.`,
+		Example: `  TOKEN=$(capabilities hub http-token)
+  curl -H "Authorization: Bearer $TOKEN" https://hub.example.com/mcp ...`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, args []string) error {
+			dir, err := hubDir()
+			if err != nil {
+				return err
+			}
+			st, err := store.Open(dir)
+			if err != nil {
+				return err
+			}
+			tok, created, err := mcpserver.HTTPToken(st.Dir())
+			if err != nil {
+				return err
+			}
+			if created {
+				e.log.Info("made the HTTP bearer token", "file", st.Dir()+"/"+mcpserver.TokenFile)
+			}
+			_, err = fmt.Fprintln(e.stdout, tok)
+			return err
+		},
+	}
+}
