@@ -25,6 +25,21 @@ const PausedMessage = "the hub is paused: every call asks, nothing runs unseen (
 // dirStore is a store kept in a directory (store.File).
 type dirStore interface{ Dir() string }
 
+// pausedID is the record (of kind policies) that pauses a hub whose
+// records are not files (a database, store/postgres): every process over
+// the database sees it on its next call, as every process over a folder
+// sees PausedFile.
+const pausedID = "paused"
+
+// pausedRecord reports whether the pause is a record in the store rather
+// than PausedFile in the store's directory: a store with a directory (the
+// machine's hub folder) whose records are not files in it.
+func (h *Hub) pausedRecord() bool {
+	_, dir := h.store.(dirStore)
+	_, files := h.store.(pather) // records are files: store.File
+	return dir && !files
+}
+
 func (h *Hub) pausedPath() (string, error) {
 	d, ok := h.store.(dirStore)
 	if !ok {
@@ -33,8 +48,16 @@ func (h *Hub) pausedPath() (string, error) {
 	return filepath.Join(d.Dir(), PausedFile), nil
 }
 
-// Paused says whether the hub is paused.
+// Paused says whether the hub is paused. A pause kept in a database that
+// cannot be read now counts as paused: calls ask rather than run unseen.
 func (h *Hub) Paused() bool {
+	if h.pausedRecord() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var at string
+		err := h.store.Get(ctx, store.Policies, pausedID, &at)
+		return !errors.Is(err, store.ErrNotFound)
+	}
 	p, err := h.pausedPath()
 	if err != nil {
 		return false
@@ -46,6 +69,19 @@ func (h *Hub) Paused() bool {
 // SetPaused pauses the hub (the flag is written atomically, mode 600) or
 // resumes it (the flag is removed). Either is a no-op when already so.
 func (h *Hub) SetPaused(paused bool) error {
+	if h.pausedRecord() {
+		ctx := context.Background()
+		if !paused {
+			if err := h.store.Delete(ctx, store.Policies, pausedID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("resuming the hub: %w", err)
+			}
+			return nil
+		}
+		if err := h.store.Put(ctx, store.Policies, pausedID, time.Now().UTC().Format(time.RFC3339)); err != nil {
+			return fmt.Errorf("pausing the hub: %w", err)
+		}
+		return nil
+	}
 	p, err := h.pausedPath()
 	if err != nil {
 		return fmt.Errorf("pausing the hub: %w", err)
