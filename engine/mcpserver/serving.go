@@ -100,7 +100,7 @@ func (s *Server) ServeHTTPWith(ctx context.Context, ln net.Listener, o Serving) 
 				hs.Close()
 			}
 		case <-o.Drain:
-			s.drain(hs, d, o.DrainTimeout)
+			s.drain(ctx, hs, d, o.DrainTimeout)
 		case <-done:
 		}
 	}()
@@ -114,8 +114,8 @@ func (s *Server) ServeHTTPWith(ctx context.Context, ln net.Listener, o Serving) 
 }
 
 // drain stops hs gracefully: no new connection, no new request, the ones
-// under way given up to timeout.
-func (s *Server) drain(hs *http.Server, d *drainer, timeout time.Duration) {
+// under way given up to timeout (or until ctx is done: stop at once).
+func (s *Server) drain(ctx context.Context, hs *http.Server, d *drainer, timeout time.Duration) {
 	log := s.opts.Logger
 	start := time.Now()
 	n := d.begin()
@@ -132,6 +132,10 @@ func (s *Server) drain(hs *http.Server, d *drainer, timeout time.Duration) {
 	case <-d.idle:
 		if log != nil {
 			log.Info("drained: every request under way has finished", "took", time.Since(start).Round(time.Millisecond))
+		}
+	case <-ctx.Done():
+		if log != nil {
+			log.Warn("drain cut short: stopping now", "under_way", d.inFlight())
 		}
 	case <-dctx.Done():
 		if log != nil {

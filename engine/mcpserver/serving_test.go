@@ -258,3 +258,51 @@ func TestPublicURLAtTheEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A request still under way when the drain's time is up is cut, and the
+// drain returns.
+func TestDrainTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	d := &drainer{idle: make(chan struct{})}
+	hs := &http.Server{Handler: d.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(ln) }()
+	cut := make(chan error, 1)
+	go func() {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/mcp", "application/json", strings.NewReader("{}"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		cut <- err
+	}()
+	<-started
+	timeout := 200 * time.Millisecond
+	start := time.Now()
+	drained := make(chan struct{})
+	go func() {
+		(&Server{opts: Options{}}).drain(context.Background(), hs, d, timeout)
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(testenv.Timeout(10 * time.Second)):
+		t.Fatal("the drain did not end after its timeout")
+	}
+	if took := time.Since(start); took < timeout {
+		t.Errorf("the drain ended after %v, before its timeout %v with a request under way", took, timeout)
+	}
+	if err := <-cut; err == nil {
+		t.Error("the request under way past the timeout was answered, not cut")
+	}
+}
