@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
-	"github.com/capabilities-sh/capabilities/store"
 	"github.com/spf13/cobra"
 )
 
@@ -20,20 +20,19 @@ it can run the hub's tools: give it only to the agents you connect.`,
   curl -H "Authorization: Bearer $TOKEN" https://hub.example.com/mcp ...`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir, err := hubDir()
+			// The hub must exist (hub init), whichever store keeps it; the
+			// token is kept in the hub folder on this machine.
+			st, err := e.openStore(c.Context())
 			if err != nil {
 				return err
 			}
-			st, err := store.Open(dir)
-			if err != nil {
-				return err
-			}
+			defer st.Close()
 			tok, created, err := mcpserver.HTTPToken(st.Dir())
 			if err != nil {
 				return err
 			}
 			if created {
-				e.log.Info("made the HTTP bearer token", "file", st.Dir()+"/"+mcpserver.TokenFile)
+				e.log.Info("made the HTTP bearer token", "file", filepath.Join(st.Dir(), mcpserver.TokenFile))
 			}
 			_, err = fmt.Fprintln(e.stdout, tok)
 			return err

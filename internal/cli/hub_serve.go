@@ -148,7 +148,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				}
 				srv := mcpserver.New(h, opts)
 				if server != nil {
-					server.hub = h
+					server.hub, server.unavailable = h, unavailable
 				}
 				if stdio {
 					// The agent waits for the tool list; its first execute

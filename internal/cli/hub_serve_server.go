@@ -56,6 +56,8 @@ type serverSetup struct {
 	public   *url.URL
 	tls      *tls.Config
 	hub      *hub.Hub // set once the engine is open
+	// unavailable says the hub's store is gone (watchGone), set with hub.
+	unavailable func() error
 }
 
 // isLoopback reports whether a listen host is this machine only.
@@ -129,6 +131,9 @@ func (f *serverFlags) check(c *cobra.Command, host string, port int) (*serverSet
 func (s *serverSetup) ready(ctx context.Context) error {
 	if s.hub == nil {
 		return errors.New("starting")
+	}
+	if s.unavailable != nil && s.unavailable() != nil {
+		return errors.New("the hub's store is gone (the hub's log says why)")
 	}
 	if _, err := s.hub.Policy(ctx); err != nil {
 		return errors.New("the hub's store cannot be read (the hub's log says why)")
