@@ -18,7 +18,7 @@ import (
 // (testenv.StartPostgres: initdb in a temporary folder, as an unprivileged
 // user when root), stopped and removed at the script's end, and for each
 // NAME creates an empty database and sets $NAME to its URL. It also sets
-// $PGPORT and $PGPASSWORD (the superuser's, for nosecret checks). A script
+// $PG_PORT and $PG_PASSWORD (the superuser's, for nosecret checks). A script
 // that uses it begins with `[!postgres] skip`: the condition is false
 // without PostgreSQL, and an error under CI=true saying what to install.
 func cmdPostgres(ts *testscript.TestScript, neg bool, args []string) {
@@ -26,8 +26,8 @@ func cmdPostgres(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: postgres NAME…")
 	}
 	p := testenv.StartPostgres(scriptTB{ts: ts})
-	ts.Setenv("PGPORT", strconv.Itoa(p.Port))
-	ts.Setenv("PGPASSWORD", p.Password)
+	ts.Setenv("PG_PORT", strconv.Itoa(p.Port))
+	ts.Setenv("PG_PASSWORD", p.Password)
 	for _, name := range args {
 		ts.Setenv(name, p.NewDatabase(scriptTB{ts: ts}))
 	}
