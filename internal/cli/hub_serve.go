@@ -41,11 +41,11 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
 stderr). --http listens on 127.0.0.1 (--port) and requires the bearer token kept in
-$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600; ` + "`capabilities hub http-token`" + `
-prints it). A flood of clients is
-queued, never refused: every connection is accepted (past 2048 open ones, a new one waits
-in the kernel's queue), and requests take turns reading their bodies (--max-requests); a
-request past --max-waiting is answered 503 with Retry-After, unserved.
+$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600; printed by
+` + "`capabilities hub http-token`" + `). A flood of clients is queued, never refused: every
+connection is accepted (past 2048 open ones, a new one waits in the kernel's queue), and
+requests take turns reading their bodies (--max-requests); a request past --max-waiting
+is answered 503 with Retry-After, unserved.
 
 --profile serves a profile (` + "`capabilities hub profiles`" + `): a direct-mode profile lists each of its
 tools as an MCP tool of its own. --http serves every profile, each at /mcp/<profile>; /mcp is
@@ -253,7 +253,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 		},
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
-	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP on loopback")
+	c.Flags().BoolVar(&httpOn, "http", false, "serve agents over streamable HTTP (on loopback, unless --listen)")
 	c.Flags().IntVar(&port, "port", 4790, "the loopback `PORT` for --http")
 	srvf.register(c)
 	c.Flags().StringVar(&host, "host", "127.0.0.1", "the loopback `ADDRESS` to listen on with --http (only loopback is accepted)")
