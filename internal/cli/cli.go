@@ -284,7 +284,16 @@ func hubDir() (string, error) {
 }
 
 // openHub opens the existing store and a hub engine over it.
-func (e *env) openHub(opts ...hub.Options) (*hub.Hub, hubStore, error) {
+func (e *env) openHub(opts ...hub.Options) (h *hub.Hub, st hubStore, err error) {
+	st, err = e.openStore(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if p, ok := st.(*pgStore); ok && err != nil {
+			_ = p.Close() // the database's connections
+		}
+	}()
 	var o hub.Options
 	if len(opts) > 0 {
 		o = opts[0]
@@ -322,10 +331,6 @@ func (e *env) openHub(opts ...hub.Options) (*hub.Hub, hubStore, error) {
 	o.Logger = e.log
 	if os.Getenv("NO_KEYRING") != "" {
 		o.NoKeychain = true
-	}
-	st, err := e.openStore(context.Background())
-	if err != nil {
-		return nil, nil, err
 	}
 	return hub.New(st, o), st, nil
 }
