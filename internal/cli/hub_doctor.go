@@ -31,6 +31,14 @@ func newDoctorCmd(e *env) *cobra.Command {
 					bad++
 				}
 			}
+			// Sealed secrets that cannot be opened (no key-encryption key,
+			// a wrong or unreadable one) are a problem, not a status.
+			var sealedErr error
+			if u, ok := h.Secrets().(interface{ Err() error }); ok {
+				if sealedErr = u.Err(); sealedErr != nil {
+					bad++
+				}
+			}
 			if asJSON {
 				var v any = r
 				if si != nil {
@@ -55,6 +63,9 @@ func newDoctorCmd(e *env) *cobra.Command {
 					fmt.Fprintf(e.stdout, "  ! %s\n", p)
 				}
 				fmt.Fprintf(e.stdout, "secrets  %s\n", r.Secrets)
+				if sealedErr != nil {
+					fmt.Fprintln(e.stdout, "  ! no credential can be read or stored: set CAPABILITIES_KEK_FILE (or CAPABILITIES_KEK) to this hub's key-encryption key (docs/secrets-at-rest.md)")
+				}
 				if len(r.Sources) == 0 {
 					fmt.Fprintln(e.stdout, "sources  none")
 				}
