@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/store"
@@ -76,7 +77,7 @@ func Decline(m map[string]string, changes []Change) {
 func KeepDeclined(mine, stackState *State, declined map[string]string) (kept []string, still map[string]string) {
 	still = map[string]string{}
 	for key, was := range declined {
-		kind, name, ok := splitKey(key)
+		kind, name, ok := strings.Cut(key, " ")
 		if !ok {
 			continue
 		}
@@ -91,15 +92,6 @@ func KeepDeclined(mine, stackState *State, declined map[string]string) (kept []s
 	}
 	slices.Sort(kept)
 	return kept, still
-}
-
-func splitKey(key string) (kind, name string, ok bool) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == ' ' {
-			return key[:i], key[i+1:], true
-		}
-	}
-	return "", "", false
 }
 
 // item is the item of the kind and name in s.
