@@ -1,7 +1,4 @@
-// applyEdits writes (or previews) connect's and disconnect's changes to the
-// agents' configs and reports them, for people and as JSON.
 package cli
-
 
 import (
 	"context"
