@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -216,6 +218,70 @@ func (s *Server) evictSessions(used map[string]time.Time, keep int) {
 		s.opts.Logger.Info("closing the HTTP session used least recently: too many open", "session", sid, "max", keep+1)
 		_ = open[sid].Close()
 	}
+}
+
+// sessionIDs makes the HTTP session ids of a process named node:
+// "<node>.<26 random base32 characters>" (128 bits, go-sdk's own), so that
+// a reverse proxy in front of several processes sends a session's requests
+// to the one that holds it (deploy/nginx/capabilities.conf maps the part
+// before the dot to an upstream). A process that gets a session it does
+// not hold answers 404, and the client starts a new session, as the
+// protocol says. nil (node empty) keeps go-sdk's ids.
+func sessionIDs(node string) func() string {
+	if node == "" {
+		return nil
+	}
+	return func() string { return node + "." + rand.Text() }
+}
+
+// NodeOf returns the node an HTTP session id names ("" when it names none).
+func NodeOf(sessionID string) string {
+	node, _, ok := strings.Cut(sessionID, ".")
+	if !ok {
+		return ""
+	}
+	return node
+}
+
+// ValidNode checks a process's node name: 1 to 63 ASCII letters, digits,
+// '-' or '_', starting with a letter or digit (a session id's prefix, and a
+// key of a proxy's map).
+func ValidNode(node string) error {
+	if node == "" || len(node) > 63 {
+		return fmt.Errorf("node name %q: use 1 to 63 characters", node)
+	}
+	for i, c := range node {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return fmt.Errorf("node name %q: character %q at %d; use ASCII letters, digits, '-' and '_' (no dot: the node ends at the session id's first dot), starting with a letter or digit", node, c, i+1)
+		}
+	}
+	return nil
+}
+
+// DefaultNode is the node name of a process that was given none: the
+// machine's host name (its first label, lower case, other characters made
+// '-') and the port it listens on, such as "web-1-4790": unique among the
+// hub's processes as long as no two machines share a host name.
+func DefaultNode(hostname string, port int) string {
+	host, _, _ := strings.Cut(strings.ToLower(hostname), ".")
+	b := []byte(host)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	host = strings.Trim(string(b), "-_")
+	if host == "" {
+		host = "hub"
+	}
+	suffix := "-" + strconv.Itoa(port)
+	if len(host)+len(suffix) > 63 {
+		host = strings.TrimRight(host[:63-len(suffix)], "-_")
+	}
+	return host + suffix
 }
 
 // profileServer is another profile's server and its handlers.
