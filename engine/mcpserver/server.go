@@ -54,6 +54,11 @@ type Options struct {
 	// Listed, when set, is called once, after the first tools/list is
 	// answered.
 	Listed func()
+	// Node names this process among the hub's processes: each HTTP
+	// session id begins with it and a dot, so that a load balancer routes a
+	// session's requests to the process that holds it (NodeOf). Empty: ids
+	// name no process.
+	Node string
 }
 
 // Server serves the hub over MCP.
@@ -88,6 +93,7 @@ func New(h *hub.Hub, opts Options) *Server {
 		s.mcp = mcp.NewServer(&mcp.Implementation{Name: serverName, Title: "capabilities hub (" + s.name + ")", Version: Version}, &mcp.ServerOptions{
 			Instructions: directInstructions,
 			Logger:       opts.Logger,
+			GetSessionID: sessionIDs(opts.Node),
 			// Tools come and go with the hub's sources and the profile.
 			Capabilities: withSkills(&mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}),
 		})
@@ -104,6 +110,7 @@ func New(h *hub.Hub, opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: serverName, Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
 		Instructions: instructions + profileInstructions(s.profile),
 		Logger:       opts.Logger,
+		GetSessionID: sessionIDs(opts.Node),
 		Capabilities: codeCapabilities(),
 	})
 	s.gate()
