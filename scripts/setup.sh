@@ -59,6 +59,10 @@ if [ "$tests" = 1 ]; then
     # The PostgreSQL store's tests start a real PostgreSQL in a temporary folder
     # (internal/testenv/postgres.go); pg_ctlcluster comes with the server.
     "pg_ctlcluster postgresql"
+    # The load-balancer journey runs several serve --http behind a real nginx,
+    # started in a temporary folder with the repo's deploy/nginx/capabilities.conf
+    # (internal/testenv/nginx.go). By path: /usr/sbin is not on every user's PATH.
+    "/usr/sbin/nginx nginx"
   )
 fi
 
