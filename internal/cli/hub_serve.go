@@ -32,6 +32,7 @@ func newServeCmd(e *env) *cobra.Command {
 		profile  string
 		pagePort int
 		noShim   bool
+		node     string
 		lim      mcpserver.HTTPLimits
 		srvf     serverFlags
 	)
@@ -106,6 +107,11 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				if server, err = srvf.check(c, host, port); err != nil {
 					return err
 				}
+				if node, err = serveNode(c, node, server.port); err != nil {
+					return err
+				}
+			} else if c.Flags().Changed("node") {
+				return usagef("--node goes with --http")
 			}
 			if !httpOn && (c.Flags().Changed("max-requests") || c.Flags().Changed("max-waiting")) {
 				return usagef("--max-requests and --max-waiting go with --http")
@@ -141,7 +147,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 					restart = "restart this MCP server in the agent (or the agent)"
 				}
 				unavailable := watchGone(ectx, st, e.stderr, restart)
-				opts := mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p, Unavailable: unavailable}
+				opts := mcpserver.Options{Logger: e.log, Signer: signer, Pages: pages, Profile: p, Unavailable: unavailable, Node: node}
 				listed := make(chan struct{})
 				if stdio {
 					opts.Listed = func() { close(listed) }
@@ -261,8 +267,26 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 	c.Flags().IntVar(&lim.MaxWaiting, "max-waiting", 0, "with --http, how many requests may wait for their turn, `N` (0: as many as open connections, 2048); past it one is answered 503 with Retry-After, unserved")
 	c.Flags().IntVar(&pagePort, "page-port", 0, "the loopback `PORT` of the approval page (0: a free one)")
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
+	c.Flags().StringVar(&node, "node", "", "with --http, this process's `NAME` among the hub's processes: each session id begins with it, for a proxy to route by (docs/serve-behind-nginx.md; also CAPABILITIES_NODE; default: the host name and the port)")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "the profile `NAME` to serve with --stdio (see capabilities hub profiles)")
 	return c
+}
+
+// serveNode is the node name of serve --http: --node, else CAPABILITIES_NODE,
+// else the host name and the port (mcpserver.DefaultNode).
+func serveNode(c *cobra.Command, flag string, port int) (string, error) {
+	node, from := flag, "--node"
+	if !c.Flags().Changed("node") {
+		node, from = os.Getenv("CAPABILITIES_NODE"), "CAPABILITIES_NODE"
+	}
+	if node == "" {
+		host, _ := os.Hostname()
+		return mcpserver.DefaultNode(host, port), nil
+	}
+	if err := mcpserver.ValidNode(node); err != nil {
+		return "", usagef("%s: %v", from, err)
+	}
+	return node, nil
 }
 
 // shimLiveness is CAPABILITIES_HUB_LIVENESS, or 0 for the shim's default.
