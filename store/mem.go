@@ -17,6 +17,7 @@ type Mem struct {
 	logs    map[Kind]map[string][][]byte
 	holds   map[string]bool
 	gen     int64 // writes that bump the generation (generation.go)
+	feed    feed  // Changes' subscribers (changes.go)
 }
 
 var _ Store = (*Mem)(nil)
@@ -47,6 +48,7 @@ func (m *Mem) Put(ctx context.Context, kind Kind, id string, v any) error {
 	if err != nil {
 		return err
 	}
+	defer m.feed.publish(Change{Kind: kind, ID: id}) // once unlocked
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.put(kind, id, b)
@@ -63,10 +65,15 @@ func (m *Mem) put(kind Kind, id string, b []byte) {
 	}
 }
 
-func (m *Mem) Update(ctx context.Context, kind Kind, id string, fn func([]byte) ([]byte, error)) error {
+func (m *Mem) Update(ctx context.Context, kind Kind, id string, fn func([]byte) ([]byte, error)) (err error) {
 	if err := check(kind, id); err != nil {
 		return err
 	}
+	defer func() { // once unlocked
+		if err == nil {
+			m.feed.publish(Change{Kind: kind, ID: id})
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.records[kind][id]
@@ -85,6 +92,7 @@ func (m *Mem) Delete(ctx context.Context, kind Kind, id string) error {
 	if err := check(kind, id); err != nil {
 		return err
 	}
+	defer m.feed.publish(Change{Kind: kind, ID: id}) // once unlocked
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.records[kind], id)

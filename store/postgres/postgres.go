@@ -83,6 +83,7 @@ type claim struct {
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Generationer = (*Store)(nil)
+	_ store.Changer      = (*Store)(nil)
 )
 
 // Option changes how Open opens the store.
@@ -366,12 +367,13 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, id string, v any) erro
 }
 
 // upsert writes a record and, for the kinds that move it, bumps the
-// generation, in one statement.
+// generation, in one statement; for the kinds change feeds follow, it
+// notifies them ($5, notify.go), sent when the write commits.
 const upsert = `WITH w AS (
 	INSERT INTO records (kind, id, data) VALUES ($1, $2, $3)
 	ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data
-)
-UPDATE generation SET n = n + 1 WHERE $4`
+), g AS (UPDATE generation SET n = n + 1 WHERE $4)
+SELECT pg_notify('` + changesChannel + `', $1 || '/' || $2) WHERE $5`
 
 func (s *Store) Put(ctx context.Context, kind store.Kind, id string, v any) error {
 	if err := check(kind, id); err != nil {
@@ -384,7 +386,7 @@ func (s *Store) Put(ctx context.Context, kind store.Kind, id string, v any) erro
 	if kind == store.Runs {
 		err = s.putRun(ctx, id, b)
 	} else {
-		_, err = s.pool.Exec(ctx, upsert, string(kind), id, b, bumps(kind))
+		_, err = s.pool.Exec(ctx, upsert, string(kind), id, b, bumps(kind), store.IsFollowed(kind))
 	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("writing %s/%s", kind, id), err)
@@ -404,7 +406,7 @@ func (s *Store) putRun(ctx context.Context, id string, b []byte) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	batch.Queue(upsert, string(store.Runs), id, b, false)
+	batch.Queue(upsert, string(store.Runs), id, b, false, true)
 	batch.Queue(`COMMIT`)
 	return s.pool.SendBatch(ctx, batch).Close()
 }
@@ -441,7 +443,7 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func(
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, upsert, string(kind), id, next, bumps(kind))
+		_, err = tx.Exec(ctx, upsert, string(kind), id, next, bumps(kind), store.IsFollowed(kind))
 		return err
 	})
 	if fnErr != nil {
@@ -458,8 +460,9 @@ func (s *Store) Delete(ctx context.Context, kind store.Kind, id string) error {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `WITH r AS (DELETE FROM records WHERE kind = $1 AND id = $2),
-	l AS (DELETE FROM log_lines WHERE kind = $1 AND id = $2)
-UPDATE generation SET n = n + 1 WHERE $3`, string(kind), id, bumps(kind))
+	l AS (DELETE FROM log_lines WHERE kind = $1 AND id = $2),
+	g AS (UPDATE generation SET n = n + 1 WHERE $3)
+SELECT pg_notify('`+changesChannel+`', $1 || '/' || $2) WHERE $4`, string(kind), id, bumps(kind), store.IsFollowed(kind))
 	if err != nil {
 		return s.fail(fmt.Sprintf("deleting %s/%s", kind, id), err)
 	}

@@ -54,6 +54,11 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b store.Store)) {
 		}
 	})
 
+	t.Run("ChangesHeardByTheOther", func(t *testing.T) {
+		a, b := open(t)
+		changes(t, b, a)
+	})
+
 	t.Run("WritesSeenByTheOther", func(t *testing.T) {
 		a, b := open(t)
 		var genBefore store.Generation

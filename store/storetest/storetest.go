@@ -349,6 +349,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("ChangesHeard", func(t *testing.T) {
+		s := open(t)
+		changes(t, s, s)
+	})
+
 	t.Run("ManyRecords", func(t *testing.T) {
 		s := open(t)
 		for i := range 50 {
