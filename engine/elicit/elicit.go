@@ -35,7 +35,10 @@ type State struct {
 	Expires time.Time `json:"exp"`
 }
 
-// Signer signs and checks states with a key kept in the hub directory.
+// Signer signs and checks states with the hub's key: kept in the hub
+// directory (LoadSigner) with the file store, in the database with a
+// database store (LoadSignerFrom), so that a state signed by one process
+// is accepted by every other one on the same database.
 type Signer struct {
 	key []byte
 	now func() time.Time
@@ -67,6 +70,27 @@ func LoadSigner(dir string) (*Signer, error) {
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(key) < 32 {
 		return nil, fmt.Errorf("reading the approval key: %s is malformed; remove it and it is made again", p)
+	}
+	return &Signer{key: key, now: time.Now}, nil
+}
+
+// Keys is a store that keeps the hub's own keys for every process that
+// opens it (store/postgres.Store): Key returns the key called name, making
+// it (size random bytes) when there is none, the same bytes for every
+// process.
+type Keys interface {
+	Key(ctx context.Context, name string, size int) (key []byte, created bool, err error)
+}
+
+// KeyName is the name of the signing key in a Keys store.
+const KeyName = "elicit-key"
+
+// LoadSignerFrom reads (or makes, once for every process) the signing key
+// kept in keys.
+func LoadSignerFrom(ctx context.Context, keys Keys) (*Signer, error) {
+	key, _, err := keys.Key(ctx, KeyName, 32)
+	if err != nil {
+		return nil, fmt.Errorf("reading the approval key: %w", err)
 	}
 	return &Signer{key: key, now: time.Now}, nil
 }
