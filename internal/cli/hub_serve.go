@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capabilities-sh/capabilities/engine/elicit"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/spf13/cobra"
@@ -42,7 +41,7 @@ func newServeCmd(e *env) *cobra.Command {
 		Long: `Serve the hub's MCP endpoint: exactly three tools, search, describe and execute.
 --stdio is what an agent's config launches (stdout carries only the protocol; logs go to
 stderr). --http listens on 127.0.0.1 (--port) and requires the bearer token kept in
-$CAPABILITIES_HOME/hub/http-token (created on first serve, mode 600; printed by
+$CAPABILITIES_HOME/hub/http-token (in the database with a database store; created on first serve, mode 600; printed by
 ` + "`capabilities hub http-token`" + `). A flood of clients is queued, never refused: every
 connection is accepted (past 2048 open ones, a new one waits in the kernel's queue), and
 requests take turns reading their bodies (--max-requests); a request past --max-waiting
@@ -130,7 +129,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				if err != nil {
 					return nil, nil, nil, err
 				}
-				signer, err := elicit.LoadSigner(st.Dir())
+				signer, err := hubSigner(ctx, st)
 				if err != nil {
 					h.Close()
 					return nil, nil, nil, err
@@ -217,7 +216,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			// client that sees the port open can read it; a port in use
 			// leaves the token file as it was (one made for this serve is
 			// taken back).
-			token, created, err := mcpserver.HTTPToken(st.Dir())
+			token, created, tokenFile, tokenWhere, err := serveHTTPToken(ctx, st)
 			if err != nil {
 				return err
 			}
@@ -229,8 +228,8 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			defer stopDrain()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				if created {
-					_ = os.Remove(filepath.Join(st.Dir(), mcpserver.TokenFile))
+				if created && tokenFile != "" {
+					_ = os.Remove(tokenFile)
 				}
 				if errors.Is(err, syscall.EADDRINUSE) {
 					return fmt.Errorf("listening on %s: port %d is in use (is another hub serving there? pick another %s)", addr, server.port, server.portFlag)
@@ -248,7 +247,7 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				return err
 			}
 			defer unannounce()
-			fmt.Fprintf(e.stderr, "capabilities: serving MCP at %s (bearer token in %s)\n", endpoint, filepath.Join(st.Dir(), "http-token"))
+			fmt.Fprintf(e.stderr, "capabilities: serving MCP at %s (bearer token in %s)\n", endpoint, tokenWhere)
 			if server.public != nil {
 				fmt.Fprintf(e.stderr, "capabilities: agents reach it at %s\n", strings.TrimSuffix(server.public.String(), "/")+"/mcp")
 			}
