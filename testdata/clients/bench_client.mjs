@@ -3,7 +3,7 @@
 // this script) or Streamable HTTP (BENCH_URL and BENCH_TOKEN: a running
 // `hub serve --http`). One JSON object on stdout:
 //
-//   {startMs, firstExecuteMs, series: {name: {n, p50, p90, min, max}}}
+//   {startMs, firstExecuteMs, series: {name: {n, p50, p90, p99, min, max}}}
 //
 // startMs is spawn → initialize and tools/list answered; firstExecuteMs the
 // first execute (trivial code, or with BENCH_FIRST=call one call of
@@ -36,7 +36,9 @@ function stats(ms) {
   const s = [...ms].sort((a, b) => a - b);
   const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
   const r = (x) => Math.round(x * 100) / 100;
-  return { n: s.length, p50: r(at(0.5)), p90: r(at(0.9)), min: r(s[0]), max: r(s[s.length - 1]) };
+  // p99 by nearest rank: the 99th of 100, the largest of fewer than 100.
+  const p99 = s[Math.max(0, Math.ceil(0.99 * s.length) - 1)];
+  return { n: s.length, p50: r(at(0.5)), p90: r(at(0.9)), p99: r(p99), min: r(s[0]), max: r(s[s.length - 1]) };
 }
 
 async function timed(f) {
