@@ -30,6 +30,14 @@
 // shares a word with the query, the result says so (Fallback), and a
 // namespace-scoped search lists the rest of the namespace after what it
 // found, so it is never empty while the namespace has tools.
+// A third signal weighs what the query wants done against what the tool
+// does (actions.go): each tool has an action class (read, list, create,
+// update, delete, run, send) from its name's verb and its annotations, and
+// a query one from its first action word or question word ("forget" →
+// delete, "kick off" → run, "what" → read; actionwords.go). A tool whose
+// class matches the query's scores ×1.5, a neighbour's (read and list,
+// create and send) ×1.1, a clash (a read or a create for a delete) ×0.8;
+// weights fitted on the own set and the tune half.
 // Each term's weight in each tool is computed at build, so a search only
 // adds up posting lists.
 //
@@ -119,6 +127,11 @@ type params struct {
 	relSelf  float32           // weight of the query's own word in the second signal
 	relFloor float32           // a tool only the second signal finds needs this share of the best score
 	relMaxDF float32           // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
+
+	// The action-class signal (actions.go): a tool's score times 1+actMatch
+	// when its class is the query's, 1+actNear for a neighbour, 1-actClash
+	// for a clash. All 0: no signal.
+	actMatch, actNear, actClash float32
 }
 
 // minMaxDF keeps relatives of a small index: the cap on a relative's tools
@@ -142,6 +155,9 @@ var tuned = params{
 	relSelf:  1,
 	relFloor: 0.3,
 	relMaxDF: 0.02,
+	actMatch: 0.5,
+	actNear:  0.1,
+	actClash: 0.2,
 }
 
 type posting struct {
@@ -154,6 +170,7 @@ type doc struct {
 	ns   string
 	desc string
 	sig  atomic.Pointer[string]
+	act  action // what the tool does (actions.go)
 }
 
 // Index is a built search index.
@@ -168,6 +185,8 @@ type Index struct {
 	nss   []string
 	syn   map[string][]string
 	pool  sync.Pool
+
+	actF [numActions][numActions]float32 // score factors, by query and tool class
 
 	relMu    sync.Mutex
 	relCache map[string][]wterm // query word → relatives (relatedTerms)
@@ -197,6 +216,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 		docs: make([]doc, len(tools)), terms: map[string]int32{}, byNS: map[string][]int32{},
 	}
 	ix.syn = synonyms(ix.an)
+	ix.actF = actionFactors(&p)
 	ix.relCache = map[string][]wterm{}
 	n := len(tools)
 	var lens [][numFields]float32 = make([][numFields]float32, n)
@@ -210,6 +230,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 		d.tool = *t
 		d.ns = t.Namespace()
 		d.desc = typegen.FirstSentence(t.Description)
+		d.act = toolAction(t)
 		if d.desc == "" {
 			d.desc = t.Title
 		}
@@ -696,11 +717,18 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	cs = cs[:k]
 	sc.cand = cs
 	related := true
+	qa := actNone
+	if ix.p.actMatch != 0 || ix.p.actNear != 0 || ix.p.actClash != 0 {
+		qa = queryAction(text)
+	}
 	for _, c := range cs {
 		if c.a > 0 {
 			related = false
 		}
 		s := c.a + c.b
+		if qa != actNone {
+			s *= ix.actF[qa][ix.docs[c.doc].act]
+		}
 		x := scored{c.doc, s}
 		if len(top) < limit {
 			top = append(top, x)
