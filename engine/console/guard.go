@@ -2,10 +2,12 @@ package console
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -37,7 +39,26 @@ type GuardOptions struct {
 	// Now is the clock (time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Links, when set, makes the page's one-time links valid on every
+	// process that shares it (a database store): a link is signed with the
+	// hub's page key and spent once across all of them. Nil: links live in
+	// this Guard's memory only.
+	Links Links
 }
+
+// Links keeps what one-time links need across processes
+// (store/postgres.Store): the hub's key called name, made once for every
+// process, and Spend, true only the first time a token is spent anywhere.
+type Links interface {
+	Key(ctx context.Context, name string, size int) (key []byte, created bool, err error)
+	Spend(ctx context.Context, purpose, id string, expires time.Time) (bool, error)
+}
+
+// PageKeyName is the name of the key that signs shared links.
+const PageKeyName = "page-key"
+
+// linkPurpose names spent links in Links.Spend.
+const linkPurpose = "page-link"
 
 // Guard serves a console on loopback to the person who opened its link,
 // and refuses everyone else:
@@ -62,6 +83,8 @@ type Guard struct {
 	opts   GuardOptions
 	log    *slog.Logger
 	cop    *http.CrossOriginProtection
+
+	pageKey []byte // with opts.Links: signs shared links
 
 	mu       sync.Mutex
 	links    map[[32]byte]*link // by SHA-256 of the token
@@ -119,6 +142,15 @@ func NewGuard(next http.Handler, addr string, opts GuardOptions) (*Guard, error)
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Links != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		key, _, err := opts.Links.Key(ctx, PageKeyName, 32)
+		if err != nil {
+			return nil, fmt.Errorf("guarding the console: %w", err)
+		}
+		g.pageKey = key
+	}
 	return g, nil
 }
 
@@ -134,6 +166,10 @@ func (g *Guard) Link() (string, error) {
 	tok, err := randomToken()
 	if err != nil {
 		return "", fmt.Errorf("making a console link: %w", err)
+	}
+	if g.pageKey != nil {
+		tok = g.signLink(tok, g.opts.Expires)
+		return g.origin + "/?" + TokenParam + "=" + url.QueryEscape(tok), nil
 	}
 	g.mu.Lock()
 	g.links[sha256.Sum256([]byte(tok))] = &link{}
@@ -207,14 +243,26 @@ func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusMethodNotAllowed, "bad_request", "open the link with GET")
 		return
 	}
-	key := sha256.Sum256([]byte(r.URL.Query().Get(TokenParam)))
-	g.mu.Lock()
-	l := g.links[key]
-	used := l != nil && l.used
-	if l != nil {
-		l.used = true
+	tok := r.URL.Query().Get(TokenParam)
+	key := sha256.Sum256([]byte(tok))
+	var l *link
+	used := false
+	if g.pageKey != nil {
+		var err error
+		if l, used, err = g.spendShared(r.Context(), tok, key); err != nil {
+			g.log.Warn("spending a console link", "err", err)
+			g.refuse(w, r, http.StatusServiceUnavailable, "error", "the link could not be checked now (the hub's database did not answer); open it again in a moment")
+			return
+		}
+	} else {
+		g.mu.Lock()
+		l = g.links[key]
+		used = l != nil && l.used
+		if l != nil {
+			l.used = true
+		}
+		g.mu.Unlock()
 	}
-	g.mu.Unlock()
 	switch {
 	case l == nil:
 		g.refuse(w, r, http.StatusForbidden, "bad_token", "this link is not valid for this console")
@@ -243,6 +291,49 @@ func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
 	})
 	g.log.Info("console opened")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// signLink makes a shared link's token: a random nonce and the expiry,
+// with an HMAC of both under the hub's page key, so that any process
+// holding the key accepts it.
+func (g *Guard) signLink(nonce string, exp time.Time) string {
+	body := nonce + "." + strconv.FormatInt(exp.Unix(), 10)
+	return body + "." + base64.RawURLEncoding.EncodeToString(g.linkMAC(body))
+}
+
+func (g *Guard) linkMAC(body string) []byte {
+	m := hmac.New(sha256.New, g.pageKey)
+	m.Write([]byte("capabilities.sh console link\x00" + body))
+	return m.Sum(nil)
+}
+
+// spendShared checks a shared link's signature and expiry and spends it
+// once across every process: nil when it is not a link of this hub (or
+// expired), used when it was spent already.
+func (g *Guard) spendShared(ctx context.Context, tok string, key [32]byte) (l *link, used bool, err error) {
+	i := strings.LastIndexByte(tok, '.')
+	if i < 0 {
+		return nil, false, nil
+	}
+	body, sig64 := tok[:i], tok[i+1:]
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil || !hmac.Equal(sig, g.linkMAC(body)) {
+		return nil, false, nil
+	}
+	_, exp64, _ := strings.Cut(body, ".")
+	sec, err := strconv.ParseInt(exp64, 10, 64)
+	if err != nil {
+		return nil, false, nil
+	}
+	exp := time.Unix(sec, 0)
+	if g.opts.Now().After(exp) {
+		return nil, false, nil
+	}
+	fresh, err := g.opts.Links.Spend(ctx, linkPurpose, hex.EncodeToString(key[:]), exp)
+	if err != nil {
+		return nil, false, err
+	}
+	return &link{used: !fresh}, !fresh, nil
 }
 
 // session is the request's session, or nil. Every cookie of the name is

@@ -97,7 +97,13 @@ func (o *pageOpener) console() (*console.Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the approval page: %w", err)
 	}
-	g, err := console.NewGuard(console.New(o.hub, console.Options{Logger: o.log}), ln.Addr().String(), console.GuardOptions{Logger: o.log})
+	gopts := console.GuardOptions{Logger: o.log}
+	if links, ok := o.hub.Store().(console.Links); ok {
+		// A database store: the page's links work on every hub process
+		// over it, once.
+		gopts.Links = links
+	}
+	g, err := console.NewGuard(console.New(o.hub, console.Options{Logger: o.log}), ln.Addr().String(), gopts)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("starting the approval page: %w", err)
