@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -214,15 +215,32 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 
 // isOwnToken reports whether secret (a credential for a source: a token,
 // or "Bearer <token>") is this hub's own bearer token, which `serve --http`
-// keeps in the store directory's http-token.
+// keeps in the store directory's http-token with the file store, and in
+// the database with a database store (sharedTokenStore).
 func (h *Hub) isOwnToken(secret string) bool {
-	f, ok := h.store.(*store.File)
-	if !ok || secret == "" {
+	if secret == "" {
 		return false
 	}
-	b, err := os.ReadFile(filepath.Join(f.Dir(), "http-token"))
-	tok := strings.TrimSpace(string(b))
-	if err != nil || tok == "" {
+	var tok string
+	switch st := h.store.(type) {
+	case sharedTokenStore:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		key, err := st.LookupKey(ctx, "http-token")
+		if err != nil {
+			return false // none made yet (or unreadable): nothing to match
+		}
+		tok = hex.EncodeToString(key)
+	case *store.File:
+		b, err := os.ReadFile(filepath.Join(st.Dir(), "http-token"))
+		if err != nil {
+			return false
+		}
+		tok = strings.TrimSpace(string(b))
+	default:
+		return false
+	}
+	if tok == "" {
 		return false
 	}
 	secret = strings.TrimSpace(secret)
@@ -230,6 +248,12 @@ func (h *Hub) isOwnToken(secret string) bool {
 		secret = strings.TrimSpace(secret[7:])
 	}
 	return subtle.ConstantTimeCompare([]byte(secret), []byte(tok)) == 1
+}
+
+// sharedTokenStore is a store that keeps the hub's keys for every process
+// (store/postgres.Store): the bearer token is the hex of its "http-token".
+type sharedTokenStore interface {
+	LookupKey(ctx context.Context, name string) ([]byte, error)
 }
 
 // AlreadyAddedError is Propose's answer for a server the hub already has
@@ -579,6 +603,13 @@ func (h *Hub) refreshOne(ctx context.Context, ns string) Change {
 	m, err := h.fetch(ctx, src, protocol)
 	if err != nil {
 		c.Error = err.Error()
+		if h.upstreamsPerProcess() {
+			// What failed here may run on the other processes (a stdio
+			// command this machine lacks): the shared manifest keeps what
+			// the last listing that worked found.
+			h.log.Warn("refreshing a source failed on this process; its shared health is left as it was", "namespace", ns, "err", h.Scrub(err.Error()))
+			return c
+		}
 		_ = store.UpdateJSON(ctx, h.store, store.Manifests, ns, func(cur *Manifest) (*Manifest, error) {
 			if cur == nil {
 				cur = &Manifest{Manifest: model.Manifest{Namespace: ns, Tools: []model.Tool{}}}
@@ -611,6 +642,15 @@ func (h *Hub) noteHealth(ns string, err error) {
 	if err != nil {
 		msg = h.Scrub(err.Error())
 	}
+	if h.upstreamsPerProcess() {
+		// Each process starts its own upstreams: a start that failed here
+		// says nothing of the others, so it is not written to the manifest
+		// every process reads. The call that needed it says why.
+		if err != nil {
+			h.log.Warn("a source did not start on this process", "namespace", ns, "err", msg)
+		}
+		return
+	}
 	if (err == nil && m.Health != "error") || (err != nil && m.Health == "error" && m.LastError == msg) {
 		return
 	}
@@ -630,6 +670,19 @@ func (h *Hub) noteHealth(ns string, err error) {
 		h.log.Warn("noting a source's health", "namespace", ns, "err", uerr)
 	}
 }
+
+// upstreamsPerProcess reports whether the hub's store is shared by hub
+// processes that may run on other machines (a database store): each runs
+// its own upstream clients, so the health of an upstream's start or
+// listing on one process is not recorded for all. The file store's
+// processes share one machine, and its health.
+func (h *Hub) upstreamsPerProcess() bool {
+	_, ok := h.store.(sharedTokenStore)
+	return ok
+}
+
+// UpstreamsPerProcess is upstreamsPerProcess, for hub list.
+func (h *Hub) UpstreamsPerProcess() bool { return h.upstreamsPerProcess() }
 
 // errNoChange leaves a record as it is (UpdateJSON writes nothing).
 var errNoChange = errors.New("no change")
