@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -212,4 +213,38 @@ func TestActionTune(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkSearch10kNoActions is BenchmarkSearch10k without the
+// action-class signal, to measure its cost.
+func BenchmarkSearch10kNoActions(b *testing.B) {
+	benchSearch(b, build(tools10k(b), Options{}, noActions(tuned)))
+}
+
+// BenchmarkSearch10kActions is BenchmarkSearch10k (the tuned ranking)
+// through the same loop as BenchmarkSearch10kNoActions.
+func BenchmarkSearch10kActions(b *testing.B) {
+	benchSearch(b, build(tools10k(b), Options{}, tuned))
+}
+
+func benchSearch(b *testing.B, ix *Index) {
+	for _, e := range evalQueries {
+		ix.Search(Query{Text: e.q})
+	}
+	var lat []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		q := evalQueries[i%len(evalQueries)].q
+		i++
+		start := time.Now()
+		if _, err := ix.Search(Query{Text: q}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(a, c int) bool { return lat[a] < lat[c] })
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

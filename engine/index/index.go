@@ -132,6 +132,13 @@ type params struct {
 	// when its class is the query's, 1+actNear for a neighbour, 1-actClash
 	// for a clash. All 0: no signal.
 	actMatch, actNear, actClash float32
+
+	// "Nothing matched well" (weak.go): a search over every namespace (of
+	// two or more) whose best tool holds less than weakCov of the query's words (by idf; a word
+	// no tool has counts weakUnknown of the rarest word's) shows at most
+	// weakLimit tools, says so and lists the namespaces. weakCov 0: never.
+	weakCov, weakUnknown float32
+	weakLimit            int
 }
 
 // minMaxDF keeps relatives of a small index: the cap on a relative's tools
@@ -158,6 +165,10 @@ var tuned = params{
 	actMatch: 0.5,
 	actNear:  0.1,
 	actClash: 0.2,
+
+	weakCov:     0.3,
+	weakUnknown: 1,
+	weakLimit:   5,
 }
 
 type posting struct {
@@ -328,6 +339,7 @@ type scratch struct {
 type cand struct {
 	doc  int32
 	a, b float32 // BM25F, second signal
+	m    uint8   // the query words it matched (bits)
 }
 
 // Hit is one tool found.
@@ -347,6 +359,10 @@ type Result struct {
 	// Fallback is set when no hit shares a word with the query: Related
 	// (ranked by related words) or Listed (a namespace's tools in order).
 	Fallback Fallback
+	// Weak is set when a search over every namespace found no tool that
+	// matches the query well: the few closest are shown, and the
+	// namespaces listed.
+	Weak bool
 	// Listed is how many of the last hits of a namespace-scoped search
 	// matched nothing and were listed from the namespace, in order.
 	Listed int
@@ -394,7 +410,7 @@ func (ix *Index) Search(q Query) (Result, error) {
 	if text == "" {
 		top, res.More, res.Hidden = ix.list(q.Namespace, limit)
 	} else {
-		top, res.More, res.Hidden, res.Listed, res.Fallback = ix.rank(text, q.Namespace, limit)
+		top, res.More, res.Hidden, res.Listed, res.Fallback, res.Weak = ix.rank(text, q.Namespace, limit)
 	}
 	res.Hits = make([]Hit, len(top))
 	for i, s := range top {
@@ -629,7 +645,7 @@ const (
 	ListedOnly Fallback = "listed"
 )
 
-func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, listed int, fb Fallback) {
+func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, listed int, fb Fallback, weak bool) {
 	top = make([]scored, 0, limit)
 	qt, words, stems := ix.queryTerms(text)
 	sc := ix.pool.Get().(*scratch)
@@ -697,7 +713,7 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			b *= c
 		}
 		maxS = max(maxS, a+b)
-		cs = append(cs, cand{doc: i, a: a, b: b})
+		cs = append(cs, cand{doc: i, a: a, b: b, m: m})
 	}
 	for _, i := range sc.touched {
 		visit(i)
@@ -748,6 +764,14 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	if len(top) > 0 && related {
 		fb = Related
 	}
+	if ns == "" && len(ix.nss) > 1 && len(top) > 0 && ix.p.weakCov > 0 && ix.coverage(cs, stems, reached) < ix.p.weakCov {
+		// Nothing matched well: the few closest, not a page of noise.
+		weak = true
+		if n := min(len(top), ix.p.weakLimit); n < len(top) {
+			more += len(top) - n
+			top = top[:n]
+		}
+	}
 	if ns != "" && len(top) < limit {
 		// A namespace-scoped search lists the namespace's other tools
 		// after what it found, so it never comes back empty, or with one
@@ -758,7 +782,7 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 		}
 		top = top[:len(top)+listed]
 	}
-	return top, more, hidden, listed, fb
+	return top, more, hidden, listed, fb, weak
 }
 
 // fill appends to top, up to limit, the tools of ns top does not hold, in
@@ -832,6 +856,10 @@ func (r Result) Text() string {
 		}
 	case ListedOnly:
 		fmt.Fprintf(&b, "No tool in %s shares a word with %q, or a related one; its tools in order:\n", r.query.Namespace, r.query.Text)
+	default:
+		if r.Weak {
+			fmt.Fprintf(&b, "No tool matches %q well; the closest:\n", r.query.Text)
+		}
 	}
 	done := map[string]bool{}
 	for i, h := range r.Hits {
@@ -858,7 +886,9 @@ func (r Result) Text() string {
 			}
 		}
 	}
-	if r.More > 0 {
+	if r.Weak {
+		fmt.Fprintf(&b, "Nothing matched well. Namespaces: %s. Pass namespace to see one's best tools, or say what the tool should do in other words.\n", strings.Join(r.nss, ", "))
+	} else if r.More > 0 {
 		if r.Listed > 0 {
 			fmt.Fprintf(&b, "%d more tools in %s. Raise limit (up to %d) to see them.\n", r.More, r.query.Namespace, MaxLimit)
 		} else if r.query.Namespace == "" {
@@ -879,8 +909,9 @@ func (r Result) Text() string {
 // MarshalJSON gives the --json shape:
 // {"results":[{"address","signature","description","asks"}],"more":N,"hidden":N},
 // plus "fallback":"related"|"listed" when no hit shares a word with the
-// query, and "listed":N when the last N hits of a namespace-scoped search
-// matched nothing and were listed from the namespace.
+// query, "listed":N when the last N hits of a namespace-scoped search
+// matched nothing and were listed from the namespace, and "weak":true with
+// "namespaces":[…] when no tool matched the query well.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type hit struct {
 		Address     string `json:"address"`
@@ -889,13 +920,18 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Asks        bool   `json:"asks"`
 	}
 	out := struct {
-		Results  []hit      `json:"results"`
-		More     int        `json:"more"`
-		Hidden   int        `json:"hidden"`
-		Fallback Fallback   `json:"fallback,omitempty"`
-		Listed   int        `json:"listed,omitempty"`
-		Skills   []SkillHit `json:"skills,omitempty"`
-	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden, Fallback: r.Fallback, Listed: r.Listed, Skills: r.Skills}
+		Results    []hit      `json:"results"`
+		More       int        `json:"more"`
+		Hidden     int        `json:"hidden"`
+		Fallback   Fallback   `json:"fallback,omitempty"`
+		Listed     int        `json:"listed,omitempty"`
+		Weak       bool       `json:"weak,omitempty"`
+		Namespaces []string   `json:"namespaces,omitempty"`
+		Skills     []SkillHit `json:"skills,omitempty"`
+	}{Results: make([]hit, len(r.Hits)), More: r.More, Hidden: r.Hidden, Fallback: r.Fallback, Listed: r.Listed, Weak: r.Weak, Skills: r.Skills}
+	if r.Weak {
+		out.Namespaces = r.nss
+	}
 	for i, h := range r.Hits {
 		out.Results[i] = hit{h.Address, h.Signature, h.Description, h.Asks}
 	}
