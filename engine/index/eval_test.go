@@ -205,13 +205,14 @@ func evaluateOn(t testing.TB, ix *Index, queries []evalQuery, verbose bool) eval
 // The tags of testdata/intents.txt's third column: the slices scores are
 // reported on besides the whole set.
 const (
-	tagHard      = "hard"            // no content word shared with a right tool's name or description (checked)
-	tagNegation  = "negation"        // says what is not wanted: not, without, except, … (checked)
-	tagNames     = "names-service"   // names the right tool's service: "in GitHub", "on Slack" (checked)
-	tagNeighbour = "neighbour-words" // uses words of a sibling tool of the same source that is a wrong answer (checked)
-	tagAction    = "action"          // the action is what tells the right tool from a sibling (delete vs list)
-	intentsFile  = "testdata/intents.txt"
-	minHeldOut   = 400
+	tagHard        = "hard"            // no content word shared with a right tool's name or description (checked)
+	tagNegation    = "negation"        // says what is not wanted: not, without, except, … (checked)
+	tagNames       = "names-service"   // names the right tool's service: "in GitHub", "on Slack" (checked)
+	tagNeighbour   = "neighbour-words" // uses words of a sibling tool of the same source that is a wrong answer (checked)
+	tagAction      = "action"          // the action is what tells the right tool from a sibling (delete vs list)
+	intentsFile    = "testdata/intents.txt"
+	minHeldOut     = 400
+	issue17Queries = 217
 )
 
 var intentTags = []string{tagHard, tagNegation, tagNames, tagNeighbour, tagAction}
@@ -219,9 +220,13 @@ var intentTags = []string{tagHard, tagNegation, tagNames, tagNeighbour, tagActio
 // intent is a held-out query with its line and its slice tags.
 type intent struct {
 	evalQuery
-	line int
-	tags map[string]bool
+	line  int
+	tags  map[string]bool
+	grown bool // one of the queries issue 42 added (after the "# Issue 42:" comment)
 }
+
+// grownMark starts the comment after which the queries of issue 42 are.
+const grownMark = "# Issue 42:"
 
 // intents reads the held-out set of testdata/intents.txt and splits it:
 // the 2nd, 4th, … query tune, the 1st, 3rd, … report.
@@ -253,10 +258,11 @@ func taggedIntents(t testing.TB) (tuneHalf, reportHalf []intent) {
 		known[tag] = true
 	}
 	sc := bufio.NewScanner(f)
-	i, n := 0, 0
+	i, n, grown := 0, 0, false
 	for sc.Scan() {
 		n++
 		line := strings.TrimSpace(sc.Text())
+		grown = grown || strings.HasPrefix(line, grownMark)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -264,7 +270,7 @@ func taggedIntents(t testing.TB) (tuneHalf, reportHalf []intent) {
 		if len(cols) < 2 || len(cols) > 3 {
 			t.Fatalf("%s:%d: %q: want \"query | right tools\" or \"query | right tools | tags\"", intentsFile, n, line)
 		}
-		e := intent{evalQuery: evalQuery{q: strings.TrimSpace(cols[0])}, line: n, tags: map[string]bool{}}
+		e := intent{evalQuery: evalQuery{q: strings.TrimSpace(cols[0])}, line: n, tags: map[string]bool{}, grown: grown}
 		for _, w := range strings.Split(cols[1], ",") {
 			e.want = append(e.want, strings.TrimSpace(w))
 		}
@@ -292,9 +298,14 @@ func taggedIntents(t testing.TB) (tuneHalf, reportHalf []intent) {
 
 // tagged keeps the intents that carry tag ("" keeps them all).
 func tagged(in []intent, tag string) []evalQuery {
+	return keep(in, func(e intent) bool { return tag == "" || e.tags[tag] })
+}
+
+// keep keeps the intents for which ok is true.
+func keep(in []intent, ok func(intent) bool) []evalQuery {
 	var out []evalQuery
 	for _, e := range in {
-		if tag == "" || e.tags[tag] {
+		if ok(e) {
 			out = append(out, e.evalQuery)
 		}
 	}
@@ -477,6 +488,9 @@ func TestHeldOutIntents(t *testing.T) {
 	if len(all) < minHeldOut {
 		t.Errorf("%d held-out queries; keep at least %d", len(all), minHeldOut)
 	}
+	if n := len(keep(all, func(e intent) bool { return !e.grown })); n != issue17Queries {
+		t.Errorf("%d held-out queries before %q; issue 17 wrote %d, keep them all", n, grownMark, issue17Queries)
+	}
 	if h := len(tagged(all, tagHard)); 3*h < len(all) {
 		t.Errorf("%d of %d held-out queries share no word with their right tools; keep at least a third", h, len(all))
 	}
@@ -622,8 +636,10 @@ type slice struct {
 }
 
 // evalSlices are the query sets scores are reported on: the own set, then
-// each half of the held-out set whole and by tag (the hard slice is the
-// tagged one, which checkIntents holds equal to the computed one).
+// each half of the held-out set whole, its queries of issue 17 and of
+// issue 42 apart (the former comparable with earlier figures), and by tag
+// (the hard slice is the tagged one, which checkIntents holds equal to the
+// computed one).
 func evalSlices(t testing.TB, tools []model.Tool) []slice {
 	tuneHalf, reportHalf := taggedIntents(t)
 	out := []slice{
@@ -636,6 +652,8 @@ func evalSlices(t testing.TB, tools []model.Tool) []slice {
 		tune bool
 	}{{"tune half", tuneHalf, true}, {"report half", reportHalf, false}} {
 		out = append(out, slice{"held out, " + half.name, tagged(half.q, ""), half.tune})
+		out = append(out, slice{"held out, " + half.name + ", issue 17's", keep(half.q, func(e intent) bool { return !e.grown }), false})
+		out = append(out, slice{"held out, " + half.name + ", issue 42's", keep(half.q, func(e intent) bool { return e.grown }), false})
 		for _, tag := range intentTags {
 			out = append(out, slice{"held out, " + half.name + ", " + tag, tagged(half.q, tag), false})
 		}
