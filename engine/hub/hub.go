@@ -63,6 +63,7 @@ type Hub struct {
 	// channel closed when it is done: an agent's resume of it meanwhile
 	// waits for it (Resume) instead of finding it held.
 	finishing sync.Map
+	draining  atomic.Bool // DrainDecided: FinishDecided takes no new run
 	catalog   atomic.Pointer[catalog]
 	catalogMu sync.Mutex // one catalog build at a time
 	// catalogGen counts Invalidate calls: a build that began before one
