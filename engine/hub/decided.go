@@ -3,16 +3,12 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/store"
-	"github.com/fsnotify/fsnotify"
 )
 
 // FinishDecided resumes each paused run as soon as every call it waits for
@@ -20,37 +16,50 @@ import (
 // page (unattended), so that an approved write is made then, not
 // when the agent comes back, and the agent's next execute({resume}) gets
 // the finished envelope at once. The long-running hub runs it (the desktop
-// app, serve --http); `hub exec` waits for its own run (Decided). A run
-// another process resumes meanwhile is left to it: resuming takes the
-// run's lock (run.ErrRunningElsewhere), so no call is made twice (I6). It
-// watches the store's runs folder (one inotify watch), first resumes the
-// runs decided before it started, and returns when ctx is done.
+// app, serve --http); `hub exec` waits for its own run (Decided).
+//
+// It follows the store's change feed (store.Changer): on the file store
+// the runs folder (one inotify watch), on PostgreSQL the notification every
+// process's write of a run sends, so a decision recorded through any hub
+// process wakes every one at once. Every one that follows tries; resuming
+// takes the run's claim (a lease on PostgreSQL), so one resumes it and the
+// others find it held (run.ErrRunningElsewhere): no call is made twice
+// (I6). A run whose holder died is free again once its claim is (the
+// process's lock on the file store; the lease's expiry on PostgreSQL), and
+// is taken by the next process that hears of it or reads it again (at its
+// start, after a Resync). It first resumes the runs decided before it
+// started, and returns when ctx is done, once the resumes it started end
+// (they end with ctx).
 func (h *Hub) FinishDecided(ctx context.Context) error {
-	f, ok := h.store.(*store.File)
-	if !ok {
-		return nil
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("following decisions: %w", err)
-	}
-	defer w.Close()
-	dir := filepath.Dir(f.Path(store.Runs, "r0"))
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("following decisions: %w", err)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := h.storeChanges(fctx)
+	if err != nil || feed == nil {
+		return err
 	}
 	var (
 		mu      sync.Mutex
 		resumes = map[string]bool{} // runs being resumed here
 		changed = map[string]bool{}
 		wg      sync.WaitGroup
+		// again gets the runs another process held when this one tried:
+		// tried again while they stay decided, since their holder may die
+		// before it finishes them (its claim then expires).
+		again = make(chan string)
 	)
 	defer wg.Wait()
+	defer cancel() // first: the retries end, the resumes end with ctx
 	var debounce <-chan time.Time
 	// Decisions made while no hub followed them (the app was closed, a
-	// person decided in a terminal whose approve stopped) are read once,
-	// after the watch is set, so none falls between.
-	if paused, err := h.runEngine().Paused(ctx); err == nil {
+	// person decided in a terminal whose approve stopped, the process that
+	// held the run died) are read after the feed is open, so none falls
+	// between; again after a Resync (the feed may have missed some).
+	readAll := func() {
+		paused, err := h.runEngine().Paused(ctx)
+		if err != nil {
+			h.log.Warn("reading the runs that wait for a person", "err", err)
+			return
+		}
 		for _, r := range paused {
 			if Decided(&r) && unattended(&r) {
 				changed[r.ID] = true
@@ -58,28 +67,29 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 			}
 		}
 	}
+	readAll()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case c, ok := <-feed:
 			if !ok {
 				return nil
 			}
-			name := filepath.Base(ev.Name)
-			id, isRecord := strings.CutSuffix(name, ".json")
-			if !isRecord || store.ValidID(id) != nil || ev.Op&(fsnotify.Create|fsnotify.Write|fsnotify.Rename) == 0 {
-				continue
+			switch {
+			case c.Resync:
+				readAll()
+			case c.Kind == store.Runs:
+				changed[c.ID] = true
+				if debounce == nil {
+					debounce = time.After(20 * time.Millisecond)
+				}
 			}
+		case id := <-again:
 			changed[id] = true
 			if debounce == nil {
-				debounce = time.After(20 * time.Millisecond)
+				debounce = time.After(0)
 			}
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
-			h.log.Warn("following decisions", "err", err)
 		case <-debounce:
 			debounce = nil
 			for id := range changed {
@@ -87,7 +97,7 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 				mu.Lock()
 				busy := resumes[id]
 				mu.Unlock()
-				if busy || !h.decided(ctx, id) {
+				if busy || h.draining.Load() || !h.decided(ctx, id) {
 					continue
 				}
 				mu.Lock()
@@ -105,7 +115,19 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 					}()
 					env, err := h.runEngine().Resume(ctx, id)
 					switch {
-					case errors.Is(err, run.ErrRunningElsewhere), ctx.Err() != nil:
+					case ctx.Err() != nil:
+					case errors.Is(err, run.ErrRunningElsewhere):
+						wg.Go(func() {
+							select {
+							case <-time.After(heldRetry):
+							case <-fctx.Done():
+								return
+							}
+							select {
+							case again <- id:
+							case <-fctx.Done():
+							}
+						})
 					case err != nil:
 						h.log.Warn("resuming a run a person decided", "run", id, "err", err)
 					default:
@@ -113,6 +135,35 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 					}
 				})
 			}
+		}
+	}
+}
+
+// heldRetry is how long FinishDecided waits before it tries again a
+// decided run another process held.
+const heldRetry = time.Second
+
+// DrainDecided makes FinishDecided take no new run (another process, or
+// this one's next start, resumes those) and waits until the runs it is
+// resuming have ended, or ctx is done (its error): `serve --http` calls it
+// on SIGTERM, within the drain's time. A run still under way when ctx ends
+// is stopped with the hub and resumed elsewhere: its claim ends with the
+// process.
+func (h *Hub) DrainDecided(ctx context.Context) error {
+	h.draining.Store(true)
+	for {
+		var wait chan struct{}
+		h.finishing.Range(func(_, v any) bool {
+			wait = v.(chan struct{})
+			return false
+		})
+		if wait == nil {
+			return nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

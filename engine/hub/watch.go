@@ -2,50 +2,45 @@ package hub
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
-	"github.com/fsnotify/fsnotify"
 )
 
 // Watch invalidates the catalog whenever another process changes sources,
 // manifests, connections, the policy, profiles or skills (`hub add`, `hub
-// auth` or `hub skills add` in a terminal while `serve` runs), so search and
-// describe see it without a restart, and OnChange's functions run (the MCP
-// server re-lists its direct tools and skills). One inotify instance per
-// process: a machine allows few (128 by default). It returns when ctx is
-// done.
+// auth` or `hub skills add` in a terminal while `serve` runs, or another
+// hub process on the same database), so search and describe see it
+// without a restart, and OnChange's functions run (the MCP server re-lists
+// its direct tools and skills). It follows the store's change feed
+// (store.Changer: inotify on the file store, LISTEN/NOTIFY on PostgreSQL)
+// and the skills folder, and returns when ctx is done; on a store with no
+// feed it returns nil at once.
 func (h *Hub) Watch(ctx context.Context) error {
-	f, ok := h.store.(*store.File)
-	if !ok {
-		return nil
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := h.storeChanges(ctx)
+	if err != nil || feed == nil {
+		return err
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watching the store: %w", err)
-	}
-	defer w.Close()
-	for _, k := range []store.Kind{store.Sources, store.Manifests, store.Connections, store.Policies, store.Profiles} {
-		if err := w.Add(filepath.Join(f.Dir(), string(k))); err != nil {
-			return fmt.Errorf("watching the store: %w", err)
-		}
-	}
-	// The skills folder is made if it is missing, so a first skill is seen.
-	skills := ""
+	// The skills folder is made if it is missing, so a first skill is
+	// seen. Skills are files of this machine, whatever the store.
+	var skills <-chan store.Change
 	if st, ok := h.Skills(); ok {
-		if err := os.MkdirAll(st.Dir, 0o700); err == nil && w.Add(st.Dir) == nil {
-			skills = filepath.Clean(st.Dir)
+		if err := os.MkdirAll(st.Dir, 0o700); err == nil {
+			skills, err = store.WatchFolder(ctx, st.Dir, "skills")
+			if err != nil {
+				h.log.Warn("not following the hub's skills", "dir", st.Dir, "err", err)
+			}
 		} else {
-			h.log.Warn("not following the hub's skills", "dir", st.Dir)
+			h.log.Warn("not following the hub's skills", "dir", st.Dir, "err", err)
 		}
 	}
-	// What changed before the directories were watched (a catalog built
-	// at start, then another process's write) is not missed: a catalog
-	// built or being built before now is read again when next needed.
-	// Nothing is announced: at start no client has seen a list.
+	// What changed before the feed was open (a catalog built at start,
+	// then another process's write) is not missed: a catalog built or
+	// being built before now is read again when next needed. Nothing is
+	// announced: at start no client has seen a list.
 	h.catalogGen.Add(1)
 	h.catalog.Store(nil)
 	var debounce <-chan time.Time
@@ -53,21 +48,32 @@ func (h *Hub) Watch(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.Events:
+		case c, ok := <-feed:
 			if !ok {
 				return nil
 			}
-			if filepath.Ext(ev.Name) == ".json" || (skills != "" && filepath.Dir(ev.Name) == skills) {
+			if c.Resync || c.Kind != store.Runs {
 				debounce = time.After(20 * time.Millisecond)
 			}
-		case err, ok := <-w.Errors:
+		case _, ok := <-skills:
 			if !ok {
-				return nil
+				skills = nil
+				continue
 			}
-			h.log.Warn("watching the store", "err", err)
+			debounce = time.After(20 * time.Millisecond)
 		case <-debounce:
 			h.Invalidate()
 			h.log.Info("the store changed; the catalog will be rebuilt")
 		}
 	}
+}
+
+// storeChanges opens the store's change feed; nil (and no error) for a
+// store that has none.
+func (h *Hub) storeChanges(ctx context.Context) (<-chan store.Change, error) {
+	c, ok := h.store.(store.Changer)
+	if !ok {
+		return nil, nil
+	}
+	return c.Changes(ctx) // its errors say what it was doing
 }
