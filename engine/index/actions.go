@@ -257,13 +257,3 @@ func actionFactors(p *params) (f [numActions][numActions]float32) {
 	}
 	return f
 }
-
-// toolActionOf is for tests and tuning: a tool's class by address.
-func (ix *Index) toolActionOf(address string) action {
-	for i := range ix.docs {
-		if ix.docs[i].tool.Address == address {
-			return ix.docs[i].act
-		}
-	}
-	return actNone
-}

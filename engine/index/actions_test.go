@@ -248,3 +248,13 @@ func benchSearch(b *testing.B, ix *Index) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// toolActionOf is for tests and tuning: a tool's class by address.
+func (ix *Index) toolActionOf(address string) action {
+	for i := range ix.docs {
+		if ix.docs[i].tool.Address == address {
+			return ix.docs[i].act
+		}
+	}
+	return actNone
+}
