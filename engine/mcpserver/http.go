@@ -77,14 +77,14 @@ func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
 			serveAlive(w, r)
 			return
 		}
-		stateful, stateless := stateful, stateless
+		stateful, stateless, srv := stateful, stateless, s
 		if name, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok && name != "" && name != s.name {
 			ps, err := s.forProfile(r.Context(), name)
 			if err != nil {
 				deny(w, http.StatusNotFound, fmt.Sprintf("not found: %v", err))
 				return
 			}
-			stateful, stateless = ps.stateful, ps.stateless
+			stateful, stateless, srv = ps.stateful, ps.stateless, ps.srv
 		} else if r.URL.Path != "/mcp" && r.URL.Path != "/mcp/" && r.URL.Path != "/mcp/"+s.name {
 			deny(w, http.StatusNotFound, "not found: the MCP endpoint is /mcp, and /mcp/<profile> for each profile")
 			return
@@ -107,6 +107,9 @@ func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
 		}
 		r.Body = &arrivingBody{ReadCloser: body, arrived: arrived}
 		if modernRequest(r) {
+			if srv.fastCall(w, r) {
+				return
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}

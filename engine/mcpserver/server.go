@@ -73,6 +73,11 @@ type Server struct {
 	direct  direct
 	skills  skillServing
 
+	// impl and calls are a code-mode server's serverInfo and its three
+	// tools' handlers, for the requests fastCall answers (nil otherwise).
+	impl  *mcp.Implementation
+	calls map[string]mcp.ToolHandler
+
 	subsMu sync.Mutex
 	subs   map[string]*profileServer // other profiles served over HTTP, by name
 }
@@ -107,7 +112,8 @@ func New(h *hub.Hub, opts Options) *Server {
 		s.serveSkills()
 		return s
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: serverName, Title: "capabilities hub", Version: Version}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: serverName, Title: "capabilities hub", Version: Version}
+	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Instructions: instructions + profileInstructions(s.profile),
 		Logger:       opts.Logger,
 		GetSessionID: sessionIDs(opts.Node),
@@ -116,25 +122,32 @@ func New(h *hub.Hub, opts Options) *Server {
 	s.gate()
 	s.onListed()
 	yes, no := true, false
+	// The same handlers answer the HTTP requests the hub takes itself
+	// (fastCall).
+	s.calls = map[string]mcp.ToolHandler{
+		"search":   s.inProfile(s.search),
+		"describe": s.inProfile(s.describe),
+		"execute":  s.inProfile(s.execute),
+	}
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        "search",
 		Description: searchDescription,
 		InputSchema: searchSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
-	}, s.inProfile(s.search))
+	}, s.calls["search"])
 	s.mcp.AddTool(&mcp.Tool{
 		Name:        "describe",
 		Description: describeDescription,
 		InputSchema: describeSchema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
-	}, s.inProfile(s.describe))
+	}, s.calls["describe"])
 	s.mcp.AddTool(&mcp.Tool{
 		Name:         "execute",
 		Description:  executeDescription,
 		InputSchema:  executeSchema,
 		OutputSchema: envelopeSchema,
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: &yes, OpenWorldHint: &yes},
-	}, s.inProfile(s.execute))
+	}, s.calls["execute"])
 	s.serveSkills()
 	return s
 }
