@@ -512,9 +512,9 @@ var serviceWords = []struct {
 	unambiguous bool
 }{
 	{"brave", "brave", true}, {"circleci", "circleci", true}, {"datadog", "datadog", true},
-	{"gdrive", "google drive", true}, {"gdrive", "gdrive", true}, {"github", "github", true},
+	{"gdrive", "google drive", true}, {"gdrive", "gdrive", true}, {"gdrive", "my drive", true}, {"github", "github", true},
 	{"gitlab", "gitlab", true}, {"googlemaps", "google maps", true}, {"linear", "linear", true},
-	{"memory", "memory", false}, {"mongodb", "mongo", true}, {"mongodb", "mongodb", true},
+	{"memory", "memory", false}, {"mongodb", "mongo", true}, {"mongodb", "mongodb", true}, {"mongodb", "atlas", true},
 	{"notion", "notion", true}, {"postgres", "postgres", true}, {"postgres", "postgresql", true},
 	{"puppeteer", "puppeteer", true}, {"redis", "redis", true}, {"sentry", "sentry", true},
 	{"slack", "slack", true},
