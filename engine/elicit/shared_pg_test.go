@@ -3,6 +3,7 @@ package elicit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -59,42 +60,45 @@ func TestSharedAcrossProcesses(t *testing.T) {
 			t.Fatal(errA, errB)
 		}
 		exp := time.Now().Add(time.Hour)
-		run := model.Run{ID: "r1", Status: model.RunAwaitingApproval, Pending: []model.Pending{
-			{ID: "c1", Kind: model.PendingApproval, Address: "up.write", ExpiresAt: exp},
-		}}
-		if err := a.Put(ctx, store.Runs, "r1", run); err != nil {
-			t.Fatal(err)
-		}
-		state := sa.Sign("r1", []string{"c1"}, 10*time.Minute)
-		if _, err := sb.Verify(state); err != nil {
-			t.Fatalf("a state signed on process A, checked on B: %v", err)
-		}
-		// Both processes get the same answer at once: exactly one
-		// decision is recorded.
-		answers := map[string]elicit.Answer{"c1": {Action: "accept", Choice: "once"}}
-		var na, nb int
-		wg.Go(func() { na, errA = elicit.Record(ctx, a, sa, state, answers) })
-		wg.Go(func() { nb, errB = elicit.Record(ctx, b, sb, state, answers) })
-		wg.Wait()
-		if na+nb != 1 || (errA == nil) == (errB == nil) {
-			t.Fatalf("the same state answered on two processes: decided %d and %d, errors %v and %v; want one decision and one refusal", na, nb, errA, errB)
-		}
-		refusal := errA
-		if refusal == nil {
-			refusal = errB
-		}
-		if !strings.Contains(refusal.Error(), "already") {
-			t.Errorf("the second answer was refused with %q; want it to say the answer was already used", refusal)
-		}
-		got, err := store.Get[model.Run](ctx, b, store.Runs, "r1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := got.Pending[0].Decision; d == nil || d.Choice != model.ChoiceOnce || d.Channel != "elicitation" {
-			t.Errorf("decision = %+v; want once through elicitation", d)
-		}
-		if len(got.UsedNonces) != 1 {
-			t.Errorf("used nonces = %q; want the state's one, once", got.UsedNonces)
+		// Both processes get the same answer at once, again and again:
+		// each time exactly one decision is recorded.
+		for i := range 10 {
+			id := fmt.Sprintf("r%d", i)
+			run := model.Run{ID: id, Status: model.RunAwaitingApproval, Pending: []model.Pending{
+				{ID: "c1", Kind: model.PendingApproval, Address: "up.write", ExpiresAt: exp},
+			}}
+			if err := a.Put(ctx, store.Runs, id, run); err != nil {
+				t.Fatal(err)
+			}
+			state := sa.Sign(id, []string{"c1"}, 10*time.Minute)
+			if _, err := sb.Verify(state); err != nil {
+				t.Fatalf("a state signed on process A, checked on B: %v", err)
+			}
+			answers := map[string]elicit.Answer{"c1": {Action: "accept", Choice: "once"}}
+			var na, nb int
+			wg.Go(func() { na, errA = elicit.Record(ctx, a, sa, state, answers) })
+			wg.Go(func() { nb, errB = elicit.Record(ctx, b, sb, state, answers) })
+			wg.Wait()
+			if na+nb != 1 || (errA == nil) == (errB == nil) {
+				t.Fatalf("the same state answered on two processes: decided %d and %d, errors %v and %v; want one decision and one refusal", na, nb, errA, errB)
+			}
+			refusal := errA
+			if refusal == nil {
+				refusal = errB
+			}
+			if !strings.Contains(refusal.Error(), "already") {
+				t.Errorf("the second answer was refused with %q; want it to say the answer was already used", refusal)
+			}
+			got, err := store.Get[model.Run](ctx, b, store.Runs, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := got.Pending[0].Decision; d == nil || d.Choice != model.ChoiceOnce || d.Channel != "elicitation" {
+				t.Errorf("decision = %+v; want once through elicitation", d)
+			}
+			if len(got.UsedNonces) != 1 {
+				t.Errorf("used nonces = %q; want the state's one, once", got.UsedNonces)
+			}
 		}
 		// A state signed with another hub's key is refused.
 		other := elicit.NewSigner([]byte(strings.Repeat("x", 32)), nil)
