@@ -493,7 +493,13 @@ func (h *host) CallTool(ctx context.Context, call sandbox.Call) sandbox.CallResu
 	}
 	verdict, err := h.e.tools.Verdict(ctx, t, call.Connection)
 	if err != nil {
-		return h.settle(ctx, call, argsDigest, start, nil, &model.ToolError{Code: "policy_error", Message: err.Error(), Address: call.Address, Hint: "a person must fix the policy file"})
+		// A policy that cannot be decoded needs a person; a store that
+		// does not answer (a database away) needs only time.
+		te := &model.ToolError{Code: "policy_error", Message: err.Error(), Address: call.Address, Hint: "a person must fix the policy file"}
+		if _, corrupt := errors.AsType[*store.CorruptError](err); !corrupt {
+			te.Hint, te.Retryable = "the hub could not read its policy: try again later", true
+		}
+		return h.settle(ctx, call, argsDigest, start, nil, te)
 	}
 	if verdict.Action != policy.Deny {
 		// A call that can never go out fails here, in the code, and never
