@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/kljensen/snowball/english"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
@@ -333,13 +334,16 @@ func init() {
 // camelCase humps and between letters and digits, lower-cased, stop words
 // dropped, stemmed with the Snowball English stemmer.
 func contentTerms(s string) []string {
+	lower := func(c byte) bool { return c >= 'a' && c <= 'z' }
+	upper := func(c byte) bool { return c >= 'A' && c <= 'Z' }
+	digit := func(c byte) bool { return c >= '0' && c <= '9' }
 	var out []string
 	word := func(w string) {
 		w = strings.ToLower(w)
 		switch {
 		case w == "" || evalStopwords[w]:
 			return
-		case len(w) > 2 && !isDigit(w[0]):
+		case len(w) > 2 && !digit(w[0]):
 			w = english.Stem(w, false)
 		}
 		out = append(out, w)
@@ -350,7 +354,7 @@ func contentTerms(s string) []string {
 		if i < len(s) {
 			c = s[i]
 		}
-		alnum := i < len(s) && (isLower(c) || isUpper(c) || isDigit(c))
+		alnum := i < len(s) && (lower(c) || upper(c) || digit(c))
 		if !alnum {
 			if start >= 0 {
 				word(s[start:i])
@@ -360,7 +364,7 @@ func contentTerms(s string) []string {
 		}
 		if start >= 0 {
 			p := s[i-1]
-			if isUpper(c) && isLower(p) || isUpper(c) && isUpper(p) && i+1 < len(s) && isLower(s[i+1]) || isDigit(c) != isDigit(p) {
+			if upper(c) && lower(p) || upper(c) && upper(p) && i+1 < len(s) && lower(s[i+1]) || digit(c) != digit(p) {
 				word(s[start:i])
 				start = i
 			}
@@ -369,6 +373,23 @@ func contentTerms(s string) []string {
 		start = i
 	}
 	return out
+}
+
+func TestContentTerms(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"getIssueComments", []string{"get", "issu", "comment"}},
+		{"APIPost oauth2 v2api", []string{"api", "post", "oauth", "2", "v", "2", "api"}},
+		{"Delete the running Workflows, please!", []string{"delet", "run", "workflow"}},
+		{"re-run the failed jobs of a CircleCI build", []string{"re", "run", "fail", "job", "circl", "ci", "build"}},
+		{"", nil},
+	} {
+		if diff := cmp.Diff(c.want, contentTerms(c.in)); diff != "" {
+			t.Errorf("contentTerms(%q) (-want +got):\n%s", c.in, diff)
+		}
+	}
 }
 
 // isHard says whether q shares no content term with the name or
