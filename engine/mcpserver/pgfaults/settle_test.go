@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/run"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
@@ -155,6 +156,7 @@ type verdict struct {
 	completedWrite              int // completed with the write made once and journaled
 	skippedMade                 int // skipped by a person, the write made upstream before the kill
 	skippedNotMade              int // skipped by a person, the request never reached the upstream
+	failedAway                  int // failed, saying the database was away, the write not made
 	lost                        []string
 	repeated                    []string
 	unowned                     []string // writes in the log with no run whose journal has their intent
@@ -178,8 +180,13 @@ func judge(t *testing.T, view *dbView, up *upstream, allowInFlight bool) verdict
 			intended[r.WriteID] = true
 		}
 		res := ""
-		if r.Run.Status == model.RunCompleted {
+		switch {
+		case r.Run.Status == model.RunCompleted:
 			res = (&envelope{Result: r.Run.Result}).result()
+		case r.Run.Status == model.RunFailed && r.Run.Error != nil && strings.Contains(r.Run.Error.Message, "("+run.CodeSkippedInFlight+")"):
+			res = run.CodeSkippedInFlight // code that does not catch the skip's ToolError
+		case r.Run.Status == model.RunFailed && r.Run.Error != nil && unreachable.MatchString(r.Run.Error.Message):
+			res = "away"
 		}
 		switch {
 		case !r.Run.Status.Done() && !(allowInFlight && r.inFlight()):
@@ -191,6 +198,8 @@ func judge(t *testing.T, view *dbView, up *upstream, allowInFlight bool) verdict
 			v.skippedMade++
 		case res == "skipped_in_flight" && r.Intent && r.Skipped && !r.Outcome && calls[r.WriteID] == 0:
 			v.skippedNotMade++
+		case res == "away" && !r.Outcome && calls[r.WriteID] == 0:
+			v.failedAway++
 		default:
 			v.other = append(v.other, fmt.Sprintf("%s (%s): %s %s %v, %d calls", r.Run.ID, r.WriteID, r.Run.Status, r.Run.Result, r.Run.Error, calls[r.WriteID]))
 		}
