@@ -37,12 +37,12 @@ func TestSearchText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `linear
-  linear.linearCreateIssue(input: { title: string; teamId: string }): Promise<unknown>   [asks]
-    Create a new issue in Linear
-github  (connections: personal*, work)
+	want := `github  (connections: personal*, work)
   github.createIssue(input: { owner: string; repo: string; title: string; body?: string; labels?: string[] }): Promise<unknown>   [asks]
     Create an issue in a repository.
+linear
+  linear.linearCreateIssue(input: { title: string; teamId: string }): Promise<unknown>   [asks]
+    Create a new issue in Linear
 2 more matches. Narrow the query or pass namespace.
 `
 	if diff := cmp.Diff(want, res.Text()); diff != "" {
@@ -52,7 +52,7 @@ github  (connections: personal*, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJSON := `{"results":[{"address":"linear.linearCreateIssue","signature":"linear.linearCreateIssue(input: { title: string; teamId: string }): Promise\u003cunknown\u003e","description":"Create a new issue in Linear","asks":true},{"address":"github.createIssue","signature":"github.createIssue(input: { owner: string; repo: string; title: string; body?: string; labels?: string[] }): Promise\u003cunknown\u003e","description":"Create an issue in a repository.","asks":true}],"more":2,"hidden":0}`
+	wantJSON := `{"results":[{"address":"github.createIssue","signature":"github.createIssue(input: { owner: string; repo: string; title: string; body?: string; labels?: string[] }): Promise\u003cunknown\u003e","description":"Create an issue in a repository.","asks":true},{"address":"linear.linearCreateIssue","signature":"linear.linearCreateIssue(input: { title: string; teamId: string }): Promise\u003cunknown\u003e","description":"Create a new issue in Linear","asks":true}],"more":2,"hidden":0}`
 	if diff := cmp.Diff(wantJSON, string(b)); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
