@@ -88,7 +88,7 @@ error_log %[1]s/error.log info;
 events { worker_connections 512; }
 http {
     # One line a request: what the tests check routing by.
-    log_format routing '$request_method $uri $status $upstream_addr "$http_mcp_session_id" "$http_mcp_protocol_version"';
+    log_format routing '$request_method $uri $status "$upstream_addr" "$http_mcp_session_id" "$http_mcp_protocol_version"';
     access_log %[1]s/access.log routing;
     client_body_temp_path %[1]s/tmp/body;
     proxy_temp_path %[1]s/tmp/proxy;
@@ -170,9 +170,9 @@ func (n *Nginx) Logs() string {
 }
 
 // AccessLog returns nginx's access log: a line a request, with the
-// method, the path, the status, the upstream addresses tried, then the
-// Mcp-Session-Id and MCP-Protocol-Version headers sent, quoted ("-" when
-// none).
+// method, the path, the status, then quoted: the upstream addresses tried
+// ("a, b" when the first refused), the Mcp-Session-Id and
+// MCP-Protocol-Version headers sent ("-" when none).
 func (n *Nginx) AccessLog() string {
 	b, _ := os.ReadFile(filepath.Join(n.Dir, "access.log"))
 	return string(b)

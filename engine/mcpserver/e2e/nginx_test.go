@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,18 +304,21 @@ func TestThroughNginx(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var finishers []string
-	for _, p := range procs {
-		for _, l := range strings.Split(p.stderr.String(), "\n") {
-			if strings.Contains(l, "resumed a run a person decided") && strings.Contains(l, runID) {
-				finishers = append(finishers, p.node)
+	// The process that finished it says so once it has (after the write).
+	finishers := func() []string {
+		var who []string
+		for _, p := range procs {
+			for _, l := range strings.Split(p.stderr.String(), "\n") {
+				if strings.Contains(l, "resumed a run a person decided") && strings.Contains(l, runID) {
+					who = append(who, p.node)
+				}
 			}
 		}
+		return who
 	}
-	if len(finishers) != 1 {
-		t.Errorf("processes that say they finished run %s: %v, want exactly one", runID, finishers)
+	for len(finishers()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("run %s: asked on %s, decided in %s's page, finished on %v", runID, x.node, y.node, finishers)
 
 	// The agent's resume through nginx gets the finished envelope, from a
 	// 1.x session and from the 2.x client alike, and calls nothing again.
@@ -339,6 +343,11 @@ func TestThroughNginx(t *testing.T) {
 	if n := lines(t, writerCalls); n != 1 {
 		t.Errorf("writer called %d times, want 1", n)
 	}
+	if who := finishers(); len(who) != 1 {
+		t.Errorf("processes that say they finished run %s: %v, want exactly one", runID, who)
+	} else {
+		t.Logf("run %s: asked on %s, decided in %s's page, finished on %s", runID, x.node, y.node, who[0])
+	}
 	// Four read-only tours and J2's two reads.
 	if n := lines(t, readerCalls); n != 6 {
 		t.Errorf("reader called %d times, want 6", n)
@@ -358,12 +367,12 @@ func TestThroughNginx(t *testing.T) {
 	// to more than one.
 	spread := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(ngx.AccessLog()), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 6 {
-			t.Errorf("nginx's access log line %q is not method uri status upstream session protocol", l)
+		f := accessLine.FindStringSubmatch(l)
+		if f == nil {
+			t.Errorf("nginx's access log line %q is not: method uri status \"upstream\" \"session\" \"protocol\"", l)
 			continue
 		}
-		up, sid, proto := f[3], strings.Trim(f[4], `"`), strings.Trim(f[5], `"`)
+		up, sid, proto := f[1], f[2], f[3]
 		if p := byNode[mcpserver.NodeOf(sid)]; p != nil && up != p.addr() {
 			t.Errorf("nginx sent a request of session %s to %s, not to %s (%s): %s", sid, up, p.addr(), p.node, l)
 		}
@@ -374,7 +383,32 @@ func TestThroughNginx(t *testing.T) {
 	if len(spread) < 2 {
 		t.Errorf("nginx sent every 2026-07-28 request to %v: round robin would spread them", spread)
 	}
+
+	// A session whose process is gone: nginx tries the process, is
+	// refused, passes the request to a backup, which answers 404; the
+	// client starts a new session (never a 502).
+	if code, body := rawPost(t, endpoint, token, *wr.SessionID); code != 200 {
+		t.Fatalf("a ping in %s's live session %s through nginx: HTTP %d %q", x.node, *wr.SessionID, code, body)
+	}
+	stopProc(t, x)
+	logged := func() []string { return strings.Split(strings.TrimSpace(ngx.AccessLog()), "\n") }
+	before := len(logged())
+	if code, body := rawPost(t, endpoint, token, *wr.SessionID); code != http.StatusNotFound || !strings.Contains(body, "session not found") {
+		t.Errorf("a ping in session %s after %s stopped: HTTP %d %q, want 404 session not found from another process", *wr.SessionID, x.node, code, body)
+	}
+	// nginx logs a request once it has answered it.
+	for wait := time.Now().Add(testenv.Timeout(5 * time.Second)); len(logged()) == before && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	last := logged()[len(logged())-1]
+	if f := accessLine.FindStringSubmatch(last); f == nil || !strings.HasPrefix(f[1], x.addr()+", ") {
+		t.Errorf("nginx's line for the request after %s stopped = %q, want %s tried first, then a backup", x.node, last, x.addr())
+	}
 }
+
+// accessLine is a line of testenv.Nginx's access log: the upstreams tried,
+// the session id and the protocol version sent.
+var accessLine = regexp.MustCompile(`^\S+ \S+ \d+ "([^"]*)" "([^"]*)" "([^"]*)"$`)
 
 // pageLinks returns the approval pages a process opened.
 func pageLinks(t *testing.T, p *hubProc) []string {
