@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -249,7 +250,10 @@ func (g *Guard) exchange(w http.ResponseWriter, r *http.Request) {
 	used := false
 	if g.pageKey != nil {
 		var err error
-		if l, used, err = g.spendShared(r.Context(), tok, key); err != nil {
+		if l, used, err = g.spendShared(r.Context(), tok, key); errors.Is(err, errLinkExpired) {
+			g.refuse(w, r, http.StatusGone, "expired", "this link expired; run `capabilities hub console` for a new one")
+			return
+		} else if err != nil {
 			g.log.Warn("spending a console link", "err", err)
 			g.refuse(w, r, http.StatusServiceUnavailable, "error", "the link could not be checked now (the hub's database did not answer); open it again in a moment")
 			return
@@ -307,9 +311,13 @@ func (g *Guard) linkMAC(body string) []byte {
 	return m.Sum(nil)
 }
 
+// errLinkExpired: a shared link of this hub whose time has passed.
+var errLinkExpired = errors.New("the link expired")
+
 // spendShared checks a shared link's signature and expiry and spends it
-// once across every process: nil when it is not a link of this hub (or
-// expired), used when it was spent already.
+// once across every process: nil when it is not a link of this hub,
+// errLinkExpired when it is one past its time, used when it was spent
+// already.
 func (g *Guard) spendShared(ctx context.Context, tok string, key [32]byte) (l *link, used bool, err error) {
 	i := strings.LastIndexByte(tok, '.')
 	if i < 0 {
@@ -327,7 +335,7 @@ func (g *Guard) spendShared(ctx context.Context, tok string, key [32]byte) (l *l
 	}
 	exp := time.Unix(sec, 0)
 	if g.opts.Now().After(exp) {
-		return nil, false, nil
+		return nil, false, errLinkExpired
 	}
 	fresh, err := g.opts.Links.Spend(ctx, linkPurpose, hex.EncodeToString(key[:]), exp)
 	if err != nil {

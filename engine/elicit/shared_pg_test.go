@@ -160,6 +160,19 @@ func TestSharedAcrossProcesses(t *testing.T) {
 		if !(codes[0] == http.StatusSeeOther) != (codes[1] == http.StatusSeeOther) || codes[0]+codes[1] != http.StatusSeeOther+http.StatusForbidden {
 			t.Errorf("one link opened on two processes at once: %v; want one 303 and one 403", codes)
 		}
+		// A link past its time opens nothing on a page that lives longer.
+		later := func() time.Time { return time.Now().Add(console.DefaultLifetime + time.Hour) }
+		gl, err := console.NewGuard(page, "127.0.0.1:4803", console.GuardOptions{Links: b, Now: later, Expires: time.Now().Add(3 * console.DefaultLifetime)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		link3, err := ga.Link()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := open(gl, "127.0.0.1:4803", link3); w.Code != http.StatusGone || !strings.Contains(w.Body.String(), "link expired") {
+			t.Errorf("an expired link: %d %q; want 410 link expired", w.Code, w.Body)
+		}
 		// An altered link, or one signed by another hub, opens nothing.
 		c, _, _ := strings.Cut(link2, "token=")
 		tok, _ := url.QueryUnescape(strings.TrimPrefix(link2, c+"token="))
