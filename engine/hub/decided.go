@@ -68,6 +68,7 @@ func (h *Hub) FinishDecided(ctx context.Context) error {
 		}
 	}
 	readAll()
+	h.log.Debug("following decisions")
 	for {
 		select {
 		case <-ctx.Done():
