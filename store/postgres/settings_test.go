@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,4 +85,41 @@ func TestHubKeys(t *testing.T) {
 	if _, err := a.Spend(ctx, "", "t1", exp); err == nil {
 		t.Error("a token without a purpose was spent")
 	}
+}
+
+// BenchmarkHubKeys: what a process pays for the hub's keys on a database
+// store: Key once at start (the row exists), Spend once per approval page
+// link opened.
+func BenchmarkHubKeys(b *testing.B) {
+	pg := testenv.StartPostgres(b)
+	ctx := context.Background()
+	u := pg.NewDatabase(b)
+	if err := postgres.Migrate(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	if _, _, err := s.Key(ctx, "k", 32); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Key", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := s.Key(ctx, "k", 32); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Spend", func(b *testing.B) {
+		exp := time.Now().Add(time.Hour)
+		i := 0
+		for b.Loop() {
+			i++
+			if ok, err := s.Spend(ctx, "bench", strconv.Itoa(i), exp); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 }
