@@ -251,10 +251,33 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 			if server.public != nil {
 				fmt.Fprintf(e.stderr, "capabilities: agents reach it at %s\n", strings.TrimSuffix(server.public.String(), "/")+"/mcp")
 			}
-			return srv.ServeHTTPWith(ctx, ln, mcpserver.Serving{
+			// The runs this process resumes since a person decided
+			// (FinishDecided) finish within the same drain time too; new
+			// ones are left to the other processes (DrainDecided).
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				select {
+				case <-drain:
+				case <-ctx.Done():
+					return
+				}
+				dctx, dcancel := context.WithTimeout(ctx, srvf.drainTimeout)
+				defer dcancel()
+				if err := server.hub.DrainDecided(dctx); err != nil {
+					e.log.Warn("runs resumed after a decision did not finish within --drain-timeout; they are stopped, and another hub process resumes them", "err", err)
+				}
+			}()
+			err = srv.ServeHTTPWith(ctx, ln, mcpserver.Serving{
 				Token: token, Limits: lim, PublicURL: server.public, TLS: server.tls,
 				Ready: server.ready, Drain: drain, DrainTimeout: srvf.drainTimeout,
 			})
+			select {
+			case <-drain:
+				<-drained
+			default:
+			}
+			return err
 		},
 	}
 	c.Flags().BoolVar(&stdio, "stdio", false, "serve one agent over standard input and output")
