@@ -9,7 +9,9 @@
 //     serialized too), reads it FOR UPDATE and writes what fn returns.
 //   - A log line is a row of log_lines, inserted in its own transaction:
 //     committed, and so flushed to PostgreSQL's write-ahead log, before
-//     Append returns (the file store's fdatasync).
+//     Append returns (the file store's fdatasync); Log.Write commits it
+//     without waiting for the flush (the file store's write alone), and
+//     Log.Sync flushes.
 //   - A claim (Hold) is a row of holds with an expiry that this process
 //     renews while it holds it; a process that dies stops renewing and
 //     loses its claims when they expire (LeaseTTL). Times are the
@@ -504,9 +506,43 @@ func (s *Store) appendLine(ctx context.Context, kind store.Kind, id string, line
 	// lock (a transaction-scoped advisory lock) before its line gets its
 	// seq, so lines commit in the order of their seq: a reader never sees
 	// a line appear before one it has already read.
-	if _, err := s.pool.Exec(ctx, `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $1 || '/' || $2, 0)))
-INSERT INTO log_lines (kind, id, line) SELECT $1, $2, $3 FROM l`, string(kind), id, line); err != nil {
+	if _, err := s.pool.Exec(ctx, insertLine, string(kind), id, line); err != nil {
 		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
+	}
+	return nil
+}
+
+const insertLine = `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $1 || '/' || $2, 0)))
+INSERT INTO log_lines (kind, id, line) SELECT $1, $2, $3 FROM l`
+
+// writeLine is appendLine without waiting for the drive (Log.Write, the
+// file store's write without fdatasync), in one round trip: committed, so
+// in PostgreSQL when it returns (a hub process that dies leaves it
+// written), and made durable by the next synchronous commit on the
+// database (the log's next Append or Sync, or anyone's), since the
+// write-ahead log is flushed in order.
+func (s *Store) writeLine(ctx context.Context, kind store.Kind, id string, line []byte) error {
+	if bytes.ContainsAny(line, "\n\r") {
+		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
+	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	batch.Queue(insertLine, string(kind), id, line)
+	batch.Queue(`COMMIT`)
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
+	}
+	return nil
+}
+
+// syncLog makes every line written so far durable: a transaction that
+// writes to the write-ahead log (a transactional logical message, which
+// nothing reads) commits synchronously, and its flush covers every record
+// before it.
+func (s *Store) syncLog(ctx context.Context, kind store.Kind, id string) error {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'capabilities-sync', '')`); err != nil {
+		return s.fail(fmt.Sprintf("syncing the log of %s/%s", kind, id), err)
 	}
 	return nil
 }
@@ -518,8 +554,9 @@ func (s *Store) OpenLog(ctx context.Context, kind store.Kind, id string) (store.
 	return &pgLog{s: s, kind: kind, id: id}, nil
 }
 
-// pgLog appends a line a statement. Write is Append: a line is committed
-// when it returns, which is more than Write promises.
+// pgLog appends a line a statement. Append commits synchronously (the
+// file store's write and fdatasync), Write without waiting for the drive
+// (its write alone), Sync flushes what Write left.
 type pgLog struct {
 	s    *Store
 	kind store.Kind
@@ -530,9 +567,11 @@ func (l *pgLog) Append(line []byte) error {
 	return l.s.appendLine(context.Background(), l.kind, l.id, line)
 }
 
-func (l *pgLog) Write(line []byte) error { return l.Append(line) }
+func (l *pgLog) Write(line []byte) error {
+	return l.s.writeLine(context.Background(), l.kind, l.id, line)
+}
 
-func (l *pgLog) Sync() error { return nil }
+func (l *pgLog) Sync() error { return l.s.syncLog(context.Background(), l.kind, l.id) }
 
 func (l *pgLog) Close() error { return nil }
 
