@@ -46,15 +46,40 @@ type API struct {
 // origin (a file document may refer to files in its folder or below: see
 // RefReader).
 func Load(ctx context.Context, client *http.Client, location, server string) (*API, error) {
+	return loadOver(ctx, client, http.DefaultTransport, location, server)
+}
+
+// LoadOver is Load with every request (the document, the documents it
+// refers to, the operations' calls) made over rt, each client still kept
+// on its origin: rt is how a hosted hub's egress guard sees every
+// connection.
+func LoadOver(ctx context.Context, rt http.RoundTripper, location, server string) (*API, error) {
+	var client *http.Client
+	if strings.Contains(location, "://") {
+		u, err := url.Parse(location)
+		if err != nil {
+			return nil, fmt.Errorf("parsing the document URL: %w", err)
+		}
+		client = GuardedClientOver(u, rt)
+	}
+	return loadOver(ctx, client, rt, location, server)
+}
+
+func loadOver(ctx context.Context, client *http.Client, rt http.RoundTripper, location, server string) (*API, error) {
 	data, err := Read(ctx, client, location)
 	if err != nil {
 		return nil, err
 	}
-	refs, err := NewRefReader(ctx, location)
+	refs, err := newRefReader(ctx, location, rt)
 	if err != nil {
 		return nil, err
 	}
-	return newAPI(ctx, data, location, server, refs)
+	a, err := newAPI(ctx, data, location, server, refs)
+	if err != nil {
+		return nil, err
+	}
+	a.client = GuardedClientOver(a.Base, rt)
+	return a, nil
 }
 
 // New makes an API of a document's bytes; references to other documents
@@ -120,9 +145,14 @@ func (a *API) Description() string {
 // GuardedClient is an HTTP client that reaches only base's origin: a request
 // or a redirect elsewhere is refused before anything is sent there.
 func GuardedClient(base *url.URL) *http.Client {
+	return GuardedClientOver(base, http.DefaultTransport)
+}
+
+// GuardedClientOver is GuardedClient making its requests over rt.
+func GuardedClientOver(base *url.URL, rt http.RoundTripper) *http.Client {
 	want := origin(base)
 	return &http.Client{
-		Transport: &guard{origin: want, base: http.DefaultTransport},
+		Transport: &guard{origin: want, base: rt},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if o := origin(req.URL); o != want {
 				return fmt.Errorf("the server redirected to %s, outside %s, the origin the source was reviewed for: refused", o, want)

@@ -45,6 +45,11 @@ type RefReader struct {
 // NewRefReader makes the RefReader of the document at location (a URL or
 // a file path).
 func NewRefReader(ctx context.Context, location string) (*RefReader, error) {
+	return newRefReader(ctx, location, http.DefaultTransport)
+}
+
+// newRefReader is NewRefReader making its requests over rt.
+func newRefReader(ctx context.Context, location string, rt http.RoundTripper) (*RefReader, error) {
 	r := &RefReader{ctx: ctx, where: location}
 	if strings.Contains(location, "://") {
 		u, err := url.Parse(location)
@@ -53,7 +58,7 @@ func NewRefReader(ctx context.Context, location string) (*RefReader, error) {
 		}
 		// Its own client, whatever reads the document: a redirect away
 		// from the origin is refused before anything is sent.
-		r.origin, r.client = origin(u), GuardedClient(u)
+		r.origin, r.client = origin(u), GuardedClientOver(u, rt)
 		return r, nil
 	}
 	abs, err := filepath.Abs(location)

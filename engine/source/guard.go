@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
@@ -77,6 +78,29 @@ type guardedTransport struct {
 // whether it wants an OAuth sign-in.
 func ProbeClient(src *model.Source) (*http.Client, error) {
 	return newGuardedClient(src.URL, "", "", src.Headers)
+}
+
+// ProbeClient is the package's ProbeClient with its connections checked
+// by o.Egress when set.
+func (o *Options) ProbeClient(src *model.Source) (*http.Client, error) {
+	var base http.RoundTripper = http.DefaultTransport
+	if o.Egress != nil {
+		base = o.Egress.Transport(nameOf(src))
+	}
+	return newGuardedClientOver(src.URL, "", "", src.Headers, base)
+}
+
+// Client is an HTTP client for requests made for a source outside its
+// sessions (OAuth metadata, a token endpoint): a 30 s timeout, and its
+// connections and redirects checked by o.Egress when set. name names the
+// source in a refusal.
+func (o *Options) Client(name string) *http.Client {
+	if o.Egress == nil {
+		return &http.Client{Timeout: 30 * time.Second}
+	}
+	c := o.Egress.Client(name)
+	c.Timeout = 30 * time.Second
+	return c
 }
 
 func newGuardedClient(rawURL string, header, value string, extra map[string]string) (*http.Client, error) {

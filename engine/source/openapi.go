@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,11 +22,11 @@ import (
 func connectOpenAPI(ctx context.Context, src, orig model.Source, cred *Credential, opts Options) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.connectTimeout())
 	defer cancel()
-	api, err := loadAPI(ctx, &src)
+	api, err := loadAPI(ctx, &src, opts.Egress)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{src: src, orig: orig, secret: cred.key(), cred: cred, log: opts.logger(), api: api, callTimeout: opts.callTimeout(&src)}
+	s := &Session{src: src, orig: orig, secret: cred.key(), cred: cred, log: opts.logger(), api: api, callTimeout: opts.callTimeout(&src), egress: opts.Egress}
 	if cred != nil && cred.OAuth != nil {
 		s.oauth = cred.OAuth
 	}
@@ -34,13 +35,21 @@ func connectOpenAPI(ctx context.Context, src, orig model.Source, cred *Credentia
 }
 
 // loadAPI reads the document of src and checks that it still names the
-// server it named when src was reviewed.
-func loadAPI(ctx context.Context, src *model.Source) (*openapi.API, error) {
-	client, err := documentClient(src.Document)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", nameOf(src), err)
+// server it named when src was reviewed. g, when set, checks every
+// connection (the document's, its references', the calls').
+func loadAPI(ctx context.Context, src *model.Source, g *egress.Guard) (*openapi.API, error) {
+	var api *openapi.API
+	var err error
+	if g != nil {
+		api, err = openapi.LoadOver(ctx, g.Transport(nameOf(src)), src.Document, src.URL)
+	} else {
+		var client *http.Client
+		client, err = documentClient(src.Document)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s: %w", nameOf(src), err)
+		}
+		api, err = openapi.Load(ctx, client, src.Document, src.URL)
 	}
-	api, err := openapi.Load(ctx, client, src.Document, src.URL)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (a slow server gets more time with `capabilities hub add --timeout` or CAPABILITIES_CONNECT_TIMEOUT)", err)
@@ -90,7 +99,7 @@ func (s *Session) OpenAPI() *openapi.API {
 func (s *Session) apiManifest(ctx context.Context) (*model.Manifest, error) {
 	if !s.apiFresh.Swap(false) {
 		rctx, cancel := s.withDeadline(ctx)
-		api, err := loadAPI(rctx, &s.src)
+		api, err := loadAPI(rctx, &s.src, s.egress)
 		cancel()
 		if err != nil {
 			s.broken.Store(true)

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
@@ -63,6 +64,12 @@ type Options struct {
 	// HTTPClient is used for streamable-HTTP sources (a client with sane
 	// timeouts by default).
 	HTTPClient *http.Client
+	// Egress, when set, checks every connection to a remote source (an
+	// MCP server, an OpenAPI document, the documents it refers to, its
+	// calls) and each redirect: a hosted hub reaches only public addresses
+	// and the operator's allowed ranges. nil: no such check (a local hub).
+	// It applies when HTTPClient is nil.
+	Egress *egress.Guard
 	// CallTimeout bounds each request to an upstream once it is connected
 	// (a tool call, a listing of its tools) for a source without its own
 	// CallTimeoutMs (DefaultCallTimeout).
@@ -162,6 +169,7 @@ type Session struct {
 	apiMu    sync.Mutex      // guards api, replaced when the document is read again
 	apiFresh atomic.Bool     // api was just read: the first ListTools uses it
 	oauth    *oauth.Source   // an openapi source signed in with OAuth
+	egress   *egress.Guard   // checks an openapi source's connections (nil: none)
 
 	callTimeout time.Duration
 	ended       chan struct{} // closed when the MCP connection ended
@@ -197,6 +205,9 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	if src.Kind == model.KindHTTP && opts.HTTPClient == nil {
 		value := ""
 		var base http.RoundTripper = http.DefaultTransport
+		if opts.Egress != nil {
+			base = opts.Egress.Transport(nameOf(&src))
+		}
 		if cred != nil && cred.OAuth != nil {
 			o, err := oauth.OriginOf(src.URL)
 			if err != nil {
