@@ -48,20 +48,23 @@ func (e *Engine) attempt(ctx context.Context, id string, fresh *model.Run) (*Env
 		if r.Status.Done() {
 			return e.envelope(ctx, r)
 		}
-		if journal, err = e.Journal(ctx, id); err != nil {
-			return nil, err
-		}
 	}
 	r.Status = model.RunRunning
 	r.Attempts++
 	r.UpdatedAt = e.now()
 	// A run is stored when its first call reaches the host (see
 	// host.startStoring); code that calls nothing is stored once, when it
-	// ends. A resumed run marks its new attempt at once.
+	// ends. A resumed run marks its new attempt at once, and only then
+	// reads its journal: an attempt in a process that lost its claim sees
+	// this one before its next write, or this one sees its intent
+	// (host.stoppedElsewhere).
 	stored := fresh == nil
 	if stored {
 		if err := e.store.Put(ctx, store.Runs, id, r); err != nil {
 			return nil, fmt.Errorf("starting attempt %d of %s: %w", r.Attempts, id, err)
+		}
+		if journal, err = e.Journal(ctx, id); err != nil {
+			return nil, err
 		}
 	}
 
@@ -263,6 +266,11 @@ func (e *Engine) Flush() {
 
 // apply sets the outcome of attempt r on the stored record cur.
 func (e *Engine) apply(cur, r *model.Run, h *host, out sandbox.Outcome) {
+	if cur.Attempts > r.Attempts {
+		// A later attempt, in a process that resumed the run after this
+		// one lost its claim on it, owns the record now.
+		return
+	}
 	cur.Attempts, cur.Notices = r.Attempts, r.Notices
 	cur.UpdatedAt = e.now()
 	if cur.Status == model.RunCancelled {

@@ -123,11 +123,21 @@ func (h *host) intend(call sandbox.Call, argsDigest string) error {
 	if err == nil {
 		err = h.waitStored()
 	}
-	if err == nil && h.cancelledElsewhere() {
-		return errCancelled
+	if err == nil {
+		if err = h.stoppedElsewhere(false); err != nil {
+			return err
+		}
 	}
 	if err == nil {
 		err = h.log.Append(line)
+	}
+	if err == nil {
+		// Once more with the intent in: a process that resumed the run
+		// meanwhile (this one's claim ended: a lease it could not renew
+		// in time) recorded its attempt before it read the journal, so
+		// either it sees this intent (and asks a person) or this sees
+		// its attempt (and does not send).
+		err = h.stoppedElsewhere(true)
 	}
 	if err != nil {
 		return fmt.Errorf("journaling the intent of call %d: %w", call.Seq, err)
@@ -197,16 +207,37 @@ func (h *host) unrecorded(call sandbox.Call, argsDigest string, cause error) boo
 // process.
 var errCancelled = errors.New("a person cancelled the run")
 
-// cancelledElsewhere says whether the run's record says a person cancelled
+// errTakenOver stops a write whose run another process resumed: this
+// process's claim on the run had ended (it could not renew its lease in
+// time: paused, or cut off from the database), and the other attempt makes
+// the run's calls now.
+var errTakenOver = errors.New("another process resumed the run after this one lost its claim on it")
+
+// stoppedElsewhere says whether the run's record says a person cancelled
 // it (`hub cancel` in another process, which cannot stop this attempt
-// itself), and then stops the attempt: the write about to go out does not,
-// nor any after it. Before, a run cancelled while it ran in a serve
-// process went on making its writes and answered "completed". One read of
-// the record per write, beside the write's fdatasync'ed intent.
-func (h *host) cancelledElsewhere() bool {
+// itself) or another process resumed it (a later attempt), and then stops
+// the attempt: the write about to go out does not, nor any after it.
+// Before, a run cancelled while it ran in a serve process went on making
+// its writes and answered "completed"; and a process that lost its lease
+// went on with the writes the process that took the run over made too.
+// strict: a record that cannot be read stops the write as well (checked
+// after the intent is journaled); otherwise the write goes ahead, as
+// before. One or two reads of the record per write, beside the write's
+// synced intent.
+func (h *host) stoppedElsewhere(strict bool) error {
 	r, err := store.Get[model.Run](h.ctx, h.e.store, store.Runs, h.run.ID)
-	if err != nil || r.Status != model.RunCancelled {
-		return false
+	var why error
+	switch {
+	case err != nil && strict:
+		return fmt.Errorf("checking that this process still runs %s: %w", h.run.ID, err)
+	case err != nil:
+		return nil
+	case r.Status == model.RunCancelled:
+		why = errCancelled
+	case r.Attempts > h.run.Attempts:
+		why = errTakenOver
+	default:
+		return nil
 	}
 	h.e.mu.Lock()
 	stop := h.e.running[h.run.ID]
@@ -214,7 +245,7 @@ func (h *host) cancelledElsewhere() bool {
 	if stop != nil {
 		stop()
 	}
-	return true
+	return why
 }
 
 // wasInFlight decides a call whose intent is in the journal without an
