@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,11 +34,14 @@ type upstream struct {
 
 	maxHold time.Duration
 	srv     *http.Server
+
+	gate    chan struct{} // closed: wait answers
+	waiting atomic.Int64  // wait calls received
 }
 
 func startUpstream(t testing.TB, maxHold time.Duration) *upstream {
 	t.Helper()
-	u := &upstream{logPath: filepath.Join(t.TempDir(), "calls.log"), maxHold: maxHold}
+	u := &upstream{logPath: filepath.Join(t.TempDir(), "calls.log"), maxHold: maxHold, gate: make(chan struct{})}
 	f, err := os.OpenFile(u.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +59,12 @@ func startUpstream(t testing.TB, maxHold time.Duration) *upstream {
 		},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false},
 	}, u.record)
+	server.AddTool(&mcp.Tool{
+		Name:        "wait",
+		Description: "Wait until the test lets it answer (a read).",
+		InputSchema: map[string]any{"type": "object"},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, u.wait)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +105,17 @@ func (u *upstream) record(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "recorded " + in.ID}}}, nil
+}
+
+// wait answers once the test closes u.gate.
+func (u *upstream) wait(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	u.waiting.Add(1)
+	select {
+	case <-u.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "waited"}}}, nil
 }
 
 // calls counts the ids in the call log, read from the file.
