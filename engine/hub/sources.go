@@ -305,12 +305,13 @@ func (h *Hub) sameServer(ctx context.Context, src *model.Source) (string, error)
 // tools yet and marked Auth "oauth", for `hub auth` to sign in to and list
 // its tools. nil when the server did not ask for OAuth.
 func (h *Hub) proposeSignIn(ctx context.Context, req AddRequest, src model.Source) *Proposal {
-	hc, err := source.ProbeClient(&src)
+	so := h.sourceOptions() // its Egress checks a hosted hub's probes too
+	hc, err := so.ProbeClient(&src)
 	if err != nil {
 		return nil
 	}
 	ch, status, err := oauth.Probe(ctx, hc, src.URL)
-	if err != nil || status != http.StatusUnauthorized || !oauth.Protected(ctx, &http.Client{Timeout: 30 * time.Second}, src.URL, ch) {
+	if err != nil || status != http.StatusUnauthorized || !oauth.Protected(ctx, so.Client(src.URL), src.URL, ch) {
 		return nil
 	}
 	ns := req.Namespace
