@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/openapi"
@@ -67,9 +68,10 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 	if req.Open == nil {
 		return nil, errors.New("signing in: no way to open the authorization page")
 	}
+	so := h.sourceOptions() // its Egress checks a hosted hub's sign-in requests too
 	hc := req.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = so.Client(req.Namespace)
 	}
 	opts := oauth.Options{
 		ServerURL:         src.URL,
@@ -82,11 +84,11 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 		Logger:            h.log,
 	}
 	if src.Kind == model.KindOpenAPI {
-		if err := openAPIAuthServer(ctx, src, hc, &opts); err != nil {
+		if err := openAPIAuthServer(ctx, src, hc, so.Egress, &opts); err != nil {
 			return nil, fmt.Errorf("signing in: %w", err)
 		}
 	} else {
-		guarded, err := source.ProbeClient(src)
+		guarded, err := so.ProbeClient(src)
 		if err != nil {
 			return nil, fmt.Errorf("signing in: %w", err)
 		}
@@ -118,12 +120,18 @@ func (h *Hub) SignIn(ctx context.Context, req SignInRequest) (*model.Connections
 // and its scopes), else the first openIdConnect scheme's discovery
 // document. No resource parameter is sent: such a server is not an MCP
 // server and need not know RFC 8707.
-func openAPIAuthServer(ctx context.Context, src *model.Source, hc *http.Client, o *oauth.Options) error {
-	var docClient *http.Client
-	if u, err := url.Parse(src.Document); err == nil && u.Scheme != "" && u.Host != "" {
-		docClient = openapi.GuardedClient(u)
+func openAPIAuthServer(ctx context.Context, src *model.Source, hc *http.Client, g *egress.Guard, o *oauth.Options) error {
+	var api *openapi.API
+	var err error
+	if g != nil {
+		api, err = openapi.LoadOver(ctx, g.Transport(src.Namespace), src.Document, src.URL)
+	} else {
+		var docClient *http.Client
+		if u, err := url.Parse(src.Document); err == nil && u.Scheme != "" && u.Host != "" {
+			docClient = openapi.GuardedClient(u)
+		}
+		api, err = openapi.Load(ctx, docClient, src.Document, src.URL)
 	}
-	api, err := openapi.Load(ctx, docClient, src.Document, src.URL)
 	if err != nil {
 		return err
 	}
@@ -243,9 +251,11 @@ func (h *Hub) oauthSource(ns string, c *model.Connection, tk *oauth.Tokens) *oau
 		h.oauth.m = map[string]*oauth.Source{}
 	}
 	st := &tokenStore{h: h, ns: ns, conn: c.Name, ref: c.SecretRef}
+	so := h.sourceOptions()
 	s := oauth.NewSource(tk, st, oauth.SourceOptions{
-		Skew:     h.opts.OAuthSkew,
-		OnTokens: func(t *oauth.Tokens) { h.rememberTokens(c.SecretRef, t) },
+		HTTPClient: so.Client(ns), // checked by a hosted hub's Egress
+		Skew:       h.opts.OAuthSkew,
+		OnTokens:   func(t *oauth.Tokens) { h.rememberTokens(c.SecretRef, t) },
 	})
 	h.oauth.m[key] = s
 	return s
