@@ -82,6 +82,51 @@ func Parse(specs []string) (*Guard, error) {
 	return New(ps...), nil
 }
 
+// Ranges is the value of a repeatable --allow-egress flag (a pflag.Value
+// and flag.Value): each Set adds ranges, separated by commas or spaces
+// (the form of an environment variable such as
+// CAPABILITIES_HOSTED_ALLOW_EGRESS).
+type Ranges []netip.Prefix
+
+// Set adds the ranges of s.
+func (r *Ranges) Set(s string) error {
+	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' })
+	if len(fields) == 0 {
+		fields = []string{s} // the empty range's message
+	}
+	for _, f := range fields {
+		p, err := ParseRange(f)
+		if err != nil {
+			return err
+		}
+		*r = append(*r, p)
+	}
+	return nil
+}
+
+// String lists the ranges, comma-separated.
+func (r *Ranges) String() string {
+	if r == nil {
+		return ""
+	}
+	ss := make([]string, len(*r))
+	for i, p := range *r {
+		ss[i] = p.String()
+	}
+	return strings.Join(ss, ",")
+}
+
+// Type names the flag's value in help.
+func (r *Ranges) Type() string { return "CIDR" }
+
+// Guard is a guard allowing the ranges.
+func (r *Ranges) Guard() *Guard {
+	if r == nil {
+		return New()
+	}
+	return New(*r...)
+}
+
 // ParseRange reads one --allow-egress value: a CIDR range or a single
 // address (a /32 or /128). A range with host bits set ("10.1.2.3/16") is
 // refused, since it likely is a typo for another range.
@@ -297,7 +342,12 @@ func (g *Guard) Dialer(source string) *net.Dialer {
 // Transport is an HTTP transport like http.DefaultTransport whose
 // connections the guard checks, without a proxy.
 func (g *Guard) Transport(source string) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if ok {
+		t = t.Clone()
+	} else { // replaced by a program: start from a transport of our own
+		t = &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 100, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	}
 	t.Proxy = nil
 	d := g.Dialer(source)
 	t.DialContext = d.DialContext // http.DefaultTransport has no other dial function

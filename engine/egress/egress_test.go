@@ -15,7 +15,10 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 )
+
+var _ pflag.Value = (*egress.Ranges)(nil) // --allow-egress on a cobra command
 
 func TestClassify(t *testing.T) {
 	type row struct {
@@ -181,6 +184,27 @@ func TestParseRange(t *testing.T) {
 	}
 	if _, err := egress.Parse([]string{"10.0.0.0/8", "nope"}); err == nil {
 		t.Error("Parse took a bad range")
+	}
+}
+
+func TestRangesFlag(t *testing.T) {
+	var r egress.Ranges
+	for _, s := range []string{"10.0.0.0/8", "127.0.0.1, fd00::/8", " 192.168.0.0/16\t100.64.0.0/10 "} {
+		if err := r.Set(s); err != nil {
+			t.Fatalf("Set(%q): %v", s, err)
+		}
+	}
+	want := "10.0.0.0/8,127.0.0.1/32,fd00::/8,192.168.0.0/16,100.64.0.0/10"
+	if d := cmp.Diff(want, r.String()); d != "" {
+		t.Errorf("ranges (-want +got):\n%s", d)
+	}
+	if !r.Guard().Allows(netip.MustParseAddr("100.64.1.1")) || r.Guard().Allows(netip.MustParseAddr("172.16.0.1")) {
+		t.Error("the guard does not follow the ranges")
+	}
+	for _, bad := range []string{"", " , ", "10.0.0.0/8,nope"} {
+		if err := new(egress.Ranges).Set(bad); err == nil || !strings.HasPrefix(err.Error(), "reading --allow-egress") {
+			t.Errorf("Set(%q): got %v, want an error about --allow-egress", bad, err)
+		}
 	}
 }
 
@@ -373,5 +397,18 @@ func fakeDNS(t *testing.T, addr netip.Addr) func(ctx context.Context, network, a
 			}
 		}()
 		return client, nil
+	}
+}
+
+// BenchmarkCheck: the cost the guard adds to each dial.
+func BenchmarkCheck(b *testing.B) {
+	g := egress.New(netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd12::/64"))
+	for _, a := range []string{"8.8.8.8:443", "127.0.0.1:80", "[2606:4700:4700::1111]:443", "[64:ff9b::a9fe:a9fe]:80"} {
+		ap := netip.MustParseAddrPort(a)
+		b.Run(a, func(b *testing.B) {
+			for b.Loop() {
+				_ = g.Check(ap, "bench")
+			}
+		})
 	}
 }
