@@ -70,7 +70,11 @@ func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
 
 func (s *Store) follow(ctx context.Context, c *pgx.Conn, out chan<- store.Change) {
 	defer close(out)
-	defer func() { _ = c.Close(context.Background()) }()
+	defer func() {
+		if c != nil { // nil when ctx ended while connecting again
+			_ = c.Close(context.Background())
+		}
+	}()
 	send := func(ch store.Change) bool {
 		select {
 		case out <- ch:
