@@ -23,7 +23,7 @@ import (
 // same tool handler go-sdk would, and writes the reply go-sdk would write,
 // byte for byte (TestFastCallAnswersAsGoSDK).
 //
-// It takes only requests whose answer cannot differ: anything else falls
+// It takes only requests whose answer cannot differ; anything else falls
 // through to go-sdk with the body as it came, so go-sdk's own checks and
 // errors stay the only ones. It declines a request
 //   - not exactly protocol 2026-07-28, not tools/call of the three tools of
@@ -34,8 +34,8 @@ import (
 //     message member beyond the ones named here;
 //   - with an id that go-sdk would not echo as written (a string with an
 //     escape, a number that is not a plain integer within ±2^53);
-//   - when the server answers with Options.Unavailable (go-sdk's middleware
-//     says so).
+// A server whose Options.Unavailable returns an error answers with it, as
+// its middleware in go-sdk does (gate).
 
 // fastVersion is the protocol version fastCall answers.
 const fastVersion = modernProtocol
@@ -72,7 +72,7 @@ type fastCapabilities struct {
 // fastCall answers r itself and reports true, or reports false having
 // changed nothing but r.Body (which then gives the same bytes again).
 func (s *Server) fastCall(w http.ResponseWriter, r *http.Request) bool {
-	if s.calls == nil || s.opts.Unavailable != nil || r.Method != http.MethodPost ||
+	if s.calls == nil || r.Method != http.MethodPost ||
 		r.Header.Get("Mcp-Protocol-Version") != fastVersion || r.Header.Get("Mcp-Method") != "tools/call" ||
 		s.calls[r.Header.Get("Mcp-Name")] == nil || len(r.Header.Values("Last-Event-ID")) > 0 ||
 		!plainJSON(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
@@ -95,14 +95,22 @@ func (s *Server) fastCall(w http.ResponseWriter, r *http.Request) bool {
 	// A run outlives a client that hangs up, as under go-sdk's stateless
 	// handler (it does not pass a client's cancellation on).
 	ctx := context.WithoutCancel(r.Context())
-	res, err := s.calls[req.Params.Name](ctx, req.CallToolRequest)
+	var res *mcp.CallToolResult
+	gone := s.unavailable()
+	if gone != nil {
+		// As gate answers it (from outside the layer of go-sdk that
+		// marks a result complete).
+		res = toolError("%s", gone.Error())
+	} else {
+		res, err = s.calls[req.Params.Name](ctx, req.CallToolRequest)
+	}
 	if err != nil || res == nil || res.InputRequests != nil || res.RequestState != "" {
 		// The handlers answer with results; this is not reached. Had it
 		// been, the call was made and go-sdk cannot be asked again.
 		writeFastError(w, req, err)
 		return true
 	}
-	reply, err := s.fastReply(req.ID, res)
+	reply, err := s.fastReply(req.ID, res, gone == nil)
 	if err != nil {
 		writeFastError(w, req, err)
 		return true
@@ -153,8 +161,8 @@ func parseFastCall(body []byte, tool string) (fastCallRequest, bool) {
 
 // fastReply is the JSON-RPC response go-sdk writes for res under
 // 2026-07-28: the result's _meta names the server, an absent content is
-// an empty list, and resultType is "complete".
-func (s *Server) fastReply(id json.RawMessage, res *mcp.CallToolResult) ([]byte, error) {
+// an empty list, and resultType is "complete" for a result the tool made.
+func (s *Server) fastReply(id json.RawMessage, res *mcp.CallToolResult, complete bool) ([]byte, error) {
 	out := *res
 	meta := map[string]any{}
 	for k, v := range res.Meta {
@@ -181,7 +189,10 @@ func (s *Server) fastReply(id json.RawMessage, res *mcp.CallToolResult) ([]byte,
 	b.Write(id)
 	b.WriteString(`,"result":`)
 	b.Write(result)
-	b.WriteString(`,"resultType":"complete"}}`)
+	if complete {
+		b.WriteString(`,"resultType":"complete"`)
+	}
+	b.WriteString(`}}`)
 	return b.Bytes(), nil
 }
 
@@ -281,4 +292,12 @@ func acceptsBoth(values []string) bool {
 		}
 	}
 	return jsonOK && streamOK
+}
+
+// unavailable is Options.Unavailable's answer (nil when it is not set).
+func (s *Server) unavailable() error {
+	if s.opts.Unavailable == nil {
+		return nil
+	}
+	return s.opts.Unavailable()
 }

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -101,6 +102,35 @@ func TestFastCallAnswersAsGoSDK(t *testing.T) {
 				t.Errorf("the hub's answer differs from go-sdk's (-go-sdk +hub):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestFastCallWhenTheHubIsUnavailable: a server whose Unavailable returns
+// an error answers every call with it, with or without go-sdk, and one
+// whose Unavailable returns nil runs the call.
+func TestFastCallWhenTheHubIsUnavailable(t *testing.T) {
+	h, _ := corpusHub(t)
+	var gone error
+	unavailable := func() error { return gone }
+	fast := New(h, Options{Unavailable: unavailable})
+	t.Cleanup(fast.Close)
+	sdk := New(h, Options{Unavailable: unavailable})
+	t.Cleanup(sdk.Close)
+	sdk.calls = nil
+	hdr := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"execute"}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"execute","arguments":{"code":"return 1"}}}`
+	for _, err := range []error{nil, errors.New("the hub at /x was removed; serve another")} {
+		gone = err
+		if !fast.fastCall(httptest.NewRecorder(), request(hdr, body)) {
+			t.Fatal("fastCall declined")
+		}
+		got, want := answer(fast.HTTPHandler(testToken), hdr, body), answer(sdk.HTTPHandler(testToken), hdr, body)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("unavailable %v: the hub's answer differs from go-sdk's (-go-sdk +hub):\n%s", err, diff)
+		}
+		if err != nil && !strings.Contains(got.Body, "was removed") {
+			t.Errorf("unavailable %v: answered %s", err, got.Body)
+		}
 	}
 }
 
