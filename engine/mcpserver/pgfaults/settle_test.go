@@ -138,7 +138,9 @@ func settle(t *testing.T, ctx context.Context, c *cluster, view *dbView, up *ups
 			out, err := hubCLIErr(c.db, c.homes[i%len(c.homes)], "hub", "approve", r.Run.ID, "--choice", "skip")
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil || !strings.Contains(out, "completed") || !strings.Contains(out, "skipped_in_flight") {
+			// The run completes when its code catches the skip's
+			// ToolError (writeCode), and fails when it does not.
+			if err != nil || !strings.Contains(out, "Decided c1-in-flight: skip") || !strings.Contains(out, "skipped_in_flight") {
 				t.Errorf("hub approve %s --choice skip: %v\n%s", r.Run.ID, err, out)
 				return
 			}
