@@ -63,8 +63,10 @@ var affinities = func() (t [numActions][numActions]affinity) {
 	}
 	clash(actRead, actCreate, actUpdate, actDelete, actSend)
 	clash(actList, actCreate, actUpdate, actDelete, actSend)
-	clash(actCreate, actRead, actList, actDelete)
-	clash(actUpdate, actRead, actList)
+	// Not a read: a read-only tool may compute what a query asks to make
+	// ("add two numbers": everything.getSum).
+	clash(actCreate, actList, actDelete)
+	clash(actUpdate, actRead, actList, actCreate)
 	clash(actDelete, actRead, actList, actCreate, actSend)
 	clash(actRun, actDelete, actRead, actList)
 	clash(actSend, actRead, actList, actDelete)
@@ -131,6 +133,9 @@ func actionTables() (q, tl, fill, question actionTable) {
 			tl.add(w, a)
 		}
 	}
+	for _, w := range queryNotActions {
+		q.add(w, actNone)
+	}
 	for _, w := range queryFillers {
 		fill.add(w, actNone)
 	}
@@ -166,7 +171,7 @@ var actionAnalyzer = func() *analyzer {
 }()
 
 // queryAction is the class of what a query asks for, actNone when it
-// does not say.
+// does not say (or says it is no action: queryNotActions).
 func queryAction(text string) action {
 	words := stemWords(text)
 	i := 0

@@ -33,6 +33,7 @@ func TestQueryAction(t *testing.T) {
 		"tell me the weather",
 		"get rid of the cached page",
 		"cpu usage timeseries",
+		"add two numbers",
 		"",
 	}
 	got := map[string]string{}
@@ -58,6 +59,7 @@ func TestQueryAction(t *testing.T) {
 		"tell me the weather":                     "read",
 		"get rid of the cached page":              "delete",
 		"cpu usage timeseries":                    "",
+		"add two numbers":                         "",
 		"":                                        "",
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -147,6 +149,19 @@ func TestActionLifts(t *testing.T) {
 		if r, s := rank(without, c.q, c.ns, c.right), rank(without, c.q, c.ns, c.sibling); r < s {
 			t.Errorf("%q: without the signal %s ranks %d, before %s (%d): the case no longer measures it", c.q, c.right, r, c.sibling, s)
 		}
+	}
+}
+
+// TestActionNoClashForComputing: a query to make something does not push
+// down a read-only tool that computes it (a create–read clash did).
+func TestActionNoClashForComputing(t *testing.T) {
+	ix := build(testenv.CorpusTools(t), Options{}, tuned)
+	res, err := ix.Search(Query{Text: "add two numbers", Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 || res.Hits[0].Address != "everything.getSum" {
+		t.Errorf("add two numbers: want everything.getSum first:\n%s", res.Text())
 	}
 }
 

@@ -101,3 +101,9 @@ var queryFillers = []string{
 	"i'd like to", "help me", "how do i", "how can i", "how to", "let's", "lets", "go ahead and",
 	"just", "quickly",
 }
+
+// queryNotActions are phrases that begin with an action word and say no
+// action: arithmetic is computed, not created ("add two numbers").
+var queryNotActions = []string{
+	"add up", "add two", "add three", "add these", "add the numbers", "add numbers", "add together",
+}

@@ -77,6 +77,8 @@ func TestTuneHalfFigures(t *testing.T) {
 
 var fitFrom = flag.String("fitfrom", "", "TestFit's starting point: name=value,… of its knobs")
 
+var fitFix = flag.String("fitfix", "", "TestFit's knobs to leave as they are, comma-separated")
+
 var fit = flag.Bool("fit", false, "fit the ranking's weights on the own set and the tune half by coordinate ascent (TestFit)")
 
 // TestFit fits the ranking's weights (BM25F fields, synonyms,
@@ -150,11 +152,18 @@ func TestFit(t *testing.T) {
 			}
 		}
 	}
+	fixed := map[string]bool{}
+	for _, name := range strings.Split(*fitFix, ",") {
+		fixed[name] = true
+	}
 	best, own, tun := score(p)
 	t.Logf("start: own %.3f tune %.3f", own, tun)
 	for round := 0; round < 6; round++ {
 		improved := false
 		for _, k := range knobs {
+			if fixed[k.name] {
+				continue
+			}
 			for _, v := range k.vals {
 				q := p
 				*k.get(&q) = v
@@ -165,6 +174,9 @@ func TestFit(t *testing.T) {
 			}
 		}
 		for _, k := range knobs32 {
+			if fixed[k.name] {
+				continue
+			}
 			for _, v := range k.vals {
 				q := p
 				*k.get(&q) = v
