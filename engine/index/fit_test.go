@@ -194,3 +194,22 @@ func TestFit(t *testing.T) {
 	fmt.Printf("k1 %v\nw %v\nb %v\nsyn %v coord %v\nrelW %v relMiss %v\nactMatch %v actNear %v actClash %v\n",
 		p.k1, p.w, p.b, p.syn, p.coord, p.relW, p.relMiss, p.actMatch, p.actNear, p.actClash)
 }
+
+// TestReportHalfFigures logs the report half's slices before issue 42 and
+// now: scores only, never which queries missed (-reporthalf; run once,
+// after tuning).
+func TestReportHalfFigures(t *testing.T) {
+	if !*reportHalf {
+		t.Skip("run with -reporthalf -v, once, after tuning")
+	}
+	tools := testenv.CorpusTools(t)
+	for _, s := range evalSlices(t, tools) {
+		if !strings.Contains(s.name, "report half") {
+			continue
+		}
+		t.Logf("%-40s before (e59590c): %v", s.name, evaluateOn(t, build(tools, Options{}, before42), s.q, false))
+		t.Logf("%-40s ours:             %v", "", evaluateOn(t, build(tools, Options{}, tuned), s.q, false))
+	}
+}
+
+var reportHalf = flag.Bool("reporthalf", false, "log the report half's scores (TestReportHalfFigures)")
