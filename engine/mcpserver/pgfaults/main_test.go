@@ -5,12 +5,15 @@
 // one real PostgreSQL (internal/testenv.StartPostgres), driven by go-sdk MCP
 // clients over HTTP, making writes to a real MCP server written for the test
 // that keeps its own call log (an append-only file, fsynced a line at a
-// time). The processes are killed with SIGKILL under load and PostgreSQL is
-// restarted under load; what the database and the upstream's log hold
-// afterwards is checked: no run lost, no write made twice (I6 across
+// time). The processes are killed with SIGKILL under load, PostgreSQL is
+// restarted under load, and a process is frozen past its lease while
+// another takes its run over; what the database and the upstream's log
+// hold afterwards is checked: no run lost, no write made twice (I6 across
 // processes), no record that does not parse. The start-up refusals (no
-// database, wrong credentials, a newer schema) are here too, for the serve
-// commands.
+// database, wrong credentials, no hub, a newer schema) are here too, for
+// the serve commands.
+//
+//	go test ./engine/mcpserver/pgfaults -v     # PGFAULTS_RUNS, _CLIENTS, _KILL_EVERY, _PACE, _HOLD tune the kill test
 package pgfaults
 
 import (
