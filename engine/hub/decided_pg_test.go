@@ -19,6 +19,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/capabilities-sh/capabilities/store/postgres"
 	"github.com/jackc/pgx/v5"
 )
@@ -283,6 +284,46 @@ func TestDecisionAcrossProcesses(t *testing.T) {
 				t.Errorf("no hub says it resumed run %s", id)
 			}
 		}
+	})
+
+	t.Run("AgentResumeWaitsForTheHolder", func(t *testing.T) {
+		// Another process took the decided run (it heard the decision
+		// first) and has not let go yet: the agent's resume through hub 0
+		// waits for it instead of answering "running in another process",
+		// then gets how the run ends.
+		id := p.asks(t, 0, "item-awaited")
+		if _, err := approval.Record(ctx, p.sts[1], approval.Request{RunID: id, Choice: model.ChoiceOnce, Channel: approval.ChannelPage}); err != nil {
+			t.Fatal(err)
+		}
+		release, err := p.sts[2].Hold(ctx, store.Runs, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			env *hub.Envelope
+			err error
+		}
+		back := make(chan answer, 1)
+		go func() {
+			env, err := p.hubs[0].Resume(ctx, id)
+			back <- answer{env, err}
+		}()
+		select {
+		case a := <-back:
+			release()
+			t.Fatalf("the agent's resume answered while another process held the run: %v %+v", a.err, a.env)
+		case <-time.After(500 * time.Millisecond):
+		}
+		release()
+		select {
+		case a := <-back:
+			if a.err != nil || a.env.Status != string(model.RunCompleted) || !strings.Contains(string(a.env.Result), "item-awaited") {
+				t.Fatalf("the agent's resume once the holder let go: %v %+v", a.err, a.env)
+			}
+		case <-time.After(testenv.Timeout(60 * time.Second)):
+			t.Fatal("the agent's resume never answered after the holder let go")
+		}
+		p.madeOnce(t, "item-awaited")
 	})
 
 	t.Run("HolderDied", func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -240,8 +241,57 @@ func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
 				return nil, ctx.Err()
 			}
 		}
+		// Another process holds a run a person decided (on a shared store,
+		// the one that heard the decision first): the agent's resume waits
+		// a while for it to let go, then gets how the run ends. A run no
+		// one decided (live in its own process) is answered at once.
+		if h.decidedSome(ctx, runID) && h.awaitReleased(ctx, runID) {
+			return h.runEngine().Resume(ctx, runID)
+		}
 	}
 	return env, err
+}
+
+// heldWait bounds how long an agent's resume waits for a run another
+// process holds; an MCP client gives a request a minute.
+const heldWait = 30 * time.Second
+
+// decidedSome reports whether a person decided one of run id's pending
+// calls.
+func (h *Hub) decidedSome(ctx context.Context, id string) bool {
+	r, err := store.Get[model.Run](ctx, h.store, store.Runs, id)
+	if err != nil {
+		return false
+	}
+	for _, p := range r.Pending {
+		if p.Decision != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitReleased waits, up to heldWait, until no process holds run id, and
+// reports whether it was let go.
+func (h *Hub) awaitReleased(ctx context.Context, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, heldWait)
+	defer cancel()
+	pause := 20 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+		held, err := h.store.Held(ctx, store.Runs, id)
+		if err != nil {
+			return false
+		}
+		if !held {
+			return true
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 // Runs gives the run engine for reading runs (list, show, cancel).
