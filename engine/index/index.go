@@ -29,7 +29,10 @@
 // the own queries and the tune half of testdata/intents.txt. When no hit
 // shares a word with the query, the result says so (Fallback), and a
 // namespace-scoped search lists the rest of the namespace after what it
-// found, so it is never empty while the namespace has tools.
+// found, so it is never empty while the namespace has tools. A search over
+// every namespace where no tool holds much of the query (weak.go) shows
+// the few closest, says nothing matched well and lists the namespaces
+// (Weak), rather than a page of noise.
 // A third signal weighs what the query wants done against what the tool
 // does (actions.go): each tool has an action class (read, list, create,
 // update, delete, run, send) from its name's verb and its annotations, and
