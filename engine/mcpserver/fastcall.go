@@ -19,7 +19,7 @@ import (
 // params for _meta, for the Mcp-Name check, for the call; a 32 KB buffer
 // each, and the tool's input schema marshalled and decoded for header
 // annotations): in a profile of 32 clients, twice the CPU of the hub's own
-// Execute for a trivial run, and 480 KiB of the 490 a request allocated
+// Execute for a trivial run, and over 90 % of the 480 KiB it allocated
 // (BenchmarkHTTPRequest). fastCall decodes the body once, calls the
 // same tool handler go-sdk would, and writes the reply go-sdk would write,
 // byte for byte (TestFastCallAnswersAsGoSDK).
