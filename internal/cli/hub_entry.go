@@ -56,7 +56,11 @@ func isHubEntry(s harness.Server, bins []string) bool {
 	if len(a) < 3 || a[0] != "hub" || a[1] != "serve" || a[2] != "--stdio" {
 		return false
 	}
-	switch rest := a[3:]; {
+	rest := a[3:]
+	if n := len(rest); n >= 2 && rest[n-2] == "--hub" && rest[n-1] != "" {
+		rest = rest[:n-2] // connect --hub's: a hub on another machine
+	}
+	switch {
 	case len(rest) == 0:
 	case len(rest) == 2 && rest[0] == "--profile" && rest[1] != "":
 	case len(rest) == 1 && strings.HasPrefix(rest[0], "--profile=") && rest[0] != "--profile=":
