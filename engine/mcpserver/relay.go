@@ -151,6 +151,12 @@ type Shim struct {
 	Logger    *slog.Logger
 	// Local starts this process's own engine; done releases it.
 	Local func(ctx context.Context) (srv *Server, done func(), err error)
+	// Remote says the hub is on another machine (serve --stdio --hub URL):
+	// the connection is a plain one (TLS for https), with no proof of the
+	// token (the URL, given by the person, names the hub) and no local
+	// engine to fall back to: a hub that does not answer, or refuses the
+	// token, is an error for each request, saying so (relay_remote.go).
+	Remote bool
 	// Liveness is how long the hub may leave the liveness probe unanswered,
 	// while a message relayed to it is outstanding, before that message is
 	// given up on (relay_alive.go); zero means DefaultLiveness.
@@ -214,6 +220,9 @@ func (s *Shim) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		DialContext:         s.dial,
 		MaxIdleConnsPerHost: 1,
 	}}
+	if s.Remote {
+		s.client, s.probeClient = remoteClient(maxHubConns), remoteClient(1)
+	}
 	s.local = make(chan struct{})
 	s.localIDs = map[string]bool{}
 	var wg sync.WaitGroup
@@ -482,6 +491,10 @@ func (s *Shim) send(ctx context.Context, wg *sync.WaitGroup, line []byte, m shim
 		// event stream.
 		s.listenAfter(ctx, wg, m)
 		return
+	case s.Remote && resp.StatusCode == http.StatusUnauthorized:
+		resp.Body.Close()
+		s.remoteFailed(m, errTokenRefused)
+		return
 	case resp.StatusCode >= 300:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var r shimMsg
@@ -621,6 +634,10 @@ func retryWait(v string) time.Duration {
 // request is answered with an error and the session stays with the hub;
 // one that is silent is frozen (relay_alive.go).
 func (s *Shim) broken(ctx context.Context, line []byte, m shimMsg, cause error) {
+	if s.Remote {
+		s.remoteFailed(m, cause)
+		return
+	}
 	err := s.probe(ctx, s.window()/2)
 	switch {
 	case ctx.Err() != nil:
@@ -841,6 +858,10 @@ const initTimeout = 15 * time.Second
 // not answer goes to this process's own engine, as if no hub were running;
 // anything else means the hub stopped mid-session.
 func (s *Shim) fail(ctx context.Context, line []byte, m shimMsg, cause error) {
+	if s.Remote {
+		s.remoteFailed(m, cause)
+		return
+	}
 	if m.Method == "initialize" && m.isRequest() {
 		s.mu.Lock()
 		first := !s.fallen
@@ -863,6 +884,10 @@ func (s *Shim) fail(ctx context.Context, line []byte, m shimMsg, cause error) {
 // answered with an error saying so, or else the next request will be. The
 // local engine starts now, in the background.
 func (s *Shim) stopped(ctx context.Context, m shimMsg, cause error) {
+	if s.Remote {
+		s.remoteFailed(m, cause)
+		return
+	}
 	s.mu.Lock()
 	first := !s.fallen
 	if first {

@@ -199,6 +199,10 @@ func (s *Shim) answerFrozen(m shimMsg, sent bool) {
 		s.Logger.Warn("the hub is not responding: a message to it was dropped", "method", m.Method, "url", s.Endpoint.URL, "pid", s.Endpoint.PID)
 		return
 	}
+	if s.Remote {
+		s.write(remoteFrozenReply(m.ID, s.Endpoint.URL, s.window(), sent))
+		return
+	}
 	s.write(hubFrozenReply(m.ID, s.Endpoint, s.window(), sent))
 }
 

@@ -22,7 +22,7 @@ type instruction struct {
 // instructions lists the harnesses connect does not write whose config (or
 // its directory) exists, or that are named in clients, with the entry to
 // add by hand.
-func instructions(clients []string, bin, profile string, vars map[string]string) []instruction {
+func instructions(clients []string, bin, profile, remote string, vars map[string]string) []instruction {
 	env, err := harness.FromOS()
 	if err != nil {
 		return nil
@@ -45,7 +45,7 @@ func instructions(clients []string, bin, profile string, vars map[string]string)
 			if ferr != nil && !want[h.Name] && (derr != nil || filepath.Dir(f.Path) == env.Home) {
 				continue
 			}
-			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryText(f.Format, bin, profile, vars)})
+			out = append(out, instruction{Harness: h.Name, Path: f.Path, Key: strings.Join(f.ServersKey, "."), Entry: entryTextTo(f.Format, bin, profile, remote, vars)})
 			break // the first file the harness reads is enough
 		}
 	}
@@ -54,7 +54,13 @@ func instructions(clients []string, bin, profile string, vars map[string]string)
 
 // entryText is the hub's entry written as the harness's format wants it.
 func entryText(format harness.Format, bin, profile string, env map[string]string) string {
-	entryName, args := profileEntry(profile)
+	return entryTextTo(format, bin, profile, "", env)
+}
+
+// entryTextTo is entryText for the hub at remote ("": this machine's).
+func entryTextTo(format harness.Format, bin, profile, remote string, env map[string]string) string {
+	entryName, _ := profileEntry(profile)
+	args := entryArgs(profile, remote)
 	if format == harness.YAML {
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 		quoted := make([]string, len(args))

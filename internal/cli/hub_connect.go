@@ -24,7 +24,8 @@ const entryName = "capabilities"
 
 func newConnectCmd(e *env) *cobra.Command {
 	var clients []string
-	var dryRun, asJSON, replace bool
+	var dryRun, asJSON, replace, tokenStdin bool
+	var hubURL string
 	profile := hub.DefaultProfile
 	c := &cobra.Command{
 		Use:   "connect",
@@ -65,12 +66,43 @@ exits 0 when it wrote (or found already written) its entry in at least one confi
 config it found has such an entry of its own, it exits 1 and says so. Disconnect never takes out
 an entry that is not connect's: it leaves it, and says so.
 
-Antigravity, Hermes and pi are not written: connect prints the entry to add and where.`,
+Antigravity, Hermes and pi are not written: connect prints the entry to add and where.
+
+With --hub URL, the entries reach a hub on another machine (a server, docs/serve-http.md)
+instead of this machine's: each runs "hub serve --stdio --hub URL", which relays the agent's
+session to URL/mcp. Connect first reads the hub's bearer token (--token-stdin, else
+CAPABILITIES_HUB_TOKEN, else a masked prompt; 'capabilities hub http-token' on the server
+prints it), checks it against the hub (an MCP initialize: a refused token or a hub that does
+not answer writes nothing), and keeps it in this machine's secret store (the OS keychain),
+keyed by the URL's host: never in an agent's config. The URL is https, or http to a
+loopback host only.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			files, err := connectTargets(clients, true)
 			if err != nil {
 				return err
+			}
+			remote, token, host := "", "", ""
+			if c.Flags().Changed("hub") {
+				if replace {
+					return usagef("--replace goes without --hub: the servers it turns off are this machine's hub's")
+				}
+				if err := hub.ValidProfileName(profile); err != nil {
+					return usagef("--profile: %v", err)
+				}
+				base, h, err := remoteHub("--hub", hubURL)
+				if err != nil {
+					return err
+				}
+				if token, err = e.remoteToken(tokenStdin, h); err != nil {
+					return err
+				}
+				if err := checkRemoteHub(c.Context(), base, profile, token); err != nil {
+					return err
+				}
+				remote, host = base.String(), h
+			} else if tokenStdin {
+				return usagef("--token-stdin goes with --hub URL")
 			}
 			bin, err := selfPath(c.Context())
 			if err != nil {
@@ -80,7 +112,7 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			if err != nil {
 				return err
 			}
-			if profile != hub.DefaultProfile {
+			if profile != hub.DefaultProfile && remote == "" {
 				if err := e.checkProfile(c.Context(), profile); err != nil {
 					return err
 				}
@@ -98,16 +130,24 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 			bins := hubBinaries(filepath.Join(dir, "snapshots"), bin)
 			var changes []edit.Change
 			for _, f := range files {
-				changes = append(changes, connectChange(f, bin, bins, sources, profile, env))
+				changes = append(changes, connectChangeTo(f, bin, bins, sources, profile, remote, env))
 			}
-			installs, err := e.profileSkillInstalls(c.Context(), files, profile)
-			if err != nil {
-				return err
+			if remote == "" {
+				installs, err := e.profileSkillInstalls(c.Context(), files, profile)
+				if err != nil {
+					return err
+				}
+				changes = append(changes, installs...)
+			} else if !dryRun {
+				where, err := e.storeHubToken(c.Context(), host, token)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "capabilities: the token of the hub at %s is in %s (never in an agent's config)\n", remote, where)
 			}
-			changes = append(changes, installs...)
 			name, _ := profileEntry(profile)
 			own := ownLookup(files, []string{name}, bins)
-			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, env), own, bins)
+			return e.applyEdits("connect", files, changes, dryRun, asJSON, instructions(clients, bin, profile, remote, env), own, bins)
 		},
 	}
 	c.Flags().StringSliceVar(&clients, "client", nil, "only these harnesses (`NAMES`, comma-separated: "+strings.Join(writableNames(), ",")+")")
@@ -115,6 +155,8 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "show what would change (credential values masked), write nothing")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "write the entry of profile `NAME` (named capabilities-NAME; default's is capabilities)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&hubURL, "hub", "", "reach the hub at `URL` on another machine (https; its token goes to this machine's keychain)")
+	c.Flags().BoolVar(&tokenStdin, "token-stdin", false, "with --hub, read the hub's bearer token from standard input")
 	return c
 }
 
@@ -123,7 +165,13 @@ Antigravity, Hermes and pi are not written: connect prints the entry to add and 
 // holds an entry of that name that is not ours (the person's own, see
 // isHubEntry: bins) is left as it is, whole.
 func connectChange(f harness.File, bin string, bins []string, sources []model.Source, profile string, env map[string]string) edit.Change {
-	entry := connectEntry(f.Harness, bin, profile, env)
+	return connectChangeTo(f, bin, bins, sources, profile, "", env)
+}
+
+// connectChangeTo is connectChange for the hub at remote ("": this
+// machine's).
+func connectChangeTo(f harness.File, bin string, bins []string, sources []model.Source, profile, remote string, env map[string]string) edit.Change {
+	entry := connectEntryTo(f.Harness, bin, profile, remote, env)
 	entryName, _ := profileEntry(profile)
 	format, key := edit.Format(f.Format), f.ServersKey
 	h, _ := harness.Lookup(f.Harness)
@@ -237,6 +285,16 @@ func profileEntry(profile string) (name string, args []string) {
 	return name, []string{"hub", "serve", "--stdio", "--profile", profile}
 }
 
+// entryArgs are the arguments of a profile's entry for the hub at remote
+// ("": this machine's).
+func entryArgs(profile, remote string) []string {
+	_, args := profileEntry(profile)
+	if remote != "" {
+		args = append(args, "--hub", remote)
+	}
+	return args
+}
+
 // checkProfile refuses a profile the hub does not have.
 func (e *env) checkProfile(ctx context.Context, profile string) error {
 	if err := hub.ValidProfileName(profile); err != nil {
@@ -262,7 +320,13 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 var entryKeys = []string{"type", "command", "args", "env"}
 
 func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
-	_, args := profileEntry(profile)
+	return connectEntryTo(h, bin, profile, "", env)
+}
+
+// connectEntryTo is connectEntry for the hub at remote ("": this
+// machine's).
+func connectEntryTo(h, bin, profile, remote string, env map[string]string) edit.Entry {
+	args := entryArgs(profile, remote)
 	var e edit.Entry
 	switch h {
 	case "claude-code", "vscode":

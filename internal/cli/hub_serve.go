@@ -31,6 +31,7 @@ func newServeCmd(e *env) *cobra.Command {
 		profile  string
 		pagePort int
 		noShim   bool
+		hubURL   string
 		node     string
 		lim      mcpserver.HTTPLimits
 		srvf     serverFlags
@@ -181,6 +182,12 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 				}
 				return srv, st, func() { ecancel(); srv.Close(); pages.Close(); h.Close() }, nil
 			}
+			if raw := serveHubURL(c, hubURL); raw != "" {
+				if !stdio {
+					return usagef("--hub (and %s) goes with --stdio: it relays to the hub at that URL", hubURLVar)
+				}
+				return e.serveRemote(ctx, raw, profile)
+			}
 			if stdio {
 				if !noShim && os.Getenv("CAPABILITIES_NO_SHIM") == "" {
 					live, err := shimLiveness()
@@ -291,7 +298,41 @@ CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
 	c.Flags().BoolVar(&noShim, "no-shim", false, "with --stdio, run this process's own engine even when a long-running hub is serving (also CAPABILITIES_NO_SHIM=1)")
 	c.Flags().StringVar(&node, "node", "", "with --http, this process's `NAME` among the hub's processes: each session id begins with it, for a proxy to route by (docs/serve-behind-nginx.md; also CAPABILITIES_NODE; default: the host name and the port)")
 	c.Flags().StringVar(&profile, "profile", hub.DefaultProfile, "the profile `NAME` to serve with --stdio (see capabilities hub profiles)")
+	c.Flags().StringVar(&hubURL, "hub", "", "with --stdio, relay to the hub at `URL` on another machine, with the token connect --hub kept (also "+hubURLVar+"; docs/serve-http.md)")
 	return c
+}
+
+// serveHubURL is --hub, else CAPABILITIES_HUB_URL ("" for this machine's
+// hub).
+func serveHubURL(c *cobra.Command, flag string) string {
+	if c.Flags().Changed("hub") {
+		if flag == "" {
+			return " " // refused by remoteHub as empty
+		}
+		return flag
+	}
+	return os.Getenv(hubURLVar)
+}
+
+// serveRemote relays stdio to the hub at raw (serve --stdio --hub): no
+// engine of this process's own, whatever happens.
+func (e *env) serveRemote(ctx context.Context, raw, profile string) error {
+	base, host, err := remoteHub("--hub", strings.TrimSpace(raw))
+	if err != nil {
+		return err
+	}
+	tok, err := e.remoteHubToken(ctx, base, host)
+	if err != nil {
+		return err
+	}
+	live, err := shimLiveness()
+	if err != nil {
+		return err
+	}
+	ep := hubEndpoint(base, profile)
+	e.log.Info("relaying to the remote hub", "url", ep)
+	shim := &mcpserver.Shim{Endpoint: mcpserver.Endpoint{URL: ep}, Token: tok, Remote: true, Logger: e.log, Liveness: live}
+	return shim.Serve(ctx, os.Stdin, os.Stdout)
 }
 
 // serveNode is the node name of serve --http: --node, else CAPABILITIES_NODE,
