@@ -57,8 +57,9 @@ func remoteHub(flag, raw string) (base *url.URL, host string, err error) {
 	if p != "" {
 		return nil, "", usagef("%s %q: the path %q is not the hub's: pass the hub's root URL (%s://%s) or its /mcp", flag, raw, u.Path, u.Scheme, u.Host)
 	}
-	host, err = login.NormalizeHost(u.Host)
-	if err != nil {
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.To4() == nil {
+		host = strings.ToLower(u.Host) // [::1]:4790: NormalizeHost takes no IPv6
+	} else if host, err = login.NormalizeHost(u.Host); err != nil {
 		return nil, "", usagef("%s %q: %v", flag, raw, err)
 	}
 	base = &url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host)}
@@ -86,7 +87,7 @@ func hubEndpoint(base *url.URL, profile string) string {
 // hubTokenRef is the secret reference of the token of the hub at host:
 // "hub-token/<host>", its port after a "_".
 func hubTokenRef(host string) string {
-	return hubTokenPrefix + strings.ReplaceAll(host, ":", "_")
+	return hubTokenPrefix + strings.NewReplacer(":", "_", "[", "", "]", "").Replace(host)
 }
 
 // remoteToken reads the hub's token for connect --hub: --token-stdin, else

@@ -311,7 +311,7 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 	return nil
 }
 
-// connectEntry is the hub's entry in the harness's own shape; env (the
+// connectEntryTo is the hub's entry (at remote; "": this machine's) in the harness's own shape; env (the
 // hub's CAPABILITIES_HOME, see hubEnv) goes into its "env" object (Codex:
 // an env inline table), which every harness connect writes reads.
 // entryKeys are the keys of the hub's entry that connect writes: an update
@@ -319,12 +319,6 @@ func (e *env) checkProfile(ctx context.Context, profile string) error {
 // (Codex's startup_timeout_sec, Gemini's timeout or trust).
 var entryKeys = []string{"type", "command", "args", "env"}
 
-func connectEntry(h, bin, profile string, env map[string]string) edit.Entry {
-	return connectEntryTo(h, bin, profile, "", env)
-}
-
-// connectEntryTo is connectEntry for the hub at remote ("": this
-// machine's).
 func connectEntryTo(h, bin, profile, remote string, env map[string]string) edit.Entry {
 	args := entryArgs(profile, remote)
 	var e edit.Entry
