@@ -193,6 +193,12 @@ func (e *Engine) finish(ctx context.Context, r *model.Run, h *host, out sandbox.
 	if h != nil && h.release != nil {
 		release = h.release
 	}
+	if h != nil && h.takenOver.Load() {
+		// Not "cancelled": the run goes on in the other process, which
+		// owns its record now; the agent gets its end by resuming it.
+		release()
+		return nil, fmt.Errorf("run %s %w: that process resumed it after this one lost its claim on it; resume it again later for its result", r.ID, ErrRunningElsewhere)
+	}
 	record := func(ctx context.Context) (*model.Run, error) {
 		defer release()
 		if firstWrite {
@@ -345,6 +351,11 @@ type host struct {
 	e   *Engine
 	run *model.Run
 	nss *sandbox.Namespaces // what the run sees
+
+	// takenOver: another process resumed the run after this one lost its
+	// claim on it (stoppedElsewhere); the attempt stopped and leaves the
+	// record to it.
+	takenOver atomic.Bool
 
 	mu       sync.Mutex
 	journal  map[int]model.JournalEntry // settled calls, by sequence number

@@ -236,6 +236,7 @@ func (h *host) stoppedElsewhere(strict bool) error {
 		why = errCancelled
 	case r.Attempts > h.run.Attempts:
 		why = errTakenOver
+		h.takenOver.Store(true)
 	default:
 		return nil
 	}
