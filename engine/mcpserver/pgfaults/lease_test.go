@@ -94,6 +94,9 @@ func TestLostLeaseNeverRepeatsAWrite(t *testing.T) {
 	if calls["l0001-01"] != 1 || calls["l0001-02"] != 1 {
 		t.Errorf("each write must be made exactly once: l0001-01 ×%d, l0001-02 ×%d", calls["l0001-01"], calls["l0001-02"])
 	}
+	if outFirst.env != nil || !strings.Contains(outFirst.toolErr, "is running in another process") {
+		t.Errorf("process 0's execute answered %s, want that the run is running in another process", describe(outFirst))
+	}
 	if outSecond.env == nil || outSecond.env.Status != "completed" || outSecond.env.result() != "recorded l0001-02" {
 		t.Errorf("process 1's resume answered %s, want the run completed", describe(outSecond))
 	}
