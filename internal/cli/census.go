@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,6 +47,9 @@ func readCensus() (*census, error) {
 // CAPABILITIES_HOME names this hub's home, or it sets none and this hub is
 // at the default place.
 func (c *census) servesThisHub(s harness.Server) bool {
+	if slices.Contains(s.Args, "--hub") {
+		return false // connect --hub's: a hub on another machine
+	}
 	want := s.Env[homeVar]
 	if want == "" {
 		u, err := os.UserHomeDir()
