@@ -418,40 +418,51 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func(
 		return err
 	}
 	doing := fmt.Sprintf("updating %s/%s", kind, id)
-	var fnErr error
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The record's lock, taken whether the row exists or not; the row
-		// lock (FOR UPDATE) also holds off a concurrent Put.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, string(kind)+"/"+id); err != nil {
-			return err
-		}
-		var old []byte
-		err := tx.QueryRow(ctx, `SELECT data FROM records WHERE kind = $1 AND id = $2 FOR UPDATE`, string(kind), id).Scan(&old)
-		if errors.Is(err, pgx.ErrNoRows) {
-			old = nil
-		} else if err != nil {
-			return err
-		}
-		next, err := fn(old)
-		if err != nil {
-			fnErr = err
-			return err
-		}
-		if next == nil {
-			next = []byte{}
-		}
-		if kind == store.Runs { // not synced, as putRun
-			if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true)`); err != nil {
-				return err
-			}
-		}
-		_, err = tx.Exec(ctx, upsert, string(kind), id, next, bumps(kind), store.IsFollowed(kind))
-		return err
-	})
-	if fnErr != nil {
-		return fnErr
-	}
+	// One transaction on one connection, in two round trips (pipelined
+	// batches) rather than one a statement: BEGIN, the record's lock and
+	// its row; then fn, and the write and COMMIT.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
+		return s.fail(doing, err)
+	}
+	defer conn.Release() // a connection left in a transaction is closed, not reused
+	rollback := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(rctx, `ROLLBACK`)
+	}
+	var old []byte
+	read := &pgx.Batch{}
+	read.Queue(`BEGIN`)
+	// The record's lock, taken whether the row exists or not; the row lock
+	// (FOR UPDATE) also holds off a concurrent Put.
+	read.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, string(kind)+"/"+id)
+	read.Queue(`SELECT data FROM records WHERE kind = $1 AND id = $2 FOR UPDATE`, string(kind), id).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&old); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		return nil
+	})
+	if err := conn.SendBatch(ctx, read).Close(); err != nil {
+		rollback()
+		return s.fail(doing, err)
+	}
+	next, err := fn(old)
+	if err != nil {
+		rollback()
+		return err
+	}
+	if next == nil {
+		next = []byte{}
+	}
+	write := &pgx.Batch{}
+	if kind == store.Runs { // not synced, as putRun
+		write.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	}
+	write.Queue(upsert, string(kind), id, next, bumps(kind), store.IsFollowed(kind))
+	write.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, write).Close(); err != nil {
+		rollback()
 		return s.fail(doing, err)
 	}
 	return nil
