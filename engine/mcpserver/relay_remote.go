@@ -28,7 +28,6 @@ func remoteClient(conns int) *http.Client {
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
-		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: min(conns, 16),
 		MaxConnsPerHost:     conns,
 	}}
