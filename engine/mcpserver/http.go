@@ -65,12 +65,12 @@ func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
 		scheme, got, ok := strings.Cut(auth, " ")
 		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities"`)
-			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token in $CAPABILITIES_HOME/hub/http-token")
+			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token `capabilities hub http-token` prints")
 			return
 		}
 		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities", error="invalid_token"`)
-			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token in $CAPABILITIES_HOME/hub/http-token")
+			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token `capabilities hub http-token` prints")
 			return
 		}
 		if r.URL.Path == AlivePath {

@@ -135,7 +135,7 @@ func TestProbes(t *testing.T) {
 		{"healthz", "/healthz", nil, 200, "ok\n"},
 		{"healthz by a foreign Host", "/healthz", map[string]string{"Host": "10.0.0.5:4790"}, 200, "ok\n"},
 		{"readyz, not ready", "/readyz", nil, 503, "not ready: the sandbox is starting\n"},
-		{"the MCP endpoint still wants the token", "/mcp", nil, 401, "missing bearer token: send Authorization: Bearer <token>, the token in $CAPABILITIES_HOME/hub/http-token\n"},
+		{"the MCP endpoint still wants the token", "/mcp", nil, 401, "missing bearer token: send Authorization: Bearer <token>, the token `capabilities hub http-token` prints\n"},
 	} {
 		code, _, body, err := get(t, "http://"+addr+tc.path, tc.hdr)
 		if err != nil || code != tc.code || body != tc.body {
