@@ -82,9 +82,17 @@ and the ones after run on this process's own engine. When that hub runs but answ
 the hub's pid once the hub has left the shim's liveness probe unanswered for CAPABILITIES_HUB_LIVENESS (default
 20s), and the next request goes to the hub again; a long execute (a person deciding, a slow
 tool) is not cut, as the hub answers the probe meanwhile. --no-shim (or
-CAPABILITIES_NO_SHIM=1) always runs its own engine.`,
+CAPABILITIES_NO_SHIM=1) always runs its own engine.
+
+--stdio --hub URL (or CAPABILITIES_HUB_URL) relays to a hub on another machine instead
+(what ` + "`capabilities hub connect --hub URL`" + ` writes into each agent's config): to URL/mcp (a
+profile's URL/mcp/<profile>), with the bearer token connect kept in this machine's keychain
+for URL's host (or CAPABILITIES_HUB_TOKEN). It runs no engine of its own: a hub that does
+not answer, or refuses the token, is an MCP error for the request, and the next request
+tries the hub again. URL is https, or http to a loopback host only.`,
 		Example: `  capabilities hub serve --stdio
   capabilities hub serve --http --port 4790
+  capabilities hub serve --stdio --hub https://hub.example.com
   capabilities hub serve --http --listen 127.0.0.1:4790 --public-url https://hub.example.com
   capabilities hub serve --http --listen 0.0.0.0:4790 --public-url https://hub.example.com:4790 --tls-cert hub.crt --tls-key hub.key`,
 		Args: exactArgs(0, "no arguments"),
