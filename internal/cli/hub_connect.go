@@ -59,7 +59,7 @@ so the agent's "hub serve --stdio" opens this hub and not the one in ~/.capabili
 An entry of that name that connect did not write is the person's own and is left byte for byte
 (with the rest of its file): for example an HTTP entry for the desktop app's hub. Connect's own
 entry is a stdio entry running a capabilities binary (any path) as "hub serve --stdio",
-optionally with "--profile NAME", with no env other than CAPABILITIES_HOME; connect updates
+optionally with "--profile NAME" and then "--hub URL", with no env other than CAPABILITIES_HOME; connect updates
 such an entry. Connect names each config it left, with the entry's command or URL (credential
 values masked): remove that entry and run connect again to have connect write its own. Connect
 exits 0 when it wrote (or found already written) its entry in at least one config; when every
