@@ -123,13 +123,15 @@ type params struct {
 
 	// The second signal: the query's words and their WordNet relatives
 	// (lexicon.go), scored over the same postings, fused with BM25F.
-	rel      [numKinds]float32 // weight of a relative, by link kind; all 0: no second signal
-	hop2     float32           // factor for a relative's relative; 0: one hop
-	relW     float32           // weight of the second signal in the fusion, for a word the index has
-	relMiss  float32           // the same for a query word no tool has, nor its synonyms: its relatives are all it has
-	relSelf  float32           // weight of the query's own word in the second signal
-	relFloor float32           // a tool only the second signal finds needs this share of the best score
-	relMaxDF float32           // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
+	rel      [numKinds]float32  // weight of a relative, by link kind; all 0: no second signal
+	hop2     float32            // factor for a relative's relative; 0: one hop
+	relW     float32            // weight of the second signal in the fusion, for a word the index has
+	relMiss  float32            // the same for a query word no tool has, nor its synonyms: its relatives are all it has
+	relSelf  float32            // weight of the query's own word in the second signal
+	relFloor float32            // a tool only the second signal finds needs this share of the best score
+	relMaxDF float32            // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
+	fold     [numFKinds]float32 // weight of a FOLDOC relative (thesaurus.go), by link kind; all 0: none
+	aik      [2]float32         // the same for Aiksaurus (Moby) relatives, when a test loaded its table
 
 	// The action-class signal (actions.go): a tool's score times 1+actMatch
 	// when its class is the query's, 1+actNear for a neighbour, 1-actClash
@@ -568,6 +570,7 @@ func (ix *Index) relatives(term string, out map[int32]float32) {
 			out[id] = w
 		}
 	}
+	ix.thesaurusRelatives(term, put)
 	i := lex.find(term)
 	if i < 0 {
 		return
@@ -593,6 +596,16 @@ func (ix *Index) relatives(term string, out map[int32]float32) {
 
 func (ix *Index) semantic() bool {
 	for _, w := range ix.p.rel {
+		if w > 0 {
+			return true
+		}
+	}
+	for _, w := range ix.p.fold {
+		if w > 0 {
+			return true
+		}
+	}
+	for _, w := range ix.p.aik {
 		if w > 0 {
 			return true
 		}
