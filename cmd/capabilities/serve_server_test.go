@@ -292,8 +292,18 @@ func TestServeTLSOnAnotherAddress(t *testing.T) {
 			}
 		})
 	}
+	// HTTP/2, which the TLS handshake offers, is spoken.
+	h2 := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "hub.test"}}}
+	resp, err := h2.Get(s.base + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz over HTTP/2: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Errorf("/healthz over TLS answered HTTP %d in %s, want 200 in HTTP/2", resp.StatusCode, resp.Proto)
+	}
 	// Plain HTTP on the TLS port is not served.
-	resp, err := (&http.Client{}).Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	resp, err = (&http.Client{}).Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
 	if err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == 200 {

@@ -80,13 +80,12 @@ func (s *Server) ServeHTTPWith(ctx context.Context, ln net.Listener, o Serving) 
 		ConnState:         cl.state,
 		TLSConfig:         o.TLS,
 	}
-	var srvLn net.Listener = cl
+	// With TLS, ServeTLS sets up HTTP/2 beside HTTP/1.1 and offers both
+	// (a listener wrapped here would offer h2 and then not speak it).
+	serve := func() error { return hs.Serve(cl) }
 	if o.TLS != nil {
-		cfg := o.TLS.Clone()
-		if !strings.Contains(strings.Join(cfg.NextProtos, ","), "http/1.1") {
-			cfg.NextProtos = append(cfg.NextProtos, "h2", "http/1.1")
-		}
-		srvLn = tls.NewListener(cl, cfg)
+		hs.TLSConfig = o.TLS.Clone()
+		serve = func() error { return hs.ServeTLS(cl, "", "") }
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -104,7 +103,7 @@ func (s *Server) ServeHTTPWith(ctx context.Context, ln net.Listener, o Serving) 
 		case <-done:
 		}
 	}()
-	err := hs.Serve(srvLn)
+	err := serve()
 	close(done)
 	<-stopped
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
