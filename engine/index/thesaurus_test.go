@@ -3,8 +3,10 @@ package index
 import (
 	"flag"
 	"os"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
@@ -175,6 +177,106 @@ func TestAiksaurusTune(t *testing.T) {
 				t.Logf("%s aik title %.2f member %.2f: own %v | tune %v | tune hard %v", base.name, title, member,
 					evaluateOn(t, ix, evalQueries, false), evaluateOn(t, ix, tuneHalf, false), evaluateOn(t, ix, hardTune, false))
 			}
+		}
+	}
+}
+
+// BenchmarkSearch10kThesaurus is BenchmarkSearch10k with the ranking
+// without the second thesaurus (off, as shipped), with FOLDOC's relatives
+// at foldocBest, and (with -aiksaurus FILE) with Aiksaurus' at title 0.5.
+func BenchmarkSearch10kThesaurus(b *testing.B) {
+	tools := tools10k(b)
+	loadFoldoc(b)
+	runs := []struct {
+		name string
+		p    params
+	}{{"off", tuned}, {"foldoc", withFoldoc(tuned, foldocBest[0], foldocBest[1], foldocBest[2])}}
+	if *aikTable != "" {
+		t, err := os.ReadFile(*aikTable)
+		if err != nil {
+			b.Fatal(err)
+		}
+		aiksaurus = parseTable(t, "AIK1")
+		b.Cleanup(func() { aiksaurus = nil })
+		p := tuned
+		p.aik = [2]float32{0.5, 0}
+		runs = append(runs, struct {
+			name string
+			p    params
+		}{"aiksaurus", p})
+	}
+	for _, r := range runs {
+		b.Run(r.name, func(b *testing.B) {
+			ix := build(tools, Options{}, r.p)
+			for _, e := range evalQueries { // warm the signature and relatives caches
+				ix.Search(Query{Text: e.q})
+			}
+			var lat []time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				q := evalQueries[i%len(evalQueries)].q
+				i++
+				start := time.Now()
+				if _, err := ix.Search(Query{Text: q}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			sort.Slice(lat, func(a, c int) bool { return lat[a] < lat[c] })
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
+
+// TestThesaurusReportHalf logs the report half's slices with the ranking
+// as shipped and with each thesaurus at the weights the tune half chose:
+// scores only, never which queries missed (-reporthalf; run once, after
+// tuning; Aiksaurus with -aiksaurus FILE).
+func TestThesaurusReportHalf(t *testing.T) {
+	if !*reportHalf {
+		t.Skip("run with -reporthalf -v, once, after tuning")
+	}
+	loadFoldoc(t)
+	tools := testenv.CorpusTools(t)
+	bare := bm25f
+	bare.actMatch, bare.actNear, bare.actClash = 0, 0, 0
+	rows := []struct {
+		name string
+		p    params
+	}{{"BM25F + 2nd signal", withFoldoc(bare, 0, 0, 1e-6)}, {"BM25F + FOLDOC", withFoldoc(bare, foldocBest[0], foldocBest[1], foldocBest[2])},
+		{"ours", tuned}, {"ours + FOLDOC", withFoldoc(tuned, foldocBest[0], foldocBest[1], foldocBest[2])}}
+	if *aikTable != "" {
+		b, err := os.ReadFile(*aikTable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aiksaurus = parseTable(b, "AIK1")
+		t.Cleanup(func() { aiksaurus = nil })
+		alone := withFoldoc(bare, 0, 0, 1e-6)
+		alone.aik = [2]float32{0.5, 0}
+		p := tuned
+		p.aik = [2]float32{0.5, 0}
+		rows = append(rows, struct {
+			name string
+			p    params
+		}{"BM25F + Aiksaurus", alone}, struct {
+			name string
+			p    params
+		}{"ours + Aiksaurus", p})
+	}
+	for _, s := range evalSlices(t, tools) {
+		if !strings.Contains(s.name, "report half") {
+			continue
+		}
+		for i, r := range rows {
+			name := ""
+			if i == 0 {
+				name = s.name
+			}
+			t.Logf("%-40s %-18s %v", name, r.name, evaluateOn(t, build(tools, Options{}, r.p), s.q, false))
 		}
 	}
 }
