@@ -170,9 +170,6 @@ func TestAiksaurusTune(t *testing.T) {
 			for _, member := range []float32{0, 0.05, 0.1, 0.2, 0.3} {
 				p := base.p
 				p.aik = [2]float32{title, member}
-				if base.name != "BM25F + 2nd signal" && title == 0 && member == 0 {
-					p.aik = [2]float32{}
-				}
 				ix := build(tools, Options{}, p)
 				t.Logf("%s aik title %.2f member %.2f: own %v | tune %v | tune hard %v", base.name, title, member,
 					evaluateOn(t, ix, evalQueries, false), evaluateOn(t, ix, tuneHalf, false), evaluateOn(t, ix, hardTune, false))
