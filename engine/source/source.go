@@ -2,9 +2,10 @@
 // command or a remote streamable-HTTP URL.
 //
 // Connecting tries protocol 2026-07-28 (server/discover) first and falls
-// back to 2025-11-25 when the upstream does not answer; a stdio upstream runs
-// in its own process group with a minimal environment, its stray stdout lines
-// are dropped, and it is reaped when the session closes. Pool starts
+// back to 2025-11-25 when the upstream refuses it or does not answer; a
+// stdio upstream runs in its own process group with a minimal environment,
+// its stray stdout lines are dropped, and it is reaped when the session
+// closes. Pool starts
 // sessions lazily, on the first call that needs one.
 package source
 
@@ -232,7 +233,11 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 }
 
 // negotiate connects with 2026-07-28 first and falls back to 2025-11-25
-// when server/discover gets no answer in time.
+// when server/discover gets no answer in time. A server that answers it
+// without 2026-07-28 among its versions (a stateful go-sdk server) or
+// refuses it (an error, HTTP 400) gets initialize 2025-11-25 from go-sdk's
+// Client.Connect itself, in the same attempt: the session then reports
+// 2025-11-25, which is what the manifest records.
 func negotiate(ctx context.Context, src model.Source, opts Options) (*Session, error) {
 	if src.Kind == model.KindStdio {
 		return negotiateStdio(ctx, src, opts)
