@@ -21,9 +21,25 @@ import (
 // the older versions only and refuses any other request of protocol
 // 2026-07-28 (CodeUnsupportedProtocolVersion, HTTP 400); stateless, it
 // speaks 2026-07-28. refusals counts its answers of HTTP 400.
-func greeterServer(t *testing.T, opts *mcp.StreamableHTTPOptions, refusals *atomic.Int64) string {
+func greeterServer(t *testing.T, opts *mcp.StreamableHTTPOptions, refusals *atomic.Int64) (url string, restart func()) {
 	t.Helper()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+	var current atomic.Pointer[mcp.StreamableHTTPHandler]
+	restart = func() { current.Store(greeterHandler(opts)) }
+	restart()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		current.Load().ServeHTTP(sw, r)
+		if sw.status == http.StatusBadRequest {
+			refusals.Add(1)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, restart
+}
+
+// greeterHandler is a new instance of the server (with no sessions).
+func greeterHandler(opts *mcp.StreamableHTTPOptions) *mcp.StreamableHTTPHandler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "1"}, nil)
 		s.AddTool(&mcp.Tool{Name: "greet", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -31,15 +47,6 @@ func greeterServer(t *testing.T, opts *mcp.StreamableHTTPOptions, refusals *atom
 			})
 		return s
 	}, opts)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r)
-		if sw.status == http.StatusBadRequest {
-			refusals.Add(1)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // TestStatefulGoSDKServerIsCalled: a source served by a stateful go-sdk
@@ -47,7 +54,9 @@ func greeterServer(t *testing.T, opts *mcp.StreamableHTTPOptions, refusals *atom
 // server/discover) is added with protocol 2025-11-25, its review accepted,
 // and a run calls its tool: on the hub that added it and on a new hub over
 // the same store (a reconnect with the protocol the manifest recorded),
-// the server refusing nothing. A stateless one gets 2026-07-28.
+// and after the server restarted (a stateful one forgot the session: the
+// call after the one that found it gone connects anew), the server
+// refusing nothing. A stateless one gets 2026-07-28.
 func TestStatefulGoSDKServerIsCalled(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -59,7 +68,7 @@ func TestStatefulGoSDKServerIsCalled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var refusals atomic.Int64
-			url := greeterServer(t, tc.opts, &refusals)
+			url, restart := greeterServer(t, tc.opts, &refusals)
 			dir := filepath.Join(t.TempDir(), "hub")
 			st, _, err := store.Init(dir)
 			if err != nil {
@@ -83,6 +92,18 @@ func TestStatefulGoSDKServerIsCalled(t *testing.T) {
 				}
 			}
 			run(h, "fresh")
+			// The server restarts: a stateful one forgot the session. The
+			// first call may find it gone (HTTP 404); the next connects anew
+			// (with the protocol the manifest recorded).
+			restart()
+			env, err := h.Execute(t.Context(), `return await greeter.greet({})`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Status != "completed" && (env.Error == nil || !strings.Contains(env.Error.Message, "session not found")) {
+				t.Errorf("the first call after the restart: run %s, error %+v; want the greeting or the session gone", env.Status, env.Error)
+			}
+			run(h, "after the server restarted")
 			h.Close()
 
 			st2, err := store.Open(dir)

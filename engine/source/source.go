@@ -529,13 +529,15 @@ func (s *Session) withDeadline(ctx context.Context) (context.Context, context.Ca
 
 // failed turns a request's error into the session's verdict: a
 // *TimeoutError when the request's own deadline passed (not its caller's),
-// else err explained; a connection that is gone marks the session dead,
-// so the pool starts the upstream again on the next call.
+// else err explained; a connection that is gone (or an HTTP session the
+// server no longer knows) marks the session dead, so the pool starts the
+// upstream again, or connects anew, on the next call.
 func (s *Session) failed(ctx, rctx context.Context, err error, method, tool string, strays int) error {
 	if ctx.Err() == nil && errors.Is(context.Cause(rctx), errDeadline) {
 		return &TimeoutError{Namespace: nameOf(&s.src), Method: method, Tool: tool, Timeout: s.callTimeout, Strays: s.strays() - strays}
 	}
-	if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
+	if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) ||
+		errors.Is(err, mcp.ErrSessionMissing)) { // an HTTP server that restarted forgot the session (404)
 		s.broken.Store(true)
 	}
 	return s.explain(err)
