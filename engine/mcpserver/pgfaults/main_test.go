@@ -17,10 +17,6 @@
 package pgfaults
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
@@ -29,20 +25,4 @@ import (
 // binPath is the capabilities binary built once for the package.
 var binPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "capabilities-pgfaults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = filepath.Join(dir, "capabilities")
-	build := exec.Command("go", "build", "-o", binPath, "github.com/capabilities-sh/capabilities/cmd/capabilities")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the capabilities binary (needs the go command on PATH): %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := testenv.RunLeavingNothing(m) // and fails when the tests leave a process running
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithBinary(m, &binPath) }
