@@ -305,7 +305,7 @@ func TestDecisionAcrossProcesses(t *testing.T) {
 		}
 		back := make(chan answer, 1)
 		go func() {
-			env, err := p.hubs[0].Resume(ctx, id)
+			env, err := p.hubs[0].ResumeWaiting(ctx, id)
 			back <- answer{env, err}
 		}()
 		select {

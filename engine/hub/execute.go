@@ -241,13 +241,21 @@ func (h *Hub) Resume(ctx context.Context, runID string) (*Envelope, error) {
 				return nil, ctx.Err()
 			}
 		}
-		// Another process holds a run a person decided (on a shared store,
-		// the one that heard the decision first): the agent's resume waits
-		// a while for it to let go, then gets how the run ends. A run no
-		// one decided (live in its own process) is answered at once.
-		if h.decidedSome(ctx, runID) && h.awaitReleased(ctx, runID) {
-			return h.runEngine().Resume(ctx, runID)
-		}
+	}
+	return env, err
+}
+
+// ResumeWaiting is Resume for an agent's execute({resume}): when another
+// process holds a run a person decided (on a shared store, the one that
+// heard the decision first), it waits a while (heldWait) for that process
+// to let go, then gets how the run ends, instead of "running in another
+// process". A run no one decided (live in its own process) is answered at
+// once. A person's `hub approve` uses Resume, which says at once that the
+// run goes on elsewhere.
+func (h *Hub) ResumeWaiting(ctx context.Context, runID string) (*Envelope, error) {
+	env, err := h.Resume(ctx, runID)
+	if errors.Is(err, run.ErrRunningElsewhere) && h.decidedSome(ctx, runID) && h.awaitReleased(ctx, runID) {
+		return h.Resume(ctx, runID)
 	}
 	return env, err
 }

@@ -145,7 +145,7 @@ func (s *Server) resume(ctx context.Context, req *mcp.CallToolRequest, runID str
 			return nil, fmt.Errorf("the approval was refused: %w", err)
 		}
 	}
-	return s.hub.Resume(ctx, runID)
+	return s.hub.ResumeWaiting(ctx, runID)
 }
 
 // canElicit reports whether the client declared form elicitation.
