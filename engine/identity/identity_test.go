@@ -388,9 +388,11 @@ func TestRefusals(t *testing.T) {
 			wantStatus: 403, wantBody: "expired",
 		},
 		{
-			name:       "provider refuses",
-			authorize:  nil,
-			callback:   func(t *testing.T, _ *browser, u string) string { return h.srv.URL + "/signin/callback?error=access_denied" },
+			name:      "provider refuses",
+			authorize: nil,
+			callback: func(t *testing.T, _ *browser, u string) string {
+				return h.srv.URL + "/signin/callback?error=access_denied"
+			},
 			wantStatus: 403, wantBody: "access_denied",
 		},
 	} {
