@@ -63,6 +63,39 @@ function params(schema) {
   return out;
 }
 
+// placeholders gives every credential-like variable the package's own code
+// reads (process.env.X) a made-up value, so a server that refuses to start
+// without one lists its tools: tools/list needs no service. No real
+// credential is ever set.
+function placeholders(pdir) {
+  const env = {};
+  const files = [];
+  const walk = (d, depth) => {
+    if (depth > 4 || files.length > 300) return;
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      if (e.name === "node_modules") continue;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p, depth + 1);
+      else if (/\.(c|m)?js$/.test(e.name)) files.push(p);
+    }
+  };
+  walk(pdir, 0);
+  for (const f of files) {
+    let s;
+    try {
+      if (fs.statSync(f).size > 8 << 20) continue;
+      s = fs.readFileSync(f, "utf8");
+    } catch { continue; }
+    for (const m of s.matchAll(/process\.env(?:\.|\[["'])([A-Z][A-Z0-9_]{2,})/g)) {
+      const k = m[1];
+      if (!/KEY|TOKEN|SECRET|PASSWORD|PASS|API|URL|ENDPOINT|ID$|USER|ACCOUNT|DOMAIN|PROJECT|ORG|WORKSPACE|TENANT|REGION|EMAIL|SITE|INSTANCE/.test(k)) continue;
+      if (/^(NODE_|npm_)|PORT|TRANSPORT|PROXY|DEBUG|LOG|MODE|HTTP/.test(k)) continue;
+      env[k] = /URL|ENDPOINT|BASE|SITE|INSTANCE|DOMAIN/.test(k) ? "https://example.invalid" : /EMAIL/.test(k) ? "placeholder@example.invalid" : /REGION/.test(k) ? "us-east-1" : "placeholder";
+    }
+  }
+  return env;
+}
+
 async function collect(name) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "toolcorpus-"));
   const rec = { package: name };
@@ -85,7 +118,7 @@ async function collect(name) {
       command: process.execPath,
       args: [path.join(pdir, bin)],
       cwd: dir,
-      env: { PATH: process.env.PATH, HOME: dir },
+      env: { ...placeholders(pdir), PATH: process.env.PATH, HOME: dir },
       stderr: "ignore",
     });
     try {
