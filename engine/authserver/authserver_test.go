@@ -29,8 +29,9 @@ type env struct {
 	srv   *httptest.Server
 	as    *authserver.Server
 	store *authserver.Memory
-	skew  atomic.Int64 // nanoseconds added to the clock
-	http  *http.Client // follows no redirects
+	skew  atomic.Int64                 // nanoseconds added to the clock
+	http  *http.Client                 // follows no redirects
+	mcp   atomic.Pointer[http.Handler] // what /mcp serves behind Middleware
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,6 +62,10 @@ func newEnv(t *testing.T) *env {
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
 	mux.Handle("/mcp", as.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := e.mcp.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
 		io.WriteString(w, "hello")
 	})))
 	h = mux
