@@ -233,7 +233,9 @@ func (p *RP) callback(w http.ResponseWriter, r *http.Request) {
 	ctx := oidc.ClientContext(r.Context(), p.client)
 	tok, err := p.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pd.Verifier))
 	if err != nil {
-		refuse(http.StatusBadGateway, fmt.Sprintf("exchanging the code: %v", err))
+		// The provider's answer stays in the operator's log, not the page.
+		p.log.Warn("sign-in: exchanging the code", "err", err)
+		refuse(http.StatusBadGateway, "the identity provider refused the code")
 		return
 	}
 	raw, _ := tok.Extra("id_token").(string)
@@ -268,6 +270,11 @@ func (p *RP) callback(w http.ResponseWriter, r *http.Request) {
 		Subject: idt.Subject,
 		Name:    claims.Name,
 		Email:   claims.Email,
+	}
+	// A new session id at every sign-in (no fixation); the browser's
+	// previous session, if any, ends.
+	if old, ok := p.session(r); ok {
+		_ = p.store.DeleteSession(r.Context(), old.ID)
 	}
 	now := p.cfg.Now()
 	s := Session{ID: random(), Account: acct, Created: now, Expires: now.Add(p.cfg.SessionTTL)}

@@ -563,3 +563,82 @@ func TestSafeReturn(t *testing.T) {
 		}
 	}
 }
+
+// Over https the session cookie is Secure and carries the __Host- prefix.
+func TestSignInOverTLS(t *testing.T) {
+	p := startIDP(t)
+	var handler http.Handler = http.NotFoundHandler()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret-value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := New(context.Background(), Config{Issuer: p.Issuer, ClientID: "hub", ClientSecretFile: secret, PublicURL: srv.URL, Key: key(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/signin", rp.Handler())
+	mux.Handle("/signin/", rp.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a, ok := rp.Person(r)
+		if !ok {
+			http.Error(w, "nobody", http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, a.Tenant)
+	})
+	handler = mux
+	p.next(t, map[string]any{"sub": "tls-person"})
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Transport: srv.Client().Transport}
+	resp, err := c.Get(srv.URL + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != TenantID(p.Issuer, "tls-person") {
+		t.Fatalf("signing in over https ended with %d %q", resp.StatusCode, body)
+	}
+	u, _ := url.Parse(srv.URL)
+	var names []string
+	for _, ck := range jar.Cookies(u) {
+		names = append(names, ck.Name)
+	}
+	if d := cmp.Diff([]string{"__Host-" + sessionCookie}, names); d != "" {
+		t.Errorf("cookies over https (-want +got):\n%s", d)
+	}
+	// The callback's Set-Cookie, step by step.
+	b := newBrowser(t)
+	b.c.Transport = srv.Client().Transport
+	pg := b.get(t, srv.URL+"/signin")
+	pg = b.get(t, b.get(t, pg.location).location)
+	var sc *http.Cookie
+	for _, ck := range pg.cookies {
+		if ck.Name == "__Host-"+sessionCookie && ck.Value != "" {
+			sc = ck
+		}
+	}
+	if sc == nil || !sc.Secure || !sc.HttpOnly || sc.SameSite != http.SameSiteLaxMode || sc.Path != "/" || sc.Domain != "" {
+		t.Errorf("session cookie over https = %+v, want __Host- with Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", sc)
+	}
+}
+
+// BenchmarkPerson measures what every signed-in request pays: checking the
+// cookie's MAC and reading the session from the in-memory store.
+func BenchmarkPerson(b *testing.B) {
+	rp := &RP{cfg: Config{Key: make([]byte, 32), Now: time.Now}, store: NewMemoryStore()}
+	s := Session{ID: random(), Account: Account{Tenant: "tn_x"}, Expires: time.Now().Add(time.Hour)}
+	_ = rp.store.PutSession(context.Background(), s)
+	req := httptest.NewRequest("GET", "/", nil)
+	req.AddCookie(&http.Cookie{Name: sessionCookie, Value: rp.sign(sessionCookie, s.ID)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := rp.Person(req); !ok {
+			b.Fatal("not signed in")
+		}
+	}
+}
