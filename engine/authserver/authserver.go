@@ -555,7 +555,9 @@ func (s *Server) checkAuthorize(ctx context.Context, q url.Values) (authRequest,
 	}
 	ar.challenge = ch
 	ar.resource = q.Get("resource")
-	if ar.resource == "" {
+	if ar.resource == "" || ar.resource == s.c.Resource+"/" {
+		// Clients differ on the trailing slash (RFC 9728 §3.3); the grant
+		// binds the canonical form.
 		ar.resource = s.c.Resource
 	}
 	if ar.resource != s.c.Resource {
@@ -719,13 +721,18 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c Client) 
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code expired")
 	case f.Get("redirect_uri") != "" && f.Get("redirect_uri") != code.RedirectURI:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "redirect_uri differs from the authorization request's")
-	case f.Get("resource") != "" && f.Get("resource") != code.Resource:
+	case !sameResource(f.Get("resource"), code.Resource):
 		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the authorization request's")
 	case !pkceMatches(f.Get("code_verifier"), code.Challenge):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "code_verifier does not match the code_challenge")
 	default:
 		s.issue(w, r, code.ClientID, code.Tenant, code.Resource, code.Scope, code.Family)
 	}
+}
+
+// sameResource says a token request's resource (optional) names the grant's.
+func sameResource(req, granted string) bool {
+	return req == "" || req == granted || req == granted+"/"
 }
 
 func pkceMatches(verifier, challenge string) bool {
@@ -768,7 +775,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c Client) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was revoked")
 	case !s.c.Now().Before(t.Expires):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token expired")
-	case f.Get("resource") != "" && f.Get("resource") != t.Resource:
+	case !sameResource(f.Get("resource"), t.Resource):
 		oauthError(w, http.StatusBadRequest, "invalid_target", "resource differs from the grant's")
 	default:
 		scope := t.Scope

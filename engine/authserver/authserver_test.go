@@ -34,7 +34,7 @@ type env struct {
 	mcp   atomic.Pointer[http.Handler] // what /mcp serves behind Middleware
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{store: authserver.NewMemory()}
 	var h http.Handler
@@ -76,7 +76,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) resource() string { return e.srv.URL + "/mcp" }
 
 // register registers a client and returns its id and secret.
-func (e *env) register(t *testing.T, body string) (id, secret string) {
+func (e *env) register(t testing.TB, body string) (id, secret string) {
 	t.Helper()
 	resp, err := http.Post(e.srv.URL+"/register", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -99,7 +99,7 @@ var hidden = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"
 // consent opens authURL as tenant, then posts decision from the consent
 // page; it returns the final response (a redirect to the client, or an
 // error page).
-func (e *env) consent(t *testing.T, authURL, tenant, decision string, edit func(url.Values)) *http.Response {
+func (e *env) consent(t testing.TB, authURL, tenant, decision string, edit func(url.Values)) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("GET", authURL, nil)
 	req.AddCookie(&http.Cookie{Name: "person", Value: tenant})
@@ -140,7 +140,7 @@ func (e *env) config(id, secret string) *oauth2.Config {
 }
 
 // outcome summarizes a redirect back to the client, or an error page.
-func outcome(t *testing.T, resp *http.Response) (code, errCode string) {
+func outcome(t testing.TB, resp *http.Response) (code, errCode string) {
 	t.Helper()
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
@@ -166,7 +166,7 @@ func oauthErrCode(err error) string {
 }
 
 // grant runs register → authorize → consent → token and returns the token.
-func (e *env) grant(t *testing.T, tenant string) (*oauth2.Config, *oauth2.Token) {
+func (e *env) grant(t testing.TB, tenant string) (*oauth2.Config, *oauth2.Token) {
 	t.Helper()
 	id, secret := e.register(t, `{"redirect_uris":["`+redirect+`"],"client_name":"Test client"}`)
 	cfg := e.config(id, secret)
@@ -633,5 +633,26 @@ func TestRegistrationRefusals(t *testing.T) {
 		if diff := cmp.Diff(tt.want, r.Error+": "+r.ErrorDescription); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.body, diff)
 		}
+	}
+}
+
+// A resource with a trailing slash names the same resource; the grant binds
+// the canonical form, which Verify checks exactly.
+func TestResourceTrailingSlash(t *testing.T) {
+	e := newEnv(t)
+	id, secret := e.register(t, `{"redirect_uris":["`+redirect+`"]}`)
+	cfg := e.config(id, secret)
+	v := oauth2.GenerateVerifier()
+	slash := oauth2.SetAuthURLParam("resource", e.resource()+"/")
+	code, errc := outcome(t, e.consent(t, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(v), slash), "alice", "allow", nil))
+	if errc != "" {
+		t.Fatal(errc)
+	}
+	tok, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(v), slash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.as.Verify(context.Background(), tok.AccessToken, e.resource()); err != nil {
+		t.Errorf("Verify: %v", err)
 	}
 }
