@@ -126,11 +126,20 @@ func (s *Server) drain(ctx context.Context, hs *http.Server, d *drainer, timeout
 	// Shutdown closes the listener and the idle connections at once; it
 	// returns when every connection is idle, which an event stream (GET)
 	// never is: the requests that count are waited for apart.
-	go func() { _ = hs.Shutdown(dctx) }()
+	shut := make(chan struct{})
+	go func() { _ = hs.Shutdown(dctx); close(shut) }()
 	select {
 	case <-d.idle:
 		if log != nil {
 			log.Info("drained: every request under way has finished", "took", time.Since(start).Round(time.Millisecond))
+		}
+		// A handler that returned may not have flushed its answer yet:
+		// Shutdown waits for its connection to go idle. Only event
+		// streams keep it waiting, so it gets a moment, not the drain.
+		select {
+		case <-shut:
+		case <-time.After(drainFlush):
+		case <-dctx.Done():
 		}
 	case <-ctx.Done():
 		if log != nil {
@@ -143,6 +152,11 @@ func (s *Server) drain(ctx context.Context, hs *http.Server, d *drainer, timeout
 	}
 	hs.Close()
 }
+
+// drainFlush bounds the wait, once every request under way has
+// returned, for their answers to reach the wire before the connections
+// left (event streams) are closed.
+const drainFlush = time.Second
 
 // drainer answers the health and readiness probes, counts the requests
 // under way, and refuses new ones once a drain has begun.

@@ -306,3 +306,62 @@ func TestDrainTimesOut(t *testing.T) {
 		t.Error("the request under way past the timeout was answered, not cut")
 	}
 }
+
+// TestDrainDeliversTheLastAnswer: the drain closes the connections left
+// once every request under way has returned; an answer its handler wrote
+// but net/http had not flushed yet still reaches the client (it got EOF
+// when the connections were closed the instant the handler returned).
+func TestDrainDeliversTheLastAnswer(t *testing.T) {
+	for i := range 5 {
+		release := make(chan struct{})
+		started := make(chan struct{})
+		d := &drainer{idle: make(chan struct{})}
+		counted := d.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(started)
+			<-release
+		}))
+		// The answer goes out after the drainer counted the request out,
+		// as net/http flushes a handler's answer after it returns: here
+		// late enough that closing the connections at once cuts it.
+		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			counted.ServeHTTP(w, r)
+			time.Sleep(20 * time.Millisecond)
+			_, _ = io.WriteString(w, strings.Repeat("finished ", 200))
+		})}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = hs.Serve(ln) }()
+		answered := make(chan string, 1)
+		go func() {
+			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := c.Post("http://"+ln.Addr().String()+"/mcp", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				answered <- err.Error()
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				answered <- err.Error()
+				return
+			}
+			answered <- string(b)
+		}()
+		<-started
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			(&Server{}).drain(context.Background(), hs, d, testenv.Timeout(10*time.Second))
+		}()
+		for d.inFlight() != 1 || !d.isDraining() {
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+		if got := <-answered; got != strings.Repeat("finished ", 200) {
+			t.Fatalf("round %d: the request under way at the drain got %q", i, got)
+		}
+		<-drained
+	}
+}
