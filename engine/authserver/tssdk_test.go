@@ -1,0 +1,117 @@
+package authserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+)
+
+// tsClient plays a connector with the TypeScript SDK 1.x OAuth provider:
+// 401 → discovery → DCR → authorize (the consent page is confirmed by
+// posting its form as the signed-in person) → finishAuth → token → a tool
+// call; then a refresh, and a second call with the refreshed token.
+const tsClient = `
+import { Client } from 'SDK/client/index.js';
+import { StreamableHTTPClientTransport } from 'SDK/client/streamableHttp.js';
+import { auth, UnauthorizedError } from 'SDK/client/auth.js';
+
+const [serverUrl, person] = process.argv.slice(2);
+const redirectUrl = 'http://127.0.0.1:9/callback';
+let info, tokens, verifier, code;
+const provider = {
+  get redirectUrl() { return redirectUrl; },
+  get clientMetadata() {
+    return { client_name: 'TS connector', redirect_uris: [redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_post' };
+  },
+  clientInformation() { return info; },
+  saveClientInformation(i) { info = i; },
+  tokens() { return tokens; },
+  saveTokens(t) { tokens = t; },
+  saveCodeVerifier(v) { verifier = v; },
+  codeVerifier() { return verifier; },
+  async redirectToAuthorization(url) {
+    // The browser: open the consent page as the signed-in person, allow.
+    const headers = { cookie: 'person=' + person };
+    const page = await (await fetch(url, { headers })).text();
+    if (!page.includes('TS connector') || !page.includes(redirectUrl)) throw new Error('consent page does not name the client and redirect: ' + page);
+    const form = new URLSearchParams({ decision: 'allow' });
+    for (const m of page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
+      form.set(m[1], m[2].replaceAll('&#43;', '+').replaceAll('&amp;', '&').replaceAll('&#34;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>'));
+    }
+    const resp = await fetch(new URL('/authorize', url), { method: 'POST', body: form, redirect: 'manual',
+      headers: { ...headers, origin: new URL(url).origin } });
+    const loc = new URL(resp.headers.get('location'));
+    if (loc.searchParams.get('error')) throw new Error('authorize: ' + loc.searchParams.get('error_description'));
+    code = loc.searchParams.get('code');
+  },
+};
+
+async function connect() {
+  const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { authProvider: provider });
+  const client = new Client({ name: 'ts', version: '0' });
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    if (!(e instanceof UnauthorizedError)) throw e;
+    await transport.finishAuth(code);
+    return connect();
+  }
+  return client;
+}
+
+let client = await connect();
+let r = await client.callTool({ name: 'whoami', arguments: {} });
+console.log('call1', r.structuredContent.tenant);
+const first = tokens;
+await client.close();
+// Refresh: auth() with tokens present uses the refresh token.
+const res = await auth(provider, { serverUrl });
+if (res !== 'AUTHORIZED' || tokens.access_token === first.access_token || tokens.refresh_token === first.refresh_token) throw new Error('refresh did not rotate');
+client = await connect();
+r = await client.callTool({ name: 'whoami', arguments: {} });
+console.log('call2', r.structuredContent.tenant);
+await client.close();
+`
+
+func TestTypeScriptSDKClient(t *testing.T) {
+	node := testenv.Node(t)
+	sdk := testenv.NPMPath(t, "@modelcontextprotocol/sdk/dist/esm")
+	e := newEnv(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hub", Version: "0"}, nil)
+	type out struct {
+		Tenant string `json:"tenant"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, out, error) {
+		if req.Extra.TokenInfo == nil {
+			return nil, out{}, errors.New("no token info")
+		}
+		return nil, out{Tenant: req.Extra.TokenInfo.UserID}, nil
+	})
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	e.mcp.Store(&h)
+
+	script := filepath.Join(t.TempDir(), "client.mjs")
+	if err := os.WriteFile(script, []byte(strings.ReplaceAll(tsClient, "'SDK/", "'"+sdk+"/")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	got, err := exec.CommandContext(ctx, node, script, e.resource(), "dave").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v\n%s", err, got)
+	}
+	if string(got) != "call1 dave\ncall2 dave\n" {
+		t.Errorf("output:\n%s", got)
+	}
+}
