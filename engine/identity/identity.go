@@ -79,7 +79,7 @@ const (
 	csrfField      = "csrf_token"
 	csrfHeader     = "X-CSRF-Token"
 	callbackPath   = "/signin/callback"
-	maxReturnBytes = 512
+	maxReturnBytes = 2048 // an /authorize URL with its query fits; the state cookie stays under 4 KB
 )
 
 // New discovers the provider and returns a relying party.
@@ -308,6 +308,19 @@ func (p *RP) signout(w http.ResponseWriter, r *http.Request) {
 func (p *RP) Person(r *http.Request) (Account, bool) {
 	s, ok := p.session(r)
 	return s.Account, ok
+}
+
+// Tenant is the tenant of the person signed in on r (the shape of
+// authserver.Config.Person).
+func (p *RP) Tenant(r *http.Request) (string, bool) {
+	a, ok := p.Person(r)
+	return a.Tenant, ok
+}
+
+// SignIn sends the browser to /signin, to come back to r's URL once signed
+// in (the shape of authserver.Config.SignIn).
+func (p *RP) SignIn(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/signin?return="+url.QueryEscape(r.URL.RequestURI()), http.StatusFound)
 }
 
 func (p *RP) session(r *http.Request) (Session, bool) {

@@ -116,6 +116,14 @@ func newHub(t *testing.T, p *idp) *hub {
 	mux.Handle("/signin", rp.Handler())
 	mux.Handle("/signin/", rp.Handler())
 	mux.Handle("/signout", rp.Handler())
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		tenant, ok := rp.Tenant(r)
+		if !ok {
+			rp.SignIn(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, tenant+" "+r.URL.RawQuery)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a, ok := rp.Person(r)
 		if !ok {
@@ -640,5 +648,27 @@ func BenchmarkPerson(b *testing.B) {
 		if _, ok := rp.Person(req); !ok {
 			b.Fatal("not signed in")
 		}
+	}
+}
+
+// A page that needs a person (the authorization server's /authorize) sends
+// the browser to sign in and gets it back with its query intact.
+func TestSignInReturns(t *testing.T) {
+	p := startIDP(t)
+	h := newHub(t, p)
+	p.next(t, map[string]any{"sub": "carol"})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	query := "response_type=code&client_id=c1&redirect_uri=" + url.QueryEscape("https://claude.ai/api/mcp/auth_callback") +
+		"&code_challenge=" + strings.Repeat("x", 43) + "&code_challenge_method=S256&state=" + strings.Repeat("s", 64) +
+		"&resource=" + url.QueryEscape("https://hub.example/mcp") + "&scope=mcp"
+	resp, err := c.Get(h.srv.URL + "/authorize?" + query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := TenantID(p.Issuer, "carol") + " " + query; resp.StatusCode != 200 || string(body) != want {
+		t.Errorf("after signing in from /authorize: %d %q, want 200 %q", resp.StatusCode, body, want)
 	}
 }
