@@ -421,6 +421,22 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 
+	t.Run("sign-in that took too long", func(t *testing.T) {
+		p.next(t, map[string]any{"sub": "alice"})
+		b := newBrowser(t)
+		cb := b.start(t, h, nil)
+		h.offset.Store(int64(stateTTL + time.Second))
+		defer h.offset.Store(0)
+		pg := b.get(t, cb)
+		if pg.status != http.StatusBadRequest || !strings.Contains(pg.body, "took too long") {
+			t.Errorf("a callback after %v answered %d %q, want 400 took too long", stateTTL, pg.status, pg.body)
+		}
+		h.offset.Store(0)
+		if who := b.who(t, h); who != nil {
+			t.Errorf("signed in as %v after a late callback", who)
+		}
+	})
+
 	t.Run("replayed callback", func(t *testing.T) {
 		p.next(t, map[string]any{"sub": "alice"})
 		b := newBrowser(t)

@@ -43,6 +43,14 @@ func NewMemoryStore() *MemoryStore {
 func (m *MemoryStore) PutSession(_ context.Context, s Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Sessions nobody came back for end here (a sign-in is rare enough
+	// for this sweep not to matter).
+	now := time.Now()
+	for id, old := range m.sessions {
+		if now.After(old.Expires) {
+			delete(m.sessions, id)
+		}
+	}
 	m.sessions[s.ID] = s
 	return nil
 }
