@@ -77,6 +77,11 @@ type Config struct {
 	CSRFKey []byte
 	// Lifetimes; zero takes the defaults (60s, 1h, 30 days, 10 minutes).
 	CodeTTL, AccessTTL, RefreshTTL, ConsentTTL time.Duration
+	// MetadataClient fetches client ID metadata documents (a client_id
+	// that is an https URL, draft-ietf-oauth-client-id-metadata-document).
+	// Nil turns them off. Give it a client that reaches only public
+	// addresses (engine/egress): the URL is chosen by whoever calls.
+	MetadataClient *http.Client
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -272,6 +277,7 @@ func (s *Server) serveASMetadata(w http.ResponseWriter, r *http.Request) {
 		"revocation_endpoint_auth_methods_supported":     authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
+		"client_id_metadata_document_supported":          s.c.MetadataClient != nil,
 	})
 }
 
@@ -411,6 +417,73 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// client is a registered client, or one described by its client ID
+// metadata document when the id is an https URL.
+func (s *Server) client(ctx context.Context, id string) (Client, error) {
+	if !strings.HasPrefix(id, "https://") {
+		return s.c.Store.Client(ctx, id)
+	}
+	if s.c.MetadataClient == nil {
+		return Client{}, ErrNotFound
+	}
+	c, err := s.fetchClientMetadata(ctx, id)
+	if err != nil {
+		s.c.Logger.Warn("client id metadata document refused", "client_id", id, "err", err)
+		return Client{}, ErrNotFound
+	}
+	return c, nil
+}
+
+// fetchClientMetadata reads a client ID metadata document: its client_id
+// must be the URL it was read from, its redirect URIs pass the same checks
+// as a registration's, and the client is public (no secrets, PKCE only).
+func (s *Server) fetchClientMetadata(ctx context.Context, id string) (Client, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" || u.Fragment != "" || u.User != nil {
+		return Client{}, fmt.Errorf("client_id %q: a metadata document URL is https with a path, no fragment, no user info", id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return Client{}, fmt.Errorf("fetching client metadata: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.c.MetadataClient.Do(req)
+	if err != nil {
+		return Client{}, fmt.Errorf("fetching client metadata: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Client{}, fmt.Errorf("fetching client metadata: %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRequestBytes+1))
+	if err != nil {
+		return Client{}, fmt.Errorf("reading client metadata: %w", err)
+	}
+	if len(body) > maxRequestBytes {
+		return Client{}, errors.New("reading client metadata: larger than 64 KiB")
+	}
+	var doc struct {
+		ClientID   string `json:"client_id"`
+		AuthMethod string `json:"token_endpoint_auth_method"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return Client{}, fmt.Errorf("parsing client metadata: %w", err)
+	}
+	if doc.ClientID != id {
+		return Client{}, fmt.Errorf("client metadata: client_id %q is not the document's URL", doc.ClientID)
+	}
+	if doc.AuthMethod != "" && doc.AuthMethod != "none" {
+		return Client{}, fmt.Errorf("client metadata: token_endpoint_auth_method %q: a metadata document client is public (none)", doc.AuthMethod)
+	}
+	m, err := ParseRegistration(body)
+	if err != nil {
+		return Client{}, fmt.Errorf("client metadata: %w", err)
+	}
+	return Client{ID: id, AuthMethod: "none", Name: m.ClientName, RedirectURIs: m.RedirectURIs, Scope: m.Scope}, nil
+}
+
 // ---- authorization ----
 
 // authRequest is a checked /authorize request.
@@ -520,7 +593,7 @@ func (e oauthErr) Error() string { return e.code + ": " + e.desc }
 // redirect URI were valid, so an error may go back to the client.
 func (s *Server) checkAuthorize(ctx context.Context, q url.Values) (authRequest, bool, error) {
 	var ar authRequest
-	c, err := s.c.Store.Client(ctx, q.Get("client_id"))
+	c, err := s.client(ctx, q.Get("client_id"))
 	if errors.Is(err, ErrNotFound) {
 		return ar, false, errors.New("unknown client_id; register the client first")
 	}
@@ -678,7 +751,7 @@ func (s *Server) authenticateClient(w http.ResponseWriter, r *http.Request) (Cli
 	} else {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
-	c, err := s.c.Store.Client(r.Context(), id)
+	c, err := s.client(r.Context(), id)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			s.c.Logger.Error("looking up client", "err", err)

@@ -34,13 +34,13 @@ type env struct {
 	mcp   atomic.Pointer[http.Handler] // what /mcp serves behind Middleware
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, opts ...func(*authserver.Config)) *env {
 	t.Helper()
 	e := &env{store: authserver.NewMemory()}
 	var h http.Handler
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(e.srv.Close)
-	as, err := authserver.New(authserver.Config{
+	cfg := authserver.Config{
 		Issuer: e.srv.URL,
 		Scopes: []string{"mcp"},
 		Store:  e.store,
@@ -54,7 +54,11 @@ func newEnv(t testing.TB) *env {
 		},
 		Logger: slog.New(slog.DiscardHandler),
 		Now:    func() time.Time { return time.Now().Add(time.Duration(e.skew.Load())) },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	as, err := authserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
