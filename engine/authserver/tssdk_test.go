@@ -16,18 +16,19 @@ import (
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 )
 
-// tsClient plays a connector with the TypeScript SDK 1.x OAuth provider:
+// tsClient plays a connector with the TypeScript SDK's OAuth provider (1.x
+// and 2.x):
 // 401 → discovery → DCR → authorize (the consent page is confirmed by
 // posting its form as the signed-in person) → finishAuth → token → a tool
 // call; then a refresh, and a second call with the refreshed token.
 const tsClient = `
-import { Client } from 'SDK/client/index.js';
-import { StreamableHTTPClientTransport } from 'SDK/client/streamableHttp.js';
-import { auth, UnauthorizedError } from 'SDK/client/auth.js';
+import { Client } from 'CLIENT';
+import { StreamableHTTPClientTransport } from 'TRANSPORT';
+import { auth, UnauthorizedError } from 'AUTH';
 
-const [serverUrl, person] = process.argv.slice(2);
+const [serverUrl, person, major] = process.argv.slice(2);
 const redirectUrl = 'http://127.0.0.1:9/callback';
-let info, tokens, verifier, code;
+let info, tokens, verifier, code, callback, discovery;
 const provider = {
   get redirectUrl() { return redirectUrl; },
   get clientMetadata() {
@@ -40,6 +41,8 @@ const provider = {
   saveTokens(t) { tokens = t; },
   saveCodeVerifier(v) { verifier = v; },
   codeVerifier() { return verifier; },
+  saveDiscoveryState(d) { discovery = d; },
+  discoveryState() { return discovery; },
   async redirectToAuthorization(url) {
     // The browser: open the consent page as the signed-in person, allow.
     const headers = { cookie: 'person=' + person };
@@ -54,6 +57,7 @@ const provider = {
     const loc = new URL(resp.headers.get('location'));
     if (loc.searchParams.get('error')) throw new Error('authorize: ' + loc.searchParams.get('error_description'));
     code = loc.searchParams.get('code');
+    callback = loc.searchParams;
   },
 };
 
@@ -64,7 +68,8 @@ async function connect() {
     await client.connect(transport);
   } catch (e) {
     if (!(e instanceof UnauthorizedError)) throw e;
-    await transport.finishAuth(code);
+    // 2.x takes the whole callback, and checks its iss (RFC 9207).
+    await transport.finishAuth(major === '2' ? callback : code);
     return connect();
   }
   return client;
@@ -86,7 +91,20 @@ await client.close();
 
 func TestTypeScriptSDKClient(t *testing.T) {
 	node := testenv.Node(t)
-	sdk := testenv.NPMPath(t, "@modelcontextprotocol/sdk/dist/esm")
+	sdk1 := testenv.NPMPath(t, "@modelcontextprotocol/sdk/dist/esm")
+	sdk2 := testenv.NPMPath(t, "@modelcontextprotocol/client/dist/index.mjs")
+	for _, tt := range []struct{ name, major, client, transport, auth string }{
+		{"sdk 1.x", "1", sdk1 + "/client/index.js", sdk1 + "/client/streamableHttp.js", sdk1 + "/client/auth.js"},
+		{"client 2.x", "2", sdk2, sdk2, sdk2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			script := strings.NewReplacer("'CLIENT'", "'"+tt.client+"'", "'TRANSPORT'", "'"+tt.transport+"'", "'AUTH'", "'"+tt.auth+"'").Replace(tsClient)
+			runTSClient(t, node, script, tt.major)
+		})
+	}
+}
+
+func runTSClient(t *testing.T, node, script, major string) {
 	e := newEnv(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hub", Version: "0"}, nil)
 	type out struct {
@@ -101,13 +119,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	e.mcp.Store(&h)
 
-	script := filepath.Join(t.TempDir(), "client.mjs")
-	if err := os.WriteFile(script, []byte(strings.ReplaceAll(tsClient, "'SDK/", "'"+sdk+"/")), 0o600); err != nil {
+	file := filepath.Join(t.TempDir(), "client.mjs")
+	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	got, err := exec.CommandContext(ctx, node, script, e.resource(), "dave").CombinedOutput()
+	got, err := exec.CommandContext(ctx, node, file, e.resource(), "dave", major).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the TypeScript client failed: %v\n%s", err, got)
 	}
