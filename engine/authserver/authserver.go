@@ -497,7 +497,7 @@ var consentFields = []string{"client_id", "redirect_uri", "state", "code_challen
 
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", consentCSP(""))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
@@ -545,6 +545,9 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		fields["scope"] = ar.scope
 		fields["expires"] = strconv.FormatInt(exp, 10)
 		fields["csrf"] = s.csrf(tenant, fields)
+		// Browsers apply form-action to the redirect that follows the
+		// form's POST, so the client's redirect origin is allowed too.
+		w.Header().Set("Content-Security-Policy", consentCSP(originOf(ar.redirectURI)))
 		s.c.Consent.Render(w, r, Prompt{Tenant: tenant, ClientID: ar.client.ID, ClientName: ar.client.Name,
 			RedirectURI: ar.redirectURI, Resource: ar.resource, Scope: ar.scope, Action: s.c.Issuer + PathAuthorize, Fields: fields})
 		return
@@ -583,6 +586,22 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	s.c.Logger.Info("oauth consent given", "client_id", ar.client.ID, "tenant", tenant)
 	s.redirect(w, r, ar, url.Values{"code": {code}})
+}
+
+func consentCSP(redirectOrigin string) string {
+	fa := "'self'"
+	if redirectOrigin != "" {
+		fa += " " + redirectOrigin
+	}
+	return "default-src 'none'; style-src 'unsafe-inline'; form-action " + fa + "; frame-ancestors 'none'"
+}
+
+func originOf(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 type oauthErr struct{ code, desc string }

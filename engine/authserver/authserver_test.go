@@ -251,6 +251,9 @@ func TestFullFlow(t *testing.T) {
 	if page.Header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("consent page may be framed")
 	}
+	if diff := cmp.Diff("default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:9; frame-ancestors 'none'", page.Header.Get("Content-Security-Policy")); diff != "" {
+		t.Errorf("consent page CSP (-want +got):\n%s", diff)
+	}
 
 	resp = e.consent(t, authURL, "alice", "allow", nil)
 	loc, _ := url.Parse(resp.Header.Get("Location"))
