@@ -3,7 +3,9 @@ package authserver_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +28,9 @@ import { Client } from 'CLIENT';
 import { StreamableHTTPClientTransport } from 'TRANSPORT';
 import { auth, UnauthorizedError } from 'AUTH';
 
-const [serverUrl, person, major] = process.argv.slice(2);
-const redirectUrl = 'http://127.0.0.1:9/callback';
+const [serverUrl, person, major, callbackBase] = process.argv.slice(2);
+// The client's loopback callback: a real listener when a browser follows it.
+const redirectUrl = (callbackBase || 'http://127.0.0.1:9') + '/callback';
 let info, tokens, verifier, code, callback, discovery;
 const provider = {
   get redirectUrl() { return redirectUrl; },
@@ -44,6 +47,7 @@ const provider = {
   saveDiscoveryState(d) { discovery = d; },
   discoveryState() { return discovery; },
   async redirectToAuthorization(url) {
+    if (process.env.BROWSER_EXECUTABLE) return inBrowser(url);
     // The browser: open the consent page as the signed-in person, allow.
     const headers = { cookie: 'person=' + person };
     const page = await (await fetch(url, { headers })).text();
@@ -60,6 +64,30 @@ const provider = {
     callback = loc.searchParams;
   },
 };
+
+// inBrowser confirms the consent page in headless Chromium: the signed-in
+// person's cookie, the page naming the client and redirect, a click on
+// Allow, and the browser following the redirect back to the client (which
+// the page's CSP must allow).
+async function inBrowser(url) {
+  const { chromium } = await import(process.env.PLAYWRIGHT);
+  const browser = await chromium.launch({ executablePath: process.env.BROWSER_EXECUTABLE, headless: true });
+  try {
+    const ctx = await browser.newContext();
+    await ctx.addCookies([{ name: 'person', value: person, url: new URL(url).origin }]);
+    const page = await ctx.newPage();
+    await page.goto(url.toString());
+    const text = await page.textContent('body');
+    if (!text.includes('TS connector') || !text.includes(redirectUrl)) throw new Error('consent page does not name the client and redirect: ' + text);
+    await Promise.all([page.waitForURL(redirectUrl + '**'), page.click('#allow')]);
+    const back = new URL(page.url());
+    if (!back || back.searchParams.get('error')) throw new Error('authorize: ' + back);
+    code = back.searchParams.get('code');
+    callback = back.searchParams;
+  } finally {
+    await browser.close();
+  }
+}
 
 async function connect() {
   const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { authProvider: provider });
@@ -104,7 +132,37 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	}
 }
 
-func runTSClient(t *testing.T, node, script, major string) {
+// TestConsentInChromium: the TypeScript client 2.x signs in with the
+// consent page confirmed in headless Chromium through playwright-core.
+func TestConsentInChromium(t *testing.T) {
+	node := testenv.Node(t)
+	sdk2 := testenv.NPMPath(t, "@modelcontextprotocol/client/dist/index.mjs")
+	pw := testenv.NPMPath(t, "playwright-core/index.mjs")
+	var chromium string
+	for _, name := range []string{"chromium-headless-shell", "chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			chromium = p
+			break
+		}
+	}
+	if chromium == "" {
+		msg := "Chromium (Debian's chromium-headless-shell) missing: run scripts/setup.sh --tests"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("BROWSER_EXECUTABLE", chromium)
+	t.Setenv("PLAYWRIGHT", pw)
+	script := strings.NewReplacer("'CLIENT'", "'"+sdk2+"'", "'TRANSPORT'", "'"+sdk2+"'", "'AUTH'", "'"+sdk2+"'").Replace(tsClient)
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "signed in; you may close this window")
+	}))
+	defer callback.Close()
+	runTSClient(t, node, script, "2", callback.URL)
+}
+
+func runTSClient(t *testing.T, node, script string, args ...string) {
 	e := newEnv(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hub", Version: "0"}, nil)
 	type out struct {
@@ -125,7 +183,7 @@ func runTSClient(t *testing.T, node, script, major string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	got, err := exec.CommandContext(ctx, node, file, e.resource(), "dave", major).CombinedOutput()
+	got, err := exec.CommandContext(ctx, node, append([]string{file, e.resource(), "dave"}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the TypeScript client failed: %v\n%s", err, got)
 	}
