@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,7 +178,7 @@ func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]i
 				r = append(r, cell{j, float32(pmi)})
 			}
 		}
-		slices.SortFunc(r, func(a, b cell) int { return cmp.Compare(b.v, a.v) })
+		slices.SortFunc(r, func(a, b cell) int { return cmp.Or(cmp.Compare(b.v, a.v), cmp.Compare(terms[a.j], terms[b.j])) })
 		if len(r) > npmRelCtxMax {
 			r = r[:npmRelCtxMax]
 		}
@@ -475,5 +476,25 @@ func BenchmarkSearch10kNpmRel(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 		})
+	}
+}
+
+// TestNpmRelReportHalf logs the report half's slices as shipped and with
+// the npm table at npmRelBest: scores only, never which queries missed
+// (-reporthalf; run once, after tuning).
+func TestNpmRelReportHalf(t *testing.T) {
+	if !*reportHalf {
+		t.Skip("run with -reporthalf -v, once, after tuning")
+	}
+	loadNpmRel(t)
+	tools := testenv.CorpusTools(t)
+	on := tuned
+	on.aik = npmRelBest
+	for _, s := range evalSlices(t, tools) {
+		if !strings.Contains(s.name, "report half") {
+			continue
+		}
+		t.Logf("%-40s ours      %v", s.name, evaluateOn(t, build(tools, Options{}, tuned), s.q, false))
+		t.Logf("%-40s ours+npm  %v", "", evaluateOn(t, build(tools, Options{}, on), s.q, false))
 	}
 }
