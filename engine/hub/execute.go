@@ -55,7 +55,7 @@ const catalogDelay = 2 * time.Second
 
 func (h *Hub) runEngine() *run.Engine {
 	h.runs.once.Do(func() {
-		h.runs.engine = run.New(h.store, lazySandbox{h}, tools{h}, run.Options{Logger: h.log, Limits: h.opts.Run, Retention: h.autoRetention})
+		h.runs.engine = run.New(h.store, lazySandbox{h}, tools{h}, run.Options{Logger: h.log, Limits: h.opts.Run, Sandbox: h.opts.Sandbox, Retention: h.autoRetention})
 	})
 	return h.runs.engine
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/store"
@@ -32,6 +33,8 @@ type Options struct {
 	Source source.Options
 	// Run sets the limits of runs (execute).
 	Run run.Limits
+	// Sandbox sets the limits of each attempt (zero: sandbox's defaults).
+	Sandbox sandbox.Limits
 	// Secrets replaces the secret store (tests); nil opens the OS keychain
 	// with a mode-600 file fallback beside the store.
 	Secrets secret.Store

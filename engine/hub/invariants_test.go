@@ -18,11 +18,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/policy"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/typegen"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
@@ -92,7 +94,11 @@ func newFixtureEnv(t testing.TB, extra map[string]string) *fixture {
 	}
 	f := &fixture{st: st, spy: secret.NewSpy(secret.NewMemory(nil)), logs: &bytes.Buffer{}, calls: filepath.Join(t.TempDir(), "calls.jsonl")}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f.h = hub.New(st, hub.Options{Logger: log, Secrets: f.spy})
+	// A run's wall time scales with the machine's load like every test
+	// bound: the race detector on a busy machine takes its 90 s reading a
+	// 5 MB handle (TestLargeResultIsAHandle).
+	wall := int(testenv.Timeout(90 * time.Second).Milliseconds())
+	f.h = hub.New(st, hub.Options{Logger: log, Secrets: f.spy, Sandbox: sandbox.Limits{WallMs: wall}})
 	t.Cleanup(f.h.Close)
 	argv := testenv.Scripted(t)
 	env := map[string]string{"SCRIPTED_LEAK": "SCRIPTED_TOKEN", "SCRIPTED_CALLS": f.calls, "SCRIPTED_TOOLS": "4"}
