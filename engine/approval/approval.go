@@ -25,6 +25,9 @@ const (
 	ChannelPage        = "approval-page"
 	ChannelDesktop     = "desktop"
 	ChannelElicitation = "elicitation"
+	// ChannelDashboard is the hosted hub's dashboard, behind the person's
+	// sign-in (session cookie, CSRF, Host and Origin checks).
+	ChannelDashboard = "dashboard"
 )
 
 // ErrNotAwaiting is returned for a run that waits for no decision.
@@ -48,6 +51,9 @@ type Request struct {
 	CallID  string // the pending item; may be empty when exactly one is undecided
 	Choice  model.Choice
 	Channel string
+	// By names who decided when the channel knows it: on a hosted hub, the
+	// signed-in person's account (the tenant). Empty on a local hub.
+	By string
 	// Nonce, for answers that carry a signed one-time state, is recorded so
 	// the same state cannot be used twice.
 	Nonce string
@@ -100,7 +106,7 @@ func Record(ctx context.Context, st store.Store, req Request) (*model.Run, error
 			}
 			r.UsedNonces = append(r.UsedNonces, req.Nonce)
 		}
-		p.Decision = &model.Decision{Choice: req.Choice, Channel: req.Channel, At: now}
+		p.Decision = &model.Decision{Choice: req.Choice, Channel: req.Channel, By: req.By, At: now}
 		decideSiblings(r, p)
 		if allowed := model.AllowedTool(p.Address, p.Connection, p.Contract); req.Choice == model.ChoiceRun && !slices.Contains(r.AllowedTools, allowed) {
 			r.AllowedTools = append(r.AllowedTools, allowed)

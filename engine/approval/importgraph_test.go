@@ -13,11 +13,13 @@ const module = "github.com/capabilities-sh/capabilities/"
 // channels are the only packages that may import approval: host code that
 // handles a person's input.
 var channels = map[string]bool{
-	module + "internal/cli":    true, // `hub approve`, the terminal prompt
-	module + "engine/elicit":   true, // the client's own form, answered with a signed state
-	module + "engine/console":  true, // the console: the approval page on loopback, the desktop app's screens
-	module + "app":             true, // the desktop app's window and notification
-	module + "engine/approval": true,
+	module + "internal/cli":     true, // `hub approve`, the terminal prompt
+	module + "engine/elicit":    true, // the client's own form, answered with a signed state
+	module + "engine/console":   true, // the console: the approval page on loopback, the desktop app's screens
+	module + "app":              true, // the desktop app's window and notification
+	module + "engine/inbox":     true, // the hosted hub's inbox for the person's desktop app (bearer token, scope "hub")
+	module + "engine/dashboard": true, // the hosted hub's dashboard, behind the person's sign-in
+	module + "engine/approval":  true,
 }
 
 // mustNotReach are packages the model's input flows through: none may
@@ -47,7 +49,7 @@ func TestInvariantI2OnlyAPersonRecordsADecision(t *testing.T) {
 		seen++
 		for _, imp := range imports {
 			if imp == target && !channels[pkg] {
-				t.Errorf("%s imports engine/approval; only person-facing channels may record decisions (allowed: internal/cli, engine/elicit, engine/console, app)", pkg)
+				t.Errorf("%s imports engine/approval; only person-facing channels may record decisions (allowed: internal/cli, engine/elicit, engine/console, engine/inbox, engine/dashboard, app)", pkg)
 			}
 		}
 		for _, p := range mustNotReach {

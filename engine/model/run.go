@@ -69,9 +69,12 @@ var Choices = []Choice{ChoiceOnce, ChoiceRun, ChoiceAlways, ChoiceDeny}
 // Decision is a person's answer to a pending item, with the channel it came
 // through (cli, approval page, desktop, elicitation).
 type Decision struct {
-	Choice  Choice    `json:"choice"`
-	Channel string    `json:"channel"`
-	At      time.Time `json:"at"`
+	Choice  Choice `json:"choice"`
+	Channel string `json:"channel"`
+	// By is who decided, when the channel knows it: on a hosted hub, the
+	// signed-in person's account. Empty on a local hub.
+	By string    `json:"by,omitempty"`
+	At time.Time `json:"at"`
 }
 
 // AllowedTool is AllowedTools' entry for a tool a person allowed for the
