@@ -54,6 +54,10 @@ type Options struct {
 	// Channel is recorded with every decision (approval.ChannelPage when
 	// empty; the desktop app passes approval.ChannelDesktop).
 	Channel string
+	// By is recorded with every decision as who decided (approval.Request.By):
+	// on the hosted hub's dashboard, the signed-in person's tenant. Empty on
+	// a local hub.
+	By string
 	// Run narrows the console to one run: only its pending calls are listed
 	// and decided, only it is shown among runs, and the review inbox is
 	// read-only. Empty: every run.
@@ -499,7 +503,7 @@ func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: choose once (retry) or deny (skip), not %s", callID, choice))
 		return
 	}
-	updated, err := approval.Record(ctx, c.hub.Store(), approval.Request{RunID: runID, CallID: callID, Choice: choice, Channel: c.opts.Channel, Now: c.opts.Now()})
+	updated, err := approval.Record(ctx, c.hub.Store(), approval.Request{RunID: runID, CallID: callID, Choice: choice, Channel: c.opts.Channel, By: c.opts.By, Now: c.opts.Now()})
 	switch {
 	case errors.Is(err, approval.ErrExpired):
 		fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired (the agent can run its code again to ask again)", p.Address, runID))
