@@ -38,6 +38,36 @@ func (s *Server) HTTPHandler(token string) http.Handler {
 // httpHandler is HTTPHandler that also accepts the Host and Origin of
 // public, the address agents use when it is not loopback (Serving.PublicURL).
 func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
+	return s.checkedHandler(public, func(w http.ResponseWriter, r *http.Request) bool {
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is one.
+		auth := r.Header.Get("Authorization")
+		scheme, got, ok := strings.Cut(auth, " ")
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities"`)
+			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token `capabilities hub http-token` prints")
+			return false
+		}
+		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities", error="invalid_token"`)
+			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token `capabilities hub http-token` prints")
+			return false
+		}
+		return true
+	})
+}
+
+// HostedHandler is HTTPHandler for one tenant of a hosted hub
+// (engine/hosted), whose caller has authorized every request already (an
+// OAuth access token for this tenant, checked before this handler): the
+// hub's own bearer token is not asked for. Host and Origin are checked as
+// HTTPHandler checks them, with public's accepted.
+func (s *Server) HostedHandler(public *url.URL) http.Handler {
+	return s.checkedHandler(public, func(http.ResponseWriter, *http.Request) bool { return true })
+}
+
+// checkedHandler is the MCP endpoint behind the Host and Origin checks and
+// authorized, which answers the request itself when it returns false.
+func (s *Server) checkedHandler(public *url.URL, authorized func(http.ResponseWriter, *http.Request) bool) http.Handler {
 	stateful, stateless := s.streamHandlers()
 	badHost := func(h string) string {
 		if public == nil {
@@ -60,17 +90,7 @@ func (s *Server) httpHandler(token string, public *url.URL) http.Handler {
 			deny(w, http.StatusForbidden, badOrigin(o))
 			return
 		}
-		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is one.
-		auth := r.Header.Get("Authorization")
-		scheme, got, ok := strings.Cut(auth, " ")
-		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities"`)
-			deny(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>, the token `capabilities hub http-token` prints")
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="capabilities", error="invalid_token"`)
-			deny(w, http.StatusUnauthorized, "wrong bearer token: use the token `capabilities hub http-token` prints")
+		if !authorized(w, r) {
 			return
 		}
 		if r.URL.Path == AlivePath {
