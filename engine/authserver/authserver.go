@@ -61,9 +61,16 @@ type Config struct {
 	// Resource is the protected resource, normally Issuer+"/mcp".
 	Resource string
 	// Scopes the server grants; a request for others is refused, and a
-	// request naming none is granted all of them.
+	// request naming none is granted DefaultScopes.
 	Scopes []string
-	Store  Store
+	// DefaultScopes are granted to a request that names no scope; nil
+	// grants all of Scopes. Each must be one of Scopes.
+	DefaultScopes []string
+	// ScopeText says in plain words, for the consent page, what each scope
+	// allows; a scope without one is shown by its name. Nil takes
+	// DefaultScopeText.
+	ScopeText map[string]string
+	Store     Store
 	// Person says who is signed in (the tenant), from the request's session.
 	Person func(r *http.Request) (tenant string, ok bool)
 	// SignIn is called when no person is signed in at /authorize; it
@@ -102,8 +109,26 @@ type Prompt struct {
 	RedirectURI string
 	Resource    string
 	Scope       string
-	Action      string
-	Fields      map[string]string
+	// Allows says in plain words what each scope asked for allows, in the
+	// order of Scope.
+	Allows []string
+	Action string
+	Fields map[string]string
+}
+
+// The hosted hub's scopes: ScopeMCP is the MCP endpoint (the three tools),
+// ScopeHub the person's own API (changing the hub's configuration,
+// deciding pending calls).
+const (
+	ScopeMCP = "mcp"
+	ScopeHub = "hub"
+)
+
+// DefaultScopeText is what the consent page says of the hosted hub's
+// scopes.
+var DefaultScopeText = map[string]string{
+	ScopeMCP: "use your hub's tools through search, describe and execute (calls that change things still ask you before they run)",
+	ScopeHub: "manage your hub: change its configuration (sources, policies, profiles, skills, connections and secrets pushed to it) and see and decide its pending calls, approving or denying them as you",
 }
 
 // Grant is what a valid access token grants.
@@ -171,6 +196,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Consent == nil {
 		cfg.Consent = builtinConsent{}
 	}
+	for _, d := range cfg.DefaultScopes {
+		if !slices.Contains(cfg.Scopes, d) {
+			return nil, fmt.Errorf("configuring authserver: default scope %q is not one of Scopes (%s)", d, strings.Join(cfg.Scopes, " "))
+		}
+	}
+	if cfg.ScopeText == nil {
+		cfg.ScopeText = DefaultScopeText
+	}
 	s := &Server{c: cfg, issuer: u, mux: http.NewServeMux()}
 	prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               cfg.Resource,
@@ -220,6 +253,16 @@ func (s *Server) Challenge(w http.ResponseWriter, errCode string) {
 func (s *Server) Middleware(next http.Handler) http.Handler {
 	return auth.RequireBearerToken(s.TokenVerifier(), &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: s.ResourceMetadataURL(),
+	})(next)
+}
+
+// RequireScopes is Middleware that also requires every one of scopes in
+// the token: a valid token without them is answered 403 (insufficient
+// scope), naming them in WWW-Authenticate.
+func (s *Server) RequireScopes(next http.Handler, scopes ...string) http.Handler {
+	return auth.RequireBearerToken(s.TokenVerifier(), &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: s.ResourceMetadataURL(),
+		Scopes:              scopes,
 	})(next)
 }
 
@@ -548,8 +591,16 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		// Browsers apply form-action to the redirect that follows the
 		// form's POST, so the client's redirect origin is allowed too.
 		w.Header().Set("Content-Security-Policy", consentCSP(originOf(ar.redirectURI)))
+		var allows []string
+		for _, sc := range strings.Fields(ar.scope) {
+			if t, ok := s.c.ScopeText[sc]; ok {
+				allows = append(allows, t)
+			} else {
+				allows = append(allows, "scope "+sc)
+			}
+		}
 		s.c.Consent.Render(w, r, Prompt{Tenant: tenant, ClientID: ar.client.ID, ClientName: ar.client.Name,
-			RedirectURI: ar.redirectURI, Resource: ar.resource, Scope: ar.scope, Action: s.c.Issuer + PathAuthorize, Fields: fields})
+			RedirectURI: ar.redirectURI, Resource: ar.resource, Scope: ar.scope, Allows: allows, Action: s.c.Issuer + PathAuthorize, Fields: fields})
 		return
 	}
 	// POST: the consent decision.
@@ -666,6 +717,9 @@ func (s *Server) checkAuthorize(ctx context.Context, q url.Values) (authRequest,
 func (s *Server) grantScope(req string) (string, error) {
 	want := strings.Fields(req)
 	if len(want) == 0 {
+		if s.c.DefaultScopes != nil {
+			return strings.Join(s.c.DefaultScopes, " "), nil
+		}
 		return strings.Join(s.c.Scopes, " "), nil
 	}
 	for _, w := range want {
@@ -1001,7 +1055,10 @@ var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
 <p>Signed in as <strong>{{.Tenant}}</strong>.</p>
 <p>The client <code>{{.ClientID}}</code> will receive access to <code>{{.Resource}}</code>{{if .Scope}} (scope <code>{{.Scope}}</code>){{end}},
 and is sent back to <code>{{.RedirectURI}}</code>.</p>
-<p>Calls that change things still ask you before they run.</p>
+{{if .Allows}}<p>It will be able to:</p>
+<ul>{{range .Allows}}<li>{{.}}</li>{{end}}</ul>
+{{else}}<p>Calls that change things still ask you before they run.</p>
+{{end}}
 <form method="post" action="{{.Action}}">
 {{range $k, $v := .Fields}}<input type="hidden" name="{{$k}}" value="{{$v}}">
 {{end}}<button type="submit" name="decision" value="allow" id="allow">Allow</button>
