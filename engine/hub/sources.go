@@ -142,6 +142,9 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 			src.Headers = maps.Clone(req.Headers)
 		}
 	case len(req.Command) > 0:
+		if h.opts.Source.RemoteOnly {
+			return nil, fmt.Errorf("adding a source: %w", source.ErrStdioRefused)
+		}
 		if len(req.Headers) > 0 {
 			return nil, fmt.Errorf("adding a source: headers are for a remote (http) server; a local one takes --env")
 		}
@@ -454,6 +457,9 @@ func (h *Hub) proposeNamespace(ctx context.Context, serverName string, src *mode
 // Accept stores a proposal: the source and its manifest. It fails if the
 // namespace was taken meanwhile.
 func (h *Hub) Accept(ctx context.Context, p *Proposal) error {
+	if h.opts.Source.RemoteOnly && p.Source.Kind == model.KindStdio {
+		return fmt.Errorf("adding %s: %w", p.Source.Namespace, source.ErrStdioRefused)
+	}
 	err := store.UpdateJSON(ctx, h.store, store.Sources, p.Source.Namespace, func(old *model.Source) (*model.Source, error) {
 		if old != nil {
 			return nil, fmt.Errorf("adding %s: the namespace was taken meanwhile; pick another with --namespace", p.Source.Namespace)

@@ -75,7 +75,14 @@ type Options struct {
 	// (a tool call, a listing of its tools) for a source without its own
 	// CallTimeoutMs (DefaultCallTimeout).
 	CallTimeout time.Duration
+	// RemoteOnly refuses stdio sources (ErrStdioRefused) before anything
+	// starts: a hosted hub runs no upstream process of its own.
+	RemoteOnly bool
 }
+
+// ErrStdioRefused is why a hub with Options.RemoteOnly (a hosted hub)
+// refuses a stdio source.
+var ErrStdioRefused = errors.New("stdio sources cannot run on a hosted hub; add a remote (streamable HTTP) or OpenAPI source")
 
 // DefaultCallTimeout bounds each call to an upstream: an upstream that
 // hangs, answers under another request id or prints only garbage fails the
@@ -188,6 +195,9 @@ func ConnectWith(ctx context.Context, src model.Source, cred *Credential, opts O
 	// The source as configured, before the credential joins its
 	// environment: Pool compares it with the next call's source, and a
 	// difference would restart the upstream on every call.
+	if opts.RemoteOnly && src.Kind == model.KindStdio {
+		return nil, fmt.Errorf("connecting to %s: %w", nameOf(&src), ErrStdioRefused)
+	}
 	orig, secretValue := src, cred.key()
 	if cred != nil && cred.Value != "" && src.Kind == model.KindStdio {
 		if src.SecretEnv == "" {
