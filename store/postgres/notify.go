@@ -2,9 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
@@ -13,104 +14,213 @@ import (
 
 // changesChannel is the channel of PostgreSQL's LISTEN/NOTIFY on which
 // every write of a followed kind (store.Followed) is announced as
-// "kind/id", by pg_notify in the statement (and so the transaction) of the
-// write: a listener hears of it once it is committed, never before, and
-// never of a write that rolled back.
+// "kind/id" (tenant "") or "tenant@kind/id", by pg_notify in the statement
+// (and so the transaction) of the write: a listener hears of it once it is
+// committed, never before, and never of a write that rolled back.
 const changesChannel = "capabilities_changes"
 
 // listenerName is the application_name of a feed's connection (in
 // pg_stat_activity).
 const listenerName = "capabilities-changes"
 
-// Changes follows every process's writes through LISTEN on a connection of
-// its own (outside the pool, which it must not tie up). When that
-// connection is lost (PostgreSQL restarted, a network cut, an
-// administrator ended it), the feed connects again, with a growing pause up
-// to 5 s between tries, and then reports a Change with Resync: whatever was
-// written meanwhile was not heard.
-func (s *Store) Changes(ctx context.Context) (<-chan store.Change, error) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errors.New("following the store's changes: the store is closed")
+// feed is the one LISTEN connection of an Open and its views, and the
+// subscribers it hands each notification to: those of the notification's
+// tenant only.
+type feed struct {
+	mu      sync.Mutex
+	started bool
+	subs    map[*sub]struct{}
+	done    chan struct{} // closed when the listening goroutine ends
+}
+
+// sub is one Changes call's subscription. The listening goroutine never
+// waits for a subscriber: when its queue is full it marks the
+// subscription lost, and the subscriber says Resync once it has caught up.
+type sub struct {
+	tenant string
+	queue  chan store.Change
+	lost   atomic.Bool
+	wake   chan struct{} // poked when lost is set
+}
+
+// wait waits for the listening goroutine, if any, to end (after sh.stop).
+func (f *feed) wait() {
+	f.mu.Lock()
+	started, done := f.started, f.done
+	f.mu.Unlock()
+	if started {
+		<-done
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	c, err := s.listen(ctx)
-	if err != nil {
-		cancel()
+}
+
+// Changes follows every process's writes of this view's tenant. One
+// connection of its own (outside the pool, which it must not tie up)
+// listens for an Open's Store and all its views, made by the first call.
+// When that connection is lost (PostgreSQL restarted, a network cut, an
+// administrator ended it), it connects again, with a growing pause up to
+// 5 s between tries, and every feed then reports a Change with Resync:
+// whatever was written meanwhile was not heard. A feed that falls behind
+// by more than its queue also reports Resync rather than hold up the
+// others. The feed ends when ctx does or the view is closed.
+func (s *Store) Changes(ctx context.Context) (<-chan store.Change, error) {
+	if err := s.usable("following the store's changes"); err != nil {
 		return nil, err
 	}
+	sh := s.sh
+	f := &sh.feed
+	f.mu.Lock()
+	if !f.started {
+		c, err := sh.listen(ctx)
+		if err != nil {
+			f.mu.Unlock()
+			return nil, err
+		}
+		f.started = true
+		f.done = make(chan struct{})
+		f.subs = map[*sub]struct{}{}
+		go sh.dispatch(c)
+	}
+	sb := &sub{tenant: s.tenant, queue: make(chan store.Change, 256), wake: make(chan struct{}, 1)}
+	f.subs[sb] = struct{}{}
+	f.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
 	out := make(chan store.Change, 64)
 	go func() {
 		select {
-		case <-s.stop:
+		case <-s.stopc:
+		case <-sh.stop:
 		case <-ctx.Done():
 		}
 		cancel()
 	}()
-	go s.follow(ctx, c, out)
+	go func() {
+		defer close(out)
+		defer func() {
+			f.mu.Lock()
+			delete(f.subs, sb)
+			f.mu.Unlock()
+		}()
+		send := func(ch store.Change) bool {
+			select {
+			case out <- ch:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for {
+			select {
+			case ch := <-sb.queue:
+				if !send(ch) {
+					return
+				}
+			case <-sb.wake:
+			case <-ctx.Done():
+				return
+			}
+			if sb.lost.Swap(false) && !send(store.Change{Resync: true}) {
+				return
+			}
+		}
+	}()
 	return out, nil
 }
 
 // listen opens the feed's connection and listens on the channel.
-func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	cfg := s.pool.Config().ConnConfig.Copy()
+func (sh *shared) listen(ctx context.Context) (*pgx.Conn, error) {
+	cfg := sh.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = listenerName
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, describe("following the store's changes in PostgreSQL at "+s.where, cfg.User, err)
+		return nil, describe("following the store's changes in PostgreSQL at "+sh.where, cfg.User, err)
 	}
 	if _, err := c.Exec(ctx, `LISTEN `+changesChannel); err != nil {
 		_ = c.Close(context.Background())
-		return nil, describe("following the store's changes in PostgreSQL at "+s.where, cfg.User, err)
+		return nil, describe("following the store's changes in PostgreSQL at "+sh.where, cfg.User, err)
 	}
 	return c, nil
 }
 
-func (s *Store) follow(ctx context.Context, c *pgx.Conn, out chan<- store.Change) {
-	defer close(out)
+// parseChange reads a notification's payload: [tenant "@"] kind "/" id.
+func parseChange(payload string) (tenant string, ch store.Change, ok bool) {
+	head, id, ok := strings.Cut(payload, "/")
+	if !ok {
+		return "", ch, false
+	}
+	tenant, kind, found := strings.Cut(head, "@")
+	if !found {
+		tenant, kind = "", head
+	}
+	if !store.IsFollowed(store.Kind(kind)) || store.ValidID(id) != nil || ValidTenant(tenant) != nil {
+		return "", ch, false
+	}
+	return tenant, store.Change{Kind: store.Kind(kind), ID: id}, true
+}
+
+// broadcast hands ch to the subscribers of tenant (every subscriber, for
+// a Resync), never waiting for one.
+func (sh *shared) broadcast(tenant string, ch store.Change) {
+	f := &sh.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for sb := range f.subs {
+		if ch.Resync {
+			sb.lost.Store(true)
+		} else if sb.tenant != tenant {
+			continue
+		} else {
+			select {
+			case sb.queue <- ch:
+				continue
+			default:
+				sb.lost.Store(true)
+			}
+		}
+		select {
+		case sb.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dispatch reads the notifications of c until the Store closes.
+func (sh *shared) dispatch(c *pgx.Conn) {
+	defer close(sh.feed.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-sh.stop
+		cancel()
+	}()
 	defer func() {
-		if c != nil { // nil when ctx ended while connecting again
+		if c != nil { // nil when the Store closed while connecting again
 			_ = c.Close(context.Background())
 		}
 	}()
-	send := func(ch store.Change) bool {
-		select {
-		case out <- ch:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
 	for {
 		n, err := c.WaitForNotification(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err == nil {
-			kind, id, ok := strings.Cut(n.Payload, "/")
-			if ok && store.IsFollowed(store.Kind(kind)) && store.ValidID(id) == nil {
-				if !send(store.Change{Kind: store.Kind(kind), ID: id}) {
-					return
-				}
+			if tenant, ch, ok := parseChange(n.Payload); ok {
+				sh.broadcast(tenant, ch)
 			}
 			continue
 		}
-		slog.Warn("the connection that follows the store's changes was lost; connecting again", "where", s.where, "err", err)
+		slog.Warn("the connection that follows the store's changes was lost; connecting again", "where", sh.where, "err", err)
 		_ = c.Close(context.Background())
-		if c = s.relisten(ctx); c == nil {
+		if c = sh.relisten(ctx); c == nil {
 			return
 		}
-		slog.Info("following the store's changes again; what changed meanwhile is read anew", "where", s.where)
-		if !send(store.Change{Resync: true}) {
-			return
-		}
+		slog.Info("following the store's changes again; what changed meanwhile is read anew", "where", sh.where)
+		sh.broadcast("", store.Change{Resync: true})
 	}
 }
 
 // relisten connects again until it can, or ctx is done (nil).
-func (s *Store) relisten(ctx context.Context) *pgx.Conn {
+func (sh *shared) relisten(ctx context.Context) *pgx.Conn {
 	pause := 50 * time.Millisecond
 	for {
 		select {
@@ -119,7 +229,7 @@ func (s *Store) relisten(ctx context.Context) *pgx.Conn {
 		case <-time.After(pause):
 		}
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := s.listen(tctx)
+		c, err := sh.listen(tctx)
 		cancel()
 		if err == nil {
 			return c
@@ -127,7 +237,7 @@ func (s *Store) relisten(ctx context.Context) *pgx.Conn {
 		if ctx.Err() != nil {
 			return nil
 		}
-		slog.Debug("connecting again to follow the store's changes", "where", s.where, "err", err)
+		slog.Debug("connecting again to follow the store's changes", "where", sh.where, "err", err)
 		pause = min(2*pause, 5*time.Second)
 	}
 }

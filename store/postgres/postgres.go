@@ -18,6 +18,11 @@
 //     database's own clock, never a machine's.
 //   - The generation is a counter row bumped in the same statement as the
 //     write of a source, manifest, connection, policy or profile.
+//   - Tenants (the hosted hub, one per account): every row names its
+//     tenant, first in its primary key, and Tenant returns a view of the
+//     store whose every statement is scoped to one. Open's Store is tenant
+//     "" (the local or shared hub). The views share the pool, the renewal
+//     of claims and the change feed's connection.
 //
 // The schema is versioned by migrations embedded in the binary
 // (migrations/*.sql, applied by goose): Migrate applies them; Open refuses a
@@ -40,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,7 +71,24 @@ const DefaultLeaseTTL = 15 * time.Second
 // Store is the store on PostgreSQL. It is safe for concurrent use; every
 // Store on the same database (in this process or another) sees the same
 // records and claims.
+//
+// A Store is one tenant's view of the database: Open returns tenant "",
+// Tenant another's. Every view of one Open shares its pool, its renewal of
+// claims and its change feed's connection.
 type Store struct {
+	sh     *shared
+	tenant string
+	lock   string // prefix of the advisory lock keys: "" or tenant + "/"
+	notify string // prefix of the change notifications: "" or tenant + "@"
+	bad    error  // an invalid tenant: every call returns it
+	root   bool   // Open's; closing it closes the pool
+
+	stopc  chan struct{} // closed by Close: ends the view's feeds
+	closed atomic.Bool   // set under sh.mu
+}
+
+// shared is what the views of one Open share.
+type shared struct {
 	pool     *pgxpool.Pool
 	where    string // host:port/database, for messages (never the password)
 	leaseTTL time.Duration
@@ -74,10 +97,13 @@ type Store struct {
 	claims map[string]claim // owner token → claim, renewed by renewLoop
 	stop   chan struct{}
 	done   chan struct{}
-	closed bool
+	closed atomic.Bool // set under mu
+
+	feed feed // notify.go
 }
 
 type claim struct {
+	view *Store
 	kind store.Kind
 	id   string
 }
@@ -95,7 +121,7 @@ type Option func(*Store)
 // (DefaultLeaseTTL); the holder renews it every third of that. Less than
 // 300 ms is taken as 300 ms.
 func LeaseTTL(d time.Duration) Option {
-	return func(s *Store) { s.leaseTTL = max(d, 300*time.Millisecond) }
+	return func(s *Store) { s.sh.leaseTTL = max(d, 300*time.Millisecond) }
 }
 
 // SchemaVersion is the newest schema version this build's migrations
@@ -279,54 +305,139 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening the store at %s: its schema (version %d) is older than this build's (%d): run `capabilities hub init` to upgrade it", where, v, mine)
 	}
-	s := &Store{pool: pool, where: where, leaseTTL: DefaultLeaseTTL, claims: map[string]claim{}, stop: make(chan struct{}), done: make(chan struct{})}
+	sh := &shared{pool: pool, where: where, leaseTTL: DefaultLeaseTTL, claims: map[string]claim{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{sh: sh, root: true, stopc: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
-	go s.renewLoop()
+	go sh.renewLoop()
 	return s, nil
 }
 
-// Close releases this Store's claims and closes its connections.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+// ValidTenant checks a tenant id: "" (the local or shared hub) or what
+// identity.TenantID makes, "tn_" and 32 characters of lowercase base32.
+func ValidTenant(id string) error {
+	if id == "" {
 		return nil
 	}
-	s.closed = true
-	owners := s.owners()
-	s.claims = map[string]claim{}
-	s.mu.Unlock()
-	close(s.stop)
-	<-s.done
+	const prefix, n = "tn_", 32
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok {
+		return fmt.Errorf("tenant id %q must be empty (the local hub) or start with %q (as identity.TenantID makes it)", id, prefix)
+	}
+	if len(rest) != n {
+		return fmt.Errorf("tenant id %q must be %q and %d characters, not %d (as identity.TenantID makes it)", id, prefix, n, len(rest))
+	}
+	for i, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= '2' && r <= '7') {
+			return fmt.Errorf("tenant id %q has %q at position %d; after %q only lowercase base32 (a-z, 2-7) is allowed (as identity.TenantID makes it)", id, r, len(prefix)+i+1, prefix)
+		}
+	}
+	return nil
+}
+
+// Tenant returns the view of the store that is tenant id's: its records,
+// logs, claims, generation, hub keys, spent tokens and change feed, apart
+// from every other tenant's (Tenant("") is Open's). The view shares this
+// Store's pool, the renewal of its claims and its change feed's
+// connection; closing it releases its own claims and ends its own feeds,
+// never the pool, which closes with Open's Store. An id ValidTenant
+// refuses makes a view whose every call returns that error.
+func (s *Store) Tenant(id string) *Store {
+	v := &Store{sh: s.sh, tenant: id, stopc: make(chan struct{})}
+	if err := ValidTenant(id); err != nil {
+		v.bad = fmt.Errorf("opening the store of a tenant: %w", err)
+		return v
+	}
+	if id != "" {
+		v.lock = id + "/"
+		v.notify = id + "@"
+	}
+	return v
+}
+
+// TenantID is the tenant this view is scoped to ("" for Open's).
+func (s *Store) TenantID() string { return s.tenant }
+
+// Pool is the connection pool every view of this Store shares (the hosted
+// hub's other tables use it too). It closes with Open's Store.
+func (s *Store) Pool() *pgxpool.Pool { return s.sh.pool }
+
+// Close releases this view's claims and ends its change feeds. On Open's
+// Store it also releases every view's claims and closes the connections:
+// every view of it is closed with it.
+func (s *Store) Close() error {
+	sh := s.sh
+	sh.mu.Lock()
+	if s.closed.Load() {
+		sh.mu.Unlock()
+		return nil
+	}
+	s.closed.Store(true)
+	close(s.stopc)
+	var owners []string
+	for o, c := range sh.claims {
+		if s.root || c.view == s {
+			owners = append(owners, o)
+			delete(sh.claims, o)
+		}
+	}
+	if s.root {
+		sh.closed.Store(true)
+	}
+	sh.mu.Unlock()
+	if s.root {
+		close(sh.stop)
+		<-sh.done
+		sh.feed.wait()
+	}
 	var err error
 	if len(owners) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = s.pool.Exec(ctx, `DELETE FROM holds WHERE owner = ANY($1)`, owners)
+		_, err = sh.pool.Exec(ctx, `DELETE FROM holds WHERE owner = ANY($1)`, owners)
 		cancel()
 		if err != nil {
 			err = s.fail("releasing this process's claims", err)
 		}
 	}
-	s.pool.Close()
+	if s.root {
+		sh.pool.Close()
+	}
 	return err
 }
 
 // Where names the database (host:port/database), for messages.
-func (s *Store) Where() string { return s.where }
+func (s *Store) Where() string { return s.sh.where }
 
 func (s *Store) fail(doing string, err error) error {
 	if lost(err) {
 		// Every connection of the pool is likely gone with this one (a
 		// restart, a network cut): drop them all, so that the next call
 		// connects afresh instead of finding the next dead one.
-		s.pool.Reset()
+		s.sh.pool.Reset()
 	}
-	return describe(doing+" in PostgreSQL at "+s.where, "", err)
+	return describe(doing+" in PostgreSQL at "+s.sh.where, "", err)
 }
 
-func check(kind store.Kind, id string) error {
+// usable refuses a call on a view of an invalid tenant or a closed one.
+func (s *Store) usable(doing string) error {
+	if s.bad != nil {
+		return fmt.Errorf("%s: %w", doing, s.bad)
+	}
+	if s.closed.Load() || s.sh.closed.Load() {
+		return fmt.Errorf("%s: the store is closed", doing)
+	}
+	return nil
+}
+
+// check checks a record's kind and id, and that the view is usable.
+func (s *Store) check(kind store.Kind, id string) error {
+	if s.bad != nil {
+		return s.bad
+	}
+	if s.closed.Load() || s.sh.closed.Load() {
+		return errors.New("the store is closed")
+	}
 	for _, k := range store.Kinds {
 		if k == kind {
 			return store.ValidID(id)
@@ -354,11 +465,11 @@ func marshal(v any) ([]byte, error) {
 }
 
 func (s *Store) Get(ctx context.Context, kind store.Kind, id string, v any) error {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return err
 	}
 	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT data FROM records WHERE kind = $1 AND id = $2`, string(kind), id).Scan(&data)
+	err := s.sh.pool.QueryRow(ctx, `SELECT data FROM records WHERE tenant = $1 AND kind = $2 AND id = $3`, s.tenant, string(kind), id).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("reading %s/%s: %w", kind, id, store.ErrNotFound)
 	}
@@ -368,17 +479,21 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, id string, v any) erro
 	return store.DecodeRecord(string(kind)+"/"+id, data, v)
 }
 
-// upsert writes a record and, for the kinds that move it, bumps the
-// generation, in one statement; for the kinds change feeds follow, it
-// notifies them ($5, notify.go), sent when the write commits.
+// upsert writes the tenant's ($6) record and, for the kinds that move it,
+// bumps the tenant's generation (its row made by its first bump), in one
+// statement; for the kinds change feeds follow, it notifies them ($5, with
+// the notification's prefix $7, notify.go), sent when the write commits.
 const upsert = `WITH w AS (
-	INSERT INTO records (kind, id, data) VALUES ($1, $2, $3)
-	ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data
-), g AS (UPDATE generation SET n = n + 1 WHERE $4)
-SELECT pg_notify('` + changesChannel + `', $1 || '/' || $2) WHERE $5`
+	INSERT INTO records (tenant, kind, id, data) VALUES ($6, $1, $2, $3)
+	ON CONFLICT (tenant, kind, id) DO UPDATE SET data = excluded.data
+), g AS (
+	INSERT INTO generation (tenant, n) SELECT $6, 1 WHERE $4
+	ON CONFLICT (tenant) DO UPDATE SET n = generation.n + 1
+)
+SELECT pg_notify('` + changesChannel + `', $7 || $1 || '/' || $2) WHERE $5`
 
 func (s *Store) Put(ctx context.Context, kind store.Kind, id string, v any) error {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return err
 	}
 	b, err := marshal(v)
@@ -388,7 +503,7 @@ func (s *Store) Put(ctx context.Context, kind store.Kind, id string, v any) erro
 	if kind == store.Runs {
 		err = s.putRun(ctx, id, b)
 	} else {
-		_, err = s.pool.Exec(ctx, upsert, string(kind), id, b, bumps(kind), store.IsFollowed(kind))
+		_, err = s.sh.pool.Exec(ctx, upsert, string(kind), id, b, bumps(kind), store.IsFollowed(kind), s.tenant, s.notify)
 	}
 	if err != nil {
 		return s.fail(fmt.Sprintf("writing %s/%s", kind, id), err)
@@ -408,20 +523,20 @@ func (s *Store) putRun(ctx context.Context, id string, b []byte) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	batch.Queue(upsert, string(store.Runs), id, b, false, true)
+	batch.Queue(upsert, string(store.Runs), id, b, false, true, s.tenant, s.notify)
 	batch.Queue(`COMMIT`)
-	return s.pool.SendBatch(ctx, batch).Close()
+	return s.sh.pool.SendBatch(ctx, batch).Close()
 }
 
 func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func([]byte) ([]byte, error)) error {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return err
 	}
 	doing := fmt.Sprintf("updating %s/%s", kind, id)
 	// One transaction on one connection, in two round trips (pipelined
 	// batches) rather than one a statement: BEGIN, the record's lock and
 	// its row; then fn, and the write and COMMIT.
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.sh.pool.Acquire(ctx)
 	if err != nil {
 		return s.fail(doing, err)
 	}
@@ -436,8 +551,8 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func(
 	read.Queue(`BEGIN`)
 	// The record's lock, taken whether the row exists or not; the row lock
 	// (FOR UPDATE) also holds off a concurrent Put.
-	read.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, string(kind)+"/"+id)
-	read.Queue(`SELECT data FROM records WHERE kind = $1 AND id = $2 FOR UPDATE`, string(kind), id).QueryRow(func(row pgx.Row) error {
+	read.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lock+string(kind)+"/"+id)
+	read.Queue(`SELECT data FROM records WHERE tenant = $1 AND kind = $2 AND id = $3 FOR UPDATE`, s.tenant, string(kind), id).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&old); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
@@ -459,7 +574,7 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func(
 	if kind == store.Runs { // not synced, as putRun
 		write.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	}
-	write.Queue(upsert, string(kind), id, next, bumps(kind), store.IsFollowed(kind))
+	write.Queue(upsert, string(kind), id, next, bumps(kind), store.IsFollowed(kind), s.tenant, s.notify)
 	write.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, write).Close(); err != nil {
 		rollback()
@@ -469,13 +584,16 @@ func (s *Store) Update(ctx context.Context, kind store.Kind, id string, fn func(
 }
 
 func (s *Store) Delete(ctx context.Context, kind store.Kind, id string) error {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `WITH r AS (DELETE FROM records WHERE kind = $1 AND id = $2),
-	l AS (DELETE FROM log_lines WHERE kind = $1 AND id = $2),
-	g AS (UPDATE generation SET n = n + 1 WHERE $3)
-SELECT pg_notify('`+changesChannel+`', $1 || '/' || $2) WHERE $4`, string(kind), id, bumps(kind), store.IsFollowed(kind))
+	_, err := s.sh.pool.Exec(ctx, `WITH r AS (DELETE FROM records WHERE tenant = $5 AND kind = $1 AND id = $2),
+	l AS (DELETE FROM log_lines WHERE tenant = $5 AND kind = $1 AND id = $2),
+	g AS (
+		INSERT INTO generation (tenant, n) SELECT $5, 1 WHERE $3
+		ON CONFLICT (tenant) DO UPDATE SET n = generation.n + 1
+	)
+SELECT pg_notify('`+changesChannel+`', $6 || $1 || '/' || $2) WHERE $4`, string(kind), id, bumps(kind), store.IsFollowed(kind), s.tenant, s.notify)
 	if err != nil {
 		return s.fail(fmt.Sprintf("deleting %s/%s", kind, id), err)
 	}
@@ -483,10 +601,10 @@ SELECT pg_notify('`+changesChannel+`', $1 || '/' || $2) WHERE $4`, string(kind),
 }
 
 func (s *Store) List(ctx context.Context, kind store.Kind) ([]string, error) {
-	if err := check(kind, "x"); err != nil {
+	if err := s.check(kind, "x"); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM records WHERE kind = $1`, string(kind))
+	rows, err := s.sh.pool.Query(ctx, `SELECT id FROM records WHERE tenant = $1 AND kind = $2`, s.tenant, string(kind))
 	if err != nil {
 		return nil, s.fail("listing "+string(kind), err)
 	}
@@ -502,7 +620,7 @@ func (s *Store) List(ctx context.Context, kind store.Kind) ([]string, error) {
 }
 
 func (s *Store) Append(ctx context.Context, kind store.Kind, id string, line []byte) error {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return err
 	}
 	return s.appendLine(ctx, kind, id, line)
@@ -517,14 +635,16 @@ func (s *Store) appendLine(ctx context.Context, kind store.Kind, id string, line
 	// lock (a transaction-scoped advisory lock) before its line gets its
 	// seq, so lines commit in the order of their seq: a reader never sees
 	// a line appear before one it has already read.
-	if _, err := s.pool.Exec(ctx, insertLine, string(kind), id, line); err != nil {
+	if _, err := s.sh.pool.Exec(ctx, insertLine, string(kind), id, line, s.tenant, s.lock); err != nil {
 		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
 	}
 	return nil
 }
 
-const insertLine = `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $1 || '/' || $2, 0)))
-INSERT INTO log_lines (kind, id, line) SELECT $1, $2, $3 FROM l`
+// insertLine appends a line to the log of the tenant $4 ($5 its lock
+// prefix).
+const insertLine = `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $5 || $1 || '/' || $2, 0)))
+INSERT INTO log_lines (tenant, kind, id, line) SELECT $4, $1, $2, $3 FROM l`
 
 // writeLine is appendLine without waiting for the drive (Log.Write, the
 // file store's write without fdatasync), in one round trip: committed, so
@@ -539,9 +659,9 @@ func (s *Store) writeLine(ctx context.Context, kind store.Kind, id string, line 
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN`)
 	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	batch.Queue(insertLine, string(kind), id, line)
+	batch.Queue(insertLine, string(kind), id, line, s.tenant, s.lock)
 	batch.Queue(`COMMIT`)
-	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err := s.sh.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
 	}
 	return nil
@@ -552,14 +672,14 @@ func (s *Store) writeLine(ctx context.Context, kind store.Kind, id string, line 
 // nothing reads) commits synchronously, and its flush covers every record
 // before it.
 func (s *Store) syncLog(ctx context.Context, kind store.Kind, id string) error {
-	if _, err := s.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'capabilities-sync', '')`); err != nil {
+	if _, err := s.sh.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'capabilities-sync', '')`); err != nil {
 		return s.fail(fmt.Sprintf("syncing the log of %s/%s", kind, id), err)
 	}
 	return nil
 }
 
 func (s *Store) OpenLog(ctx context.Context, kind store.Kind, id string) (store.Log, error) {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return nil, err
 	}
 	return &pgLog{s: s, kind: kind, id: id}, nil
@@ -587,10 +707,10 @@ func (l *pgLog) Sync() error { return l.s.syncLog(context.Background(), l.kind, 
 func (l *pgLog) Close() error { return nil }
 
 func (s *Store) ReadLog(ctx context.Context, kind store.Kind, id string) ([][]byte, error) {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT line FROM log_lines WHERE kind = $1 AND id = $2 ORDER BY seq`, string(kind), id)
+	rows, err := s.sh.pool.Query(ctx, `SELECT line FROM log_lines WHERE tenant = $1 AND kind = $2 AND id = $3 ORDER BY seq`, s.tenant, string(kind), id)
 	if err != nil {
 		return nil, s.fail(fmt.Sprintf("reading the log of %s/%s", kind, id), err)
 	}
@@ -608,68 +728,80 @@ func (s *Store) ReadLog(ctx context.Context, kind store.Kind, id string) ([][]by
 // because it ends by itself, at a time the database's clock decides, when
 // its process dies or loses the database.
 func (s *Store) Hold(ctx context.Context, kind store.Kind, id string) (func(), error) {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return nil, err
 	}
+	sh := s.sh
 	owner := store.NewID()
 	var got string
-	err := s.pool.QueryRow(ctx, `INSERT INTO holds (kind, id, owner, expires_at)
-VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
-ON CONFLICT (kind, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+	err := sh.pool.QueryRow(ctx, `INSERT INTO holds (tenant, kind, id, owner, expires_at)
+VALUES ($5, $1, $2, $3, now() + $4 * interval '1 millisecond')
+ON CONFLICT (tenant, kind, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
 	WHERE holds.expires_at < now()
-RETURNING owner`, string(kind), id, owner, s.leaseTTL.Milliseconds()).Scan(&got)
+RETURNING owner`, string(kind), id, owner, sh.leaseTTL.Milliseconds(), s.tenant).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, store.ErrBusy)
 	}
 	if err != nil {
 		return nil, s.fail(fmt.Sprintf("claiming %s/%s", kind, id), err)
 	}
-	s.mu.Lock()
-	s.claims[owner] = claim{kind, id}
-	s.mu.Unlock()
+	sh.mu.Lock()
+	if s.closed.Load() {
+		// Closed meanwhile: Close did not see this claim.
+		sh.mu.Unlock()
+		s.releaseNow(kind, id, owner)
+		return nil, fmt.Errorf("claiming %s/%s: the store is closed", kind, id)
+	}
+	sh.claims[owner] = claim{s, kind, id}
+	sh.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			s.mu.Lock()
-			delete(s.claims, owner)
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return
+			sh.mu.Lock()
+			_, mine := sh.claims[owner]
+			delete(sh.claims, owner)
+			sh.mu.Unlock()
+			if !mine {
+				return // released by Close (or lost to another)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			// By the primary key (owner has no index, and a busy hub's
-			// holds table has many dead rows between two vacuums), and
-			// without waiting for the drive: a release lost in a crash of
-			// PostgreSQL leaves the claim to expire (LeaseTTL), as when its
-			// process dies.
-			batch := &pgx.Batch{}
-			batch.Queue(`BEGIN`)
-			batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-			batch.Queue(`DELETE FROM holds WHERE kind = $1 AND id = $2 AND owner = $3`, string(kind), id, owner)
-			batch.Queue(`COMMIT`)
-			if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
-				// The lease expires by itself.
-				slog.Warn("releasing a claim in PostgreSQL (it ends when its lease expires)", "record", string(kind)+"/"+id, "err", err)
-			}
+			s.releaseNow(kind, id, owner)
 		})
 	}, nil
 }
 
+// releaseNow removes the claim's row.
+func (s *Store) releaseNow(kind store.Kind, id, owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// By the primary key (owner has no index, and a busy hub's
+	// holds table has many dead rows between two vacuums), and
+	// without waiting for the drive: a release lost in a crash of
+	// PostgreSQL leaves the claim to expire (LeaseTTL), as when its
+	// process dies.
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN`)
+	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	batch.Queue(`DELETE FROM holds WHERE tenant = $4 AND kind = $1 AND id = $2 AND owner = $3`, string(kind), id, owner, s.tenant)
+	batch.Queue(`COMMIT`)
+	if err := s.sh.pool.SendBatch(ctx, batch).Close(); err != nil {
+		// The lease expires by itself.
+		slog.Warn("releasing a claim in PostgreSQL (it ends when its lease expires)", "tenant", s.tenant, "record", string(kind)+"/"+id, "err", err)
+	}
+}
+
 func (s *Store) Held(ctx context.Context, kind store.Kind, id string) (bool, error) {
-	if err := check(kind, id); err != nil {
+	if err := s.check(kind, id); err != nil {
 		return true, err
 	}
 	var held bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM holds WHERE kind = $1 AND id = $2 AND expires_at >= now())`, string(kind), id).Scan(&held)
+	err := s.sh.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM holds WHERE tenant = $3 AND kind = $1 AND id = $2 AND expires_at >= now())`, string(kind), id, s.tenant).Scan(&held)
 	if err != nil {
 		return true, s.fail(fmt.Sprintf("checking the claim on %s/%s", kind, id), err)
 	}
 	return held, nil
 }
 
-func (s *Store) owners() []string {
+func (s *shared) owners() []string {
 	out := make([]string, 0, len(s.claims))
 	for o := range s.claims {
 		out = append(out, o)
@@ -680,7 +812,7 @@ func (s *Store) owners() []string {
 // renewLoop renews this Store's leases every third of LeaseTTL. A lease
 // found taken by another (this process could not renew it in time) is
 // logged and dropped.
-func (s *Store) renewLoop() {
+func (s *shared) renewLoop() {
 	defer close(s.done)
 	t := time.NewTicker(s.leaseTTL / 3)
 	defer t.Stop()
@@ -717,7 +849,7 @@ func (s *Store) renewLoop() {
 		s.mu.Lock()
 		for _, o := range owners {
 			if c, ok := s.claims[o]; ok && !have[o] {
-				slog.Warn("a claim expired before it could be renewed and is no longer held", "record", string(c.kind)+"/"+c.id)
+				slog.Warn("a claim expired before it could be renewed and is no longer held", "tenant", c.view.tenant, "record", string(c.kind)+"/"+c.id)
 				delete(s.claims, o)
 			}
 		}
@@ -725,12 +857,15 @@ func (s *Store) renewLoop() {
 	}
 }
 
-// Generation reads the counter row.
+// Generation reads the tenant's counter row (0 before its first bump).
 func (s *Store) Generation() (store.Generation, error) {
+	if err := s.usable("reading the store's generation"); err != nil {
+		return store.Generation{}, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT n FROM generation`).Scan(&n); err != nil {
+	if err := s.sh.pool.QueryRow(ctx, `SELECT coalesce((SELECT n FROM generation WHERE tenant = $1), 0)`, s.tenant).Scan(&n); err != nil {
 		return store.Generation{}, s.fail("reading the store's generation", err)
 	}
 	return store.CountedGeneration(n), nil

@@ -2,7 +2,8 @@ package postgres
 
 // The hub's own keys (the elicitation signing key, the approval page's
 // link key, the HTTP bearer token) and one-time things spent once, shared
-// by every process on the database (migration 00002).
+// by every process on the database (migration 00002); each tenant has its
+// own (migration 00003): a view's keys and spent tokens are its tenant's.
 
 import (
 	"context"
@@ -30,28 +31,31 @@ func (s *Store) Key(ctx context.Context, name string, size int) (key []byte, cre
 	if name == "" || size < 16 {
 		return nil, false, fmt.Errorf("reading the hub's key %q: a name and at least 16 bytes are needed", name)
 	}
+	if err := s.usable("reading the hub's key " + name); err != nil {
+		return nil, false, err
+	}
 	fresh := make([]byte, size)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, false, fmt.Errorf("making the hub's key %s: %w", name, err)
 	}
-	err = s.pool.QueryRow(ctx, `WITH ins AS (
-	INSERT INTO hub_keys (name, value) VALUES ($1, $2)
-	ON CONFLICT (name) DO NOTHING
+	err = s.sh.pool.QueryRow(ctx, `WITH ins AS (
+	INSERT INTO hub_keys (tenant, name, value) VALUES ($3, $1, $2)
+	ON CONFLICT (tenant, name) DO NOTHING
 	RETURNING value
 )
 SELECT value, true FROM ins
 UNION ALL
-SELECT value, false FROM hub_keys WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM ins)`, name, fresh).Scan(&key, &created)
+SELECT value, false FROM hub_keys WHERE tenant = $3 AND name = $1 AND NOT EXISTS (SELECT 1 FROM ins)`, name, fresh, s.tenant).Scan(&key, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The row that won the insert is not visible to this statement's
 		// snapshot yet (READ COMMITTED, a concurrent insert): read again.
-		err = s.pool.QueryRow(ctx, `SELECT value, false FROM hub_keys WHERE name = $1`, name).Scan(&key, &created)
+		err = s.sh.pool.QueryRow(ctx, `SELECT value, false FROM hub_keys WHERE tenant = $2 AND name = $1`, name, s.tenant).Scan(&key, &created)
 	}
 	if err != nil {
 		return nil, false, s.fail("reading the hub's key "+name, err)
 	}
 	if len(key) < 16 {
-		return nil, false, fmt.Errorf("reading the hub's key %s in PostgreSQL at %s: it is %d bytes, too short; delete its row (DELETE FROM hub_keys WHERE name = '%s') and it is made again", name, s.where, len(key), name)
+		return nil, false, fmt.Errorf("reading the hub's key %s in PostgreSQL at %s: it is %d bytes, too short; delete its row (DELETE FROM hub_keys WHERE tenant = '%s' AND name = '%s') and it is made again", name, s.sh.where, len(key), s.tenant, name)
 	}
 	return key, created, nil
 }
@@ -59,8 +63,11 @@ SELECT value, false FROM hub_keys WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM 
 // LookupKey returns the hub's key called name without making it: an
 // error wrapping store.ErrNotFound when there is none.
 func (s *Store) LookupKey(ctx context.Context, name string) ([]byte, error) {
+	if err := s.usable("reading the hub's key " + name); err != nil {
+		return nil, err
+	}
 	var key []byte
-	err := s.pool.QueryRow(ctx, `SELECT value FROM hub_keys WHERE name = $1`, name).Scan(&key)
+	err := s.sh.pool.QueryRow(ctx, `SELECT value FROM hub_keys WHERE tenant = $2 AND name = $1`, name, s.tenant).Scan(&key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("reading the hub's key %s: %w", name, store.ErrNotFound)
 	}
@@ -89,14 +96,18 @@ func (s *Store) Spend(ctx context.Context, purpose, id string, expires time.Time
 	if purpose == "" || id == "" {
 		return false, fmt.Errorf("spending a one-time token: a purpose and an id are needed")
 	}
-	tag, err := s.pool.Exec(ctx, `INSERT INTO spent (purpose, id, expires_at) VALUES ($1, $2, $3) ON CONFLICT (purpose, id) DO NOTHING`, purpose, id, expires.UTC())
+	if err := s.usable("spending a one-time " + purpose + " token"); err != nil {
+		return false, err
+	}
+	tag, err := s.sh.pool.Exec(ctx, `INSERT INTO spent (tenant, purpose, id, expires_at) VALUES ($4, $1, $2, $3) ON CONFLICT (tenant, purpose, id) DO NOTHING`, purpose, id, expires.UTC(), s.tenant)
 	if err != nil {
 		return false, s.fail("spending a one-time "+purpose+" token", err)
 	}
 	if tag.RowsAffected() == 1 && cheapRand()%64 == 0 {
 		// Pruning is not part of spending: a failure leaves rows for the
-		// next time.
-		_, _ = s.pool.Exec(ctx, `DELETE FROM spent WHERE expires_at < now() - interval '1 hour'`)
+		// next time. Every tenant's expired rows go (nothing they spent
+		// is valid any more).
+		_, _ = s.sh.pool.Exec(ctx, `DELETE FROM spent WHERE expires_at < now() - interval '1 hour'`)
 	}
 	return tag.RowsAffected() == 1, nil
 }
