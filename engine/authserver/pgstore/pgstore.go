@@ -1,7 +1,8 @@
 // Package pgstore is a PostgreSQL authserver.Store: the hosted hub's OAuth
 // clients, codes and tokens (only their SHA-256 hashes), shared by every
 // replica. Single use is one conditional UPDATE, so of two concurrent uses
-// exactly one wins.
+// exactly one wins. Its tables are made by the hub's migrations
+// (store/postgres).
 package pgstore
 
 import (
@@ -16,51 +17,12 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/authserver"
 )
 
-// Schema creates the tables. It belongs in the hosted hub's migrations
-// (store/postgres/migrations) when the server is wired in; tests apply it
-// directly.
-const Schema = `
-CREATE TABLE oauth_clients (
-	id            text PRIMARY KEY,
-	secret_hash   text NOT NULL,
-	auth_method   text NOT NULL,
-	name          text NOT NULL,
-	redirect_uris text[] NOT NULL,
-	scope         text NOT NULL,
-	created       timestamptz NOT NULL
-);
-CREATE TABLE oauth_codes (
-	hash         text PRIMARY KEY,
-	client_id    text NOT NULL,
-	tenant       text NOT NULL,
-	redirect_uri text NOT NULL,
-	resource     text NOT NULL,
-	scope        text NOT NULL,
-	challenge    text NOT NULL,
-	family       text NOT NULL,
-	expires      timestamptz NOT NULL,
-	used         boolean NOT NULL DEFAULT false
-);
-CREATE TABLE oauth_tokens (
-	hash      text PRIMARY KEY,
-	kind      text NOT NULL,
-	client_id text NOT NULL,
-	tenant    text NOT NULL,
-	resource  text NOT NULL,
-	scope     text NOT NULL,
-	family    text NOT NULL,
-	expires   timestamptz NOT NULL,
-	used      boolean NOT NULL DEFAULT false,
-	revoked   boolean NOT NULL DEFAULT false
-);
-CREATE INDEX oauth_tokens_family ON oauth_tokens (family);
-CREATE TABLE oauth_revoked_families (family text PRIMARY KEY);
-`
-
 // Store is an authserver.Store on PostgreSQL.
 type Store struct{ db *pgxpool.Pool }
 
-// New returns a Store on db, whose schema has Schema applied.
+// New returns a Store on db, a database whose schema is the hub's
+// (store/postgres.Migrate, `capabilities hub init`, makes its tables:
+// migration 00003); the hosted hub passes postgres.Store.Pool.
 func New(db *pgxpool.Pool) *Store { return &Store{db: db} }
 
 var _ authserver.Store = (*Store)(nil)

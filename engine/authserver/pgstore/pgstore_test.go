@@ -15,36 +15,36 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/authserver/storetest"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 func TestStore(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	storetest.Run(t, func(t *testing.T) authserver.Store {
-		ctx := context.Background()
-		db, err := pgxpool.New(ctx, pg.NewDatabase(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
-		if _, err := db.Exec(ctx, pgstore.Schema); err != nil {
-			t.Fatal(err)
-		}
-		return pgstore.New(db)
+		return pgstore.New(migrated(t, pg))
 	})
+}
+
+// migrated makes a database with the hub's schema (what `capabilities hub
+// init` makes) and returns the pool of a store opened on it.
+func migrated(t testing.TB, pg *testenv.Postgres) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	u := pg.NewDatabase(t)
+	if err := postgres.Migrate(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st.Pool()
 }
 
 func newServer(t testing.TB) (*authserver.Server, *pgstore.Store) {
 	pg := testenv.StartPostgres(t)
-	ctx := context.Background()
-	db, err := pgxpool.New(ctx, pg.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if _, err := db.Exec(ctx, pgstore.Schema); err != nil {
-		t.Fatal(err)
-	}
-	s := pgstore.New(db)
+	s := pgstore.New(migrated(t, pg))
 	as, err := authserver.New(authserver.Config{Issuer: "https://hub.example", Store: s,
 		Person: func(*http.Request) (string, bool) { return "", false }})
 	if err != nil {
