@@ -295,8 +295,8 @@ func TestRefusals(t *testing.T) {
 
 	tests := []struct {
 		name, method, path, token, body string
-		code                             int
-		contains                         string
+		code                            int
+		contains                        string
 	}{
 		{"B decides A's call", "POST", "/api/inbox/decide", inboxtest.Token("tnB"), decideBody(runID, callID, "once"), 404, "no pending call"},
 		{"B decides A's call always", "POST", "/api/inbox/decide", inboxtest.Token("tnB"), decideBody(runID, callID, "always"), 404, "no pending call"},
