@@ -68,7 +68,7 @@ type callDone struct {
 func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	start := time.Now()
 	lim := req.Limits.withDefaults()
-	queued, e := d.turn(ctx, lim)
+	queued, e := d.turn(ctx, req.Key, lim)
 	if e != nil {
 		out := failed(e)
 		if e.Code == CodeCancelled {
@@ -77,7 +77,7 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 		out.Queued, out.Wall = queued, time.Since(start)
 		return out
 	}
-	defer func() { <-d.running }()
+	defer d.doneRunning(req.Key)
 	n := d.active.Add(1)
 	defer func() {
 		d.ended.Store(time.Now().UnixNano())
@@ -94,14 +94,14 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	}
 	a := &attempt{req: req, nss: nss, lim: lim, d: d, results: map[int]CallResult{}, delivery: 1, done: make(chan callDone, lim.MaxConcurrent), timers: map[int]int64{}}
 	waited := time.Now()
-	if !d.compute(false, ctx.Done()) {
+	if !d.compute(req.Key, false, ctx.Done()) {
 		return Outcome{Status: StatusCancelled, Error: cancelledError(), Queued: queued + time.Since(waited), Wall: time.Since(start)}
 	}
 	a.cpu = true
 	queued += time.Since(waited)
 	out := a.run(ctx, d)
 	if a.cpu {
-		d.doneComputing()
+		d.doneComputing(req.Key)
 	}
 	out.Queued = queued
 	out.Wall = time.Since(start)
@@ -141,7 +141,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	defer func() {
 		a.stopCall()
 		if a.cpu { // calls cut short still finish: not on a compute turn
-			a.d.doneComputing()
+			a.d.doneComputing(a.req.Key)
 			a.cpu = false
 		}
 		a.wg.Wait()
@@ -252,7 +252,7 @@ func (a *attempt) nextTimer() (id int, due int64, ok bool) {
 // wait blocks until a call finishes, timer fires, or the guest must stop,
 // giving its compute turn back meanwhile.
 func (a *attempt) wait(timer <-chan time.Time) *Error {
-	a.d.doneComputing()
+	a.d.doneComputing(a.req.Key)
 	a.cpu = false
 	select {
 	case r := <-a.done:
@@ -261,7 +261,7 @@ func (a *attempt) wait(timer <-chan time.Time) *Error {
 	case <-a.v.ks.Done():
 		return classifyTrap(a.v.ks.Cause(), nil, nil)
 	}
-	if !a.d.compute(true, a.v.ks.Done()) {
+	if !a.d.compute(a.req.Key, true, a.v.ks.Done()) {
 		return classifyTrap(a.v.ks.Cause(), nil, nil)
 	}
 	a.cpu = true

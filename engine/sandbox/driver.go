@@ -88,6 +88,18 @@ type Options struct {
 	// arrival order, so under load each gets its turn instead of all
 	// slowing down together (the time waited is not compute time).
 	MaxComputing int
+	// MaxRunningPerKey and MaxComputingPerKey cap the run slots and the
+	// compute turns one admission key (Request.Key: a tenant, when one
+	// Driver serves many) holds at once, even when more are free, so that
+	// its flood or its infinite loops leave the others room; the defaults
+	// are half of MaxRunning and half of MaxComputing (rounded up), at
+	// least 1. Waiting attempts are served round robin across keys, in
+	// arrival order within a key. The empty key has no cap: a Driver one
+	// hub owns serves it exactly as if there were no keys.
+	MaxRunningPerKey, MaxComputingPerKey int
+	// NoFairness serves every key as one (no round robin, no cap): only
+	// to measure what fairness does (BenchmarkTenantFlood).
+	NoFairness bool
 	// CacheDir, when set, keeps QuickJS's compiled machine code on disk
 	// (wazero's compilation cache, in a subdirectory named for this
 	// layout; wazero adds its version, architecture and OS), so only the
@@ -97,16 +109,17 @@ type Options struct {
 
 // Driver runs attempts. It is safe for concurrent use.
 type Driver struct {
-	active    atomic.Int32  // attempts running now
-	ended     atomic.Int64  // when the last attempt ended (Unix ns)
-	peak      atomic.Int32  // the most attempts that ran at once
-	running   chan struct{} // a turn to run: Options.MaxRunning of them
-	cpu       *turns        // compute turns: Options.MaxComputing of them
-	computing atomic.Int32  // attempts holding a compute turn now
-	peakCPU   atomic.Int32  // the most that held one at once
-	root      *guestRoot
-	memBytes  int
-	prelude   []byte // guest.Prelude compiled to QuickJS bytecode once
+	active     atomic.Int32 // attempts running now
+	ended      atomic.Int64 // when the last attempt ended (Unix ns)
+	peak       atomic.Int32 // the most attempts that ran at once
+	running    *fairTurns   // a turn to run: Options.MaxRunning of them
+	cpu        *fairTurns   // compute turns: Options.MaxComputing of them
+	computing  atomic.Int32 // attempts holding a compute turn now
+	peakCPU    atomic.Int32 // the most that held one at once
+	maxRunning int
+	root       *guestRoot
+	memBytes   int
+	prelude    []byte // guest.Prelude compiled to QuickJS bytecode once
 	// expect is the namespace set ready runtimes are built with: the last
 	// run's (or Expect's), since the next run most likely sees the same.
 	expect atomic.Pointer[Namespaces]
@@ -152,11 +165,17 @@ func New(opts Options) (*Driver, error) {
 	if opts.MaxComputing <= 0 {
 		opts.MaxComputing = runtime.GOMAXPROCS(0) + 1
 	}
+	if opts.MaxRunningPerKey <= 0 {
+		opts.MaxRunningPerKey = max(1, opts.MaxRunning/2)
+	}
+	if opts.MaxComputingPerKey <= 0 {
+		opts.MaxComputingPerKey = max(1, (opts.MaxComputing+1)/2)
+	}
 	root, err := newGuestRoot()
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{root: root, memBytes: opts.MemoryBytes, running: make(chan struct{}, opts.MaxRunning), cpu: &turns{free: opts.MaxComputing}, ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
+	d := &Driver{root: root, memBytes: opts.MemoryBytes, running: newFairTurns(opts.MaxRunning, opts.MaxRunningPerKey, opts.NoFairness), maxRunning: opts.MaxRunning, cpu: newFairTurns(opts.MaxComputing, opts.MaxComputingPerKey, opts.NoFairness), ready: make(chan *vm, opts.Warm), slots: make(chan struct{}, opts.Warm), used: make(chan *vm, opts.Warm), stop: make(chan struct{})}
 	if err := compileModule(root.dir, opts.MemoryBytes, opts.CacheDir); err != nil {
 		_ = root.remove()
 		return nil, err
@@ -182,36 +201,45 @@ func New(opts Options) (*Driver, error) {
 // Peak reports the most attempts that ran at once since the Driver was made.
 func (d *Driver) Peak() int { return int(d.peak.Load()) }
 
-// turn waits for a turn to run, for at most lim.QueueMs. It reports how
-// long it waited, and an Error when no turn came or ctx ended first.
-func (d *Driver) turn(ctx context.Context, lim Limits) (time.Duration, *Error) {
-	select {
-	case d.running <- struct{}{}:
+// turn waits for a turn to run for key, for at most lim.QueueMs. It
+// reports how long it waited, and an Error when no turn came or ctx ended
+// first.
+func (d *Driver) turn(ctx context.Context, key string, lim Limits) (time.Duration, *Error) {
+	ch := d.running.enqueue(key, false)
+	if ch == nil {
 		return 0, nil
-	default:
 	}
 	start := time.Now()
 	t := time.NewTimer(time.Duration(lim.QueueMs) * time.Millisecond)
 	defer t.Stop()
 	select {
-	case d.running <- struct{}{}:
+	case <-ch:
 		return time.Since(start), nil
 	case <-ctx.Done():
+		d.running.abandon(key, ch)
 		return time.Since(start), cancelledError()
 	case <-t.C:
-		return time.Since(start), &Error{Code: CodeBusy, Message: fmt.Sprintf("the hub is running its maximum of %d executes at once; this one waited %s for a turn and did not start", cap(d.running), time.Since(start).Round(time.Second)), Hint: "try again in a moment"}
+		d.running.abandon(key, ch)
+		waited := time.Since(start).Round(time.Second)
+		if held, limit := d.running.heldBy(key); held >= limit {
+			return time.Since(start), &Error{Code: CodeBusy, Message: fmt.Sprintf("this account is running its maximum of %d executes at once; this one waited %s for a turn and did not start", limit, waited), Hint: "try again in a moment"}
+		}
+		return time.Since(start), &Error{Code: CodeBusy, Message: fmt.Sprintf("the hub is running its maximum of %d executes at once; this one waited %s for a turn and did not start", d.maxRunning, waited), Hint: "try again in a moment"}
 	}
 }
+
+// doneRunning gives key's turn to run back.
+func (d *Driver) doneRunning(key string) { d.running.release(key) }
 
 // PeakComputing reports the most attempts that held a compute turn at once.
 func (d *Driver) PeakComputing() int { return int(d.peakCPU.Load()) }
 
-// compute waits for a compute turn (see Options.MaxComputing) until stop
-// is closed; it reports false when stop came first. An attempt that
-// already started (again: its calls answered) goes before attempts that
-// have not, so that started ones finish first.
-func (d *Driver) compute(again bool, stop <-chan struct{}) bool {
-	if !d.cpu.acquire(again, stop) {
+// compute waits for a compute turn for key (see Options.MaxComputing)
+// until stop is closed; it reports false when stop came first. An attempt
+// that already started (again: its calls answered) goes before attempts of
+// its key that have not, so that started ones finish first.
+func (d *Driver) compute(key string, again bool, stop <-chan struct{}) bool {
+	if !d.cpu.acquire(key, again, stop) {
 		return false
 	}
 	n := d.computing.Add(1)
@@ -220,72 +248,9 @@ func (d *Driver) compute(again bool, stop <-chan struct{}) bool {
 	return true
 }
 
-func (d *Driver) doneComputing() {
+func (d *Driver) doneComputing(key string) {
 	d.computing.Add(-1)
-	d.cpu.release()
-}
-
-// turns is a counting semaphore whose waiters are served in arrival
-// order, those asking again before those asking first.
-type turns struct {
-	mu          sync.Mutex
-	free        int
-	again, next []chan struct{}
-}
-
-func (t *turns) acquire(again bool, stop <-chan struct{}) bool {
-	t.mu.Lock()
-	if t.free > 0 && len(t.again) == 0 && (again || len(t.next) == 0) {
-		t.free--
-		t.mu.Unlock()
-		return true
-	}
-	ch := make(chan struct{})
-	if again {
-		t.again = append(t.again, ch)
-	} else {
-		t.next = append(t.next, ch)
-	}
-	t.mu.Unlock()
-	select {
-	case <-ch:
-		return true
-	case <-stop:
-	}
-	t.mu.Lock()
-	var dropped bool
-	if t.again, dropped = drop(t.again, ch); !dropped {
-		t.next, dropped = drop(t.next, ch)
-	}
-	t.mu.Unlock()
-	if !dropped { // granted meanwhile: hand it on
-		t.release()
-	}
-	return false
-}
-
-func drop(q []chan struct{}, ch chan struct{}) ([]chan struct{}, bool) {
-	for i, c := range q {
-		if c == ch {
-			return append(q[:i], q[i+1:]...), true
-		}
-	}
-	return q, false
-}
-
-func (t *turns) release() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case len(t.again) > 0:
-		close(t.again[0])
-		t.again = t.again[1:]
-	case len(t.next) > 0:
-		close(t.next[0])
-		t.next = t.next[1:]
-	default:
-		t.free++
-	}
+	d.cpu.release(key)
 }
 
 // Close stops warming, frees the ready runtimes and removes the guest's

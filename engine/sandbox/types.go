@@ -52,6 +52,11 @@ type Request struct {
 	NamespaceSet *Namespaces
 	Limits       Limits
 	Host         Host
+	// Key is who the attempt is for (a tenant), when one Driver serves
+	// many: run slots and compute turns are served fairly across keys, and
+	// a key holds at most Options.MaxRunningPerKey and MaxComputingPerKey
+	// of them. "" is a Driver's own hub, without a cap.
+	Key string
 	// ReplayCalls is how many calls the host will answer from a journal
 	// (resume). Until their results have all been delivered, timers fire
 	// without waiting in real time; the logical clock advances the same way.
