@@ -157,7 +157,7 @@ func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 	// The handlers are reached only through httpHandler, which has checked
 	// Host already (a loopback name, or the public URL's host): go-sdk's
 	// own check, loopback only, would refuse the public URL's.
-	stateful = s.limitSessions(MaxSessions, mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	stateful = s.limitSessions(MaxSessions, s.sessionFast(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:              s.opts.Logger,
 		MaxRequestBodyBytes: MaxBodyBytes,
 		// A session no request used for this long is closed (a client
@@ -165,7 +165,7 @@ func (s *Server) streamHandlers() (stateful, stateless http.Handler) {
 		// it, every initialize a client never ends kept its memory.
 		SessionTimeout:             SessionIdle,
 		DisableLocalhostProtection: true,
-	}))
+	})))
 	stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:                     s.opts.Logger,
 		MaxRequestBodyBytes:        MaxBodyBytes,
