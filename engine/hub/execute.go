@@ -98,8 +98,9 @@ func (h *Hub) Prepare(ctx context.Context) {
 			h.log.Warn("preparing the sandbox", "err", err)
 			return
 		}
-		// Until the catalog is read, ready runtimes get the kept namespaces.
-		if kept != nil && h.catalog.Load() == nil {
+		// Until the catalog is read, ready runtimes get the kept namespaces
+		// (a shared Driver's serve other hubs too: each run says its own).
+		if kept != nil && h.catalog.Load() == nil && h.opts.Driver == nil {
 			d.Expect(kept)
 		}
 	}()
@@ -116,7 +117,7 @@ func (h *Hub) Prepare(ctx context.Context) {
 		}
 		// Ready runtimes get the hub's namespaces installed (waits for the
 		// sandbox, being built beside).
-		if d, err := h.sandbox(); err == nil {
+		if d, err := h.sandbox(); err == nil && h.opts.Driver == nil {
 			d.Expect(c.namespaces())
 		}
 		h.saveNamespaces(c)
@@ -162,9 +163,14 @@ func trimHeap() {
 // trimAbove is the idle heap, not yet given back, worth giving back at once.
 const trimAbove = 32 << 20
 
-// sandbox builds the sandbox once.
+// sandbox builds the sandbox once, or takes the shared one
+// (Options.Driver).
 func (h *Hub) sandbox() (*sandbox.Driver, error) {
 	h.runs.sbOnce.Do(func() {
+		if h.opts.Driver != nil {
+			h.runs.driver.Store(h.opts.Driver)
+			return
+		}
 		d, err := sandbox.New(sandbox.Options{CacheDir: sandbox.DefaultCacheDir()})
 		if err != nil {
 			h.runs.err = fmt.Errorf("starting the sandbox: %w", err)
@@ -205,6 +211,7 @@ func (l lazySandbox) Run(ctx context.Context, req sandbox.Request) sandbox.Outco
 	if err != nil {
 		return sandbox.Outcome{Status: sandbox.StatusFailed, Error: &sandbox.Error{Code: sandbox.CodeInternal, Message: err.Error()}}
 	}
+	req.Key = l.h.opts.Tenant
 	return directFailed(req.JS, d.Run(ctx, req))
 }
 

@@ -35,6 +35,14 @@ type Options struct {
 	Run run.Limits
 	// Sandbox sets the limits of each attempt (zero: sandbox's defaults).
 	Sandbox sandbox.Limits
+	// Driver, when set, is the sandbox the hub runs code in, shared with
+	// other hubs (a hosted server's tenants); the hub does not close it.
+	// Nil: the hub builds its own on first use.
+	Driver *sandbox.Driver
+	// Tenant is the hub's admission key on a shared Driver (its attempts'
+	// sandbox.Request.Key): run slots and compute turns are served fairly
+	// across tenants, each holding at most its cap of them.
+	Tenant string
 	// Secrets replaces the secret store (tests); nil opens the OS keychain
 	// with a mode-600 file fallback beside the store.
 	Secrets secret.Store
@@ -113,7 +121,7 @@ func (h *Hub) Close() {
 	h.runEngine().Wait() // the records of the runs that just ended, the prune
 	h.refreshes.close()
 	h.pool.Close()
-	if d := h.runs.driver.Load(); d != nil {
+	if d := h.runs.driver.Load(); d != nil && h.opts.Driver == nil {
 		_ = d.Close()
 	}
 	if c, ok := h.store.(io.Closer); ok {

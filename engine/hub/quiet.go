@@ -58,7 +58,9 @@ func (h *Hub) trim() {
 	q.mu.Lock()
 	idle := q.busy == 0 && !q.closed
 	q.mu.Unlock()
-	if !idle {
+	// A shared Driver (Options.Driver) serves other hubs, and the process
+	// is theirs too: whoever made it trims it, not each tenant going idle.
+	if !idle || h.opts.Driver != nil {
 		return
 	}
 	if d := h.runs.driver.Load(); d != nil && !d.Trim() {
