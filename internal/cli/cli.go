@@ -256,6 +256,7 @@ func newRoot(e *env) *cobra.Command {
 		newSkillsCmd(e),
 		newProfilesCmd(e),
 		newHubSecretsCmd(e),
+		newHubLoginCmd(e), newHubPushCmd(e), newHubStatusCmd(e),
 	)
 	root.AddCommand(h, newRollbackCmd(e))
 	root.AddCommand(newStackCmd(e))
