@@ -122,7 +122,12 @@ func TestToolAction(t *testing.T) {
 // without it, it did not (so the test measures the signal, not the words).
 func TestActionLifts(t *testing.T) {
 	tools := testenv.CorpusTools(t)
-	with, without := build(tools, Options{}, tuned), build(tools, Options{}, noActions(tuned))
+	// The signal is measured in the first ranking (the reranker, which
+	// also reads the classes, off); the shipped ranking must keep the
+	// right tool ahead too.
+	first := tuned
+	first.rrN = 0
+	with, without, shipped := build(tools, Options{}, first), build(tools, Options{}, noActions(first)), build(tools, Options{}, tuned)
 	cases := []struct{ q, ns, right, sibling string }{
 		{"bring my PR branch up to date with main", "", "github.updatePullRequestBranch", "github.createPullRequest"},
 		{"silence alerts during maintenance", "", "datadog.muteHost", "github.listDependabotAlerts"},
@@ -146,6 +151,9 @@ func TestActionLifts(t *testing.T) {
 		if r, s := rank(with, c.q, c.ns, c.right), rank(with, c.q, c.ns, c.sibling); r > s {
 			t.Errorf("%q: %s ranks %d, after %s (%d)", c.q, c.right, r, c.sibling, s)
 		}
+		if r, s := rank(shipped, c.q, c.ns, c.right), rank(shipped, c.q, c.ns, c.sibling); r > s {
+			t.Errorf("%q: reranked, %s ranks %d, after %s (%d)", c.q, c.right, r, c.sibling, s)
+		}
 		if r, s := rank(without, c.q, c.ns, c.right), rank(without, c.q, c.ns, c.sibling); r < s {
 			t.Errorf("%q: without the signal %s ranks %d, before %s (%d): the case no longer measures it", c.q, c.right, r, c.sibling, s)
 		}
@@ -167,6 +175,7 @@ func TestActionNoClashForComputing(t *testing.T) {
 
 func noActions(p params) params {
 	p.actMatch, p.actNear, p.actClash = 0, 0, 0
+	p.rr[rfActMatch], p.rr[rfActNear], p.rr[rfActClash] = 0, 0, 0 // the reranker's use of the classes too
 	return p
 }
 

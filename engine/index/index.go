@@ -108,6 +108,7 @@ const (
 	fParam
 	fParamDesc
 	fNamespace
+	fExp // words related to the tool's own (expand.go), when document expansion is on
 	numFields
 )
 
@@ -132,6 +133,7 @@ type params struct {
 	relMaxDF float32            // a relative in more than this share of tools (and minMaxDF) is left out (0: none is)
 	fold     [numFKinds]float32 // weight of a FOLDOC relative (thesaurus.go), by link kind; all 0: none
 	aik      [2]float32         // the same for Aiksaurus (Moby) relatives, when a test loaded its table
+	gloss    [numGKinds]float32 // the same for WordNet gloss words (thesaurus.go), when loaded
 
 	// The action-class signal (actions.go): a tool's score times 1+actMatch
 	// when its class is the query's, 1+actNear for a neighbour, 1-actClash
@@ -144,6 +146,27 @@ type params struct {
 	// weakLimit tools, says so and lists the namespaces. weakCov 0: never.
 	weakCov, weakUnknown float32
 	weakLimit            int
+
+	// Document expansion (expand.go): each tool's text gains up to expK
+	// words related to its own words (field fExp, weight w[fExp]). A
+	// related word's weight is the sum, over the tool's words that reach
+	// it, of the field's share (expName for the name, 1 for the
+	// description) times expDecay^rank in the expansion table (and
+	// expWN times the WordNet relative's weight); one under expMin is
+	// not added.
+	expK                     int
+	expName, expDecay        float32
+	expWN, expMin, expMaxAcc float32
+	// expRel > 0 keeps the expansion words out of BM25F: a query word
+	// that is one of a tool's expansion words adds expRel times its
+	// weight there to the second signal (it neither counts as a match
+	// for coordination nor lifts a Related result).
+	expRel float32
+
+	// The reranker (rerank.go): the best rrN candidates ranked again by
+	// rr · features. rrN 0: none.
+	rr  [numRF]float32
+	rrN int // at most MaxLimit
 }
 
 // minMaxDF keeps relatives of a small index: the cap on a relative's tools
@@ -183,6 +206,13 @@ var tuned = params{
 	weakCov:     0.3,
 	weakUnknown: 1,
 	weakLimit:   5,
+
+	// the reranker (rerank.go), fitted by TestRerankFit on the own set
+	// and the tune half
+	rrN: 20,
+	rr: [numRF]float32{rfScore: 1, rfNameCov: 0.3, rfDescCov: 0.2, rfNamePrec: 0.1, rfRelShare: 0.1,
+		rfActMatch: 0.1, rfActNear: 0.05, rfActClash: -0.05, rfNS: 0.5, rfShortName: 0.2,
+		rfNameIDF: -0.1, rfParamCov: 0.05, rfRelOnly: 0.5},
 }
 
 type posting struct {
@@ -196,6 +226,10 @@ type doc struct {
 	desc string
 	sig  atomic.Pointer[string]
 	act  action // what the tool does (actions.go)
+
+	nameT, descT []int32 // the terms of its name and description, once each (rerank.go)
+	paramT       []int32 // the terms of its parameters' names, once each
+	nsT          int32   // its namespace's term, or -1
 }
 
 // Index is a built search index.
@@ -206,12 +240,17 @@ type Index struct {
 	docs  []doc
 	terms map[string]int32
 	post  [][]posting
+	xpost [][]posting // expansion words (expand.go, params.expRel), by term
 	byNS  map[string][]int32
 	nss   []string
 	syn   map[string][]string
 	pool  sync.Pool
 
 	actF [numActions][numActions]float32 // score factors, by query and tool class
+
+	names []string // term id → term, during build (expand.go)
+
+	rrDump func(doc int32, f *[numRF]float32) // tests: each reranked candidate's features
 
 	relMu    sync.Mutex
 	relCache map[string][]wterm // query word → relatives (relatedTerms)
@@ -230,6 +269,7 @@ func New(tools []model.Tool, opts Options) *Index {
 type entry struct {
 	term  int32
 	field field
+	w     float32 // occurrences (1 for a word of the tool's text; a related word's strength for fExp)
 }
 
 func build(tools []model.Tool, opts Options, p params) *Index {
@@ -249,6 +289,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 	entries := make([][]entry, n)
 	var buf []byte
 	var cur []entry
+	exp := newExpander()
 	for i := range tools {
 		t := &tools[i]
 		d := &ix.docs[i]
@@ -272,12 +313,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 				return
 			}
 			buf = ix.an.each(s, buf, func(term string) {
-				id, ok := ix.terms[term]
-				if !ok {
-					id = int32(len(ix.terms))
-					ix.terms[term] = id
-				}
-				cur = append(cur, entry{id, f})
+				cur = append(cur, entry{ix.termID(term), f, 1})
 				lens[i][f]++
 			})
 		}
@@ -292,6 +328,27 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 			add(fParamDesc, desc)
 		})
 		add(fNamespace, d.ns)
+		if p.expK > 0 && p.w[fExp] > 0 {
+			cur = ix.expand(cur, &exp)
+			for _, e := range cur {
+				if e.field == fExp {
+					lens[i][fExp] += e.w
+				}
+			}
+		}
+		d.nsT = -1
+		for _, e := range cur {
+			switch {
+			case e.field == fName && !slices.Contains(d.nameT, e.term):
+				d.nameT = append(d.nameT, e.term)
+			case e.field == fDesc && !slices.Contains(d.descT, e.term):
+				d.descT = append(d.descT, e.term)
+			case e.field == fParam && !slices.Contains(d.paramT, e.term):
+				d.paramT = append(d.paramT, e.term)
+			case e.field == fNamespace && d.nsT < 0:
+				d.nsT = e.term
+			}
+		}
 		for f := range numFields {
 			sum[f] += float64(lens[i][f])
 		}
@@ -313,6 +370,25 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 			}
 		}
 	}
+	if p.expRel > 0 {
+		ix.xpost = make([][]posting, len(ix.terms))
+		dfAll := slices.Clone(df)
+		for i := range entries {
+			// an expansion word counts in its own postings, not in df
+			es := entries[i][:0]
+			for _, e := range entries[i] {
+				if e.field == fExp {
+					idf := math.Log(1 + (float64(n)-float64(dfAll[e.term])+0.5)/(float64(dfAll[e.term])+0.5))
+					tf := float64(e.w)
+					ix.xpost[e.term] = append(ix.xpost[e.term], posting{int32(i), float32(idf * tf / (p.k1 + tf))})
+					df[e.term]--
+					continue
+				}
+				es = append(es, e)
+			}
+			entries[i] = es
+		}
+	}
 	ix.post = make([][]posting, len(ix.terms))
 	for t, c := range df {
 		ix.post[t] = make([]posting, 0, c)
@@ -326,12 +402,13 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 			term := es[j].term
 			tf := 0.0
 			for ; j < len(es) && es[j].term == term; j++ {
-				tf += norm[es[j].field]
+				tf += norm[es[j].field] * float64(es[j].w)
 			}
 			idf := math.Log(1 + (float64(n)-float64(df[term])+0.5)/(float64(df[term])+0.5))
 			ix.post[term] = append(ix.post[term], posting{int32(i), float32(idf * tf / (p.k1 + tf))})
 		}
 	}
+	ix.names = nil
 	ix.an.shared = true
 	ix.pool.New = func() any {
 		return &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), best: make([]float32, n)}
@@ -610,6 +687,11 @@ func (ix *Index) semantic() bool {
 			return true
 		}
 	}
+	for _, w := range ix.p.gloss {
+		if w > 0 {
+			return true
+		}
+	}
 	return false
 }
 
@@ -677,7 +759,17 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	defer ix.pool.Put(sc)
 	var reached uint8 // the query words some tool has (or one of their synonyms)
 	for _, q := range qt {
-		reached |= 1 << q.bit
+		if len(ix.post[q.id]) > 0 {
+			reached |= 1 << q.bit
+		}
+		if ix.xpost != nil {
+			for _, p := range ix.xpost[q.id] {
+				if sc.rel[p.doc] == 0 {
+					sc.relT = append(sc.relT, p.doc)
+				}
+				sc.rel[p.doc] += ix.p.expRel * q.w * p.w
+			}
+		}
 		for _, p := range ix.post[q.id] {
 			if sc.matched[p.doc] == 0 {
 				sc.touched = append(sc.touched, p.doc)
@@ -759,8 +851,15 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	sc.cand = cs
 	related := true
 	qa := actNone
-	if ix.p.actMatch != 0 || ix.p.actNear != 0 || ix.p.actClash != 0 {
+	if ix.p.actMatch != 0 || ix.p.actNear != 0 || ix.p.actClash != 0 || ix.p.rrN > 0 {
 		qa = queryAction(text)
+	}
+	want := limit
+	if ix.p.rrN > limit {
+		limit = ix.p.rrN
+		if cap(top) < limit {
+			top = make([]scored, 0, limit)
+		}
 	}
 	for _, c := range cs {
 		if c.a > 0 {
@@ -786,6 +885,14 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			}
 		}
 	}
+	if ix.p.rrN > 0 && len(top) > 0 {
+		ix.rerank(sc, top, cs, qt, words, qa)
+	}
+	if len(top) > want {
+		more += len(top) - want
+		top = top[:want]
+	}
+	limit = want
 	if len(top) > 0 && related {
 		fb = Related
 	}

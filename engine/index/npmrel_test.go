@@ -113,9 +113,17 @@ func manifestDoc(tl model.Tool) string {
 	return doc
 }
 
-// npmRelTable learns the table's links from the documents; vocab is the
-// manifests' terms (the only targets kept).
-func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]int {
+// ppmiCell is a context term and its PPMI (a row normalized to length 1).
+type ppmiCell struct {
+	j int32
+	v float32
+}
+
+// npmPPMI counts co-occurrence in the documents and weighs each pair by
+// PPMI: the terms in ≥ npmRelMinDF documents and each one's npmRelCtxMax
+// strongest contexts, strongest first.
+func npmPPMI(docs [][]string) (terms []string, rows [][]ppmiCell) {
+	type cell = ppmiCell
 	df := map[string]int{}
 	for _, d := range docs {
 		for _, w := range d {
@@ -123,7 +131,6 @@ func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]i
 		}
 	}
 	id := map[string]int{}
-	var terms []string
 	for w, n := range df {
 		if n >= npmRelMinDF {
 			id[w] = len(terms)
@@ -165,11 +172,7 @@ func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]i
 		ctxPow[i] = math.Pow(ctxPow[i], 0.75)
 		ctxTotal += ctxPow[i]
 	}
-	type cell struct {
-		j int32
-		v float32
-	}
-	rows := make([][]cell, len(terms))
+	rows = make([][]cell, len(terms))
 	for i, m := range co {
 		var r []cell
 		for j, c := range m {
@@ -192,6 +195,14 @@ func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]i
 		}
 		rows[i] = r
 	}
+	return terms, rows
+}
+
+// npmRelTable learns the table's links from the documents; vocab is the
+// manifests' terms (the only targets kept).
+func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]int {
+	type cell = ppmiCell
+	terms, rows := npmPPMI(docs)
 	// postings of the targets (vocabulary terms) by context
 	post := make([][]cell, len(terms))
 	for i, r := range rows {
@@ -263,6 +274,12 @@ func npmRelTable(docs [][]string, vocab map[string]bool) map[string]map[string]i
 
 // writeNpmRel encodes links in lexicon.bin's layout with magic NPR1.
 func writeNpmRel(links map[string]map[string]int) []byte {
+	return writeTable("NPR1", links)
+}
+
+// writeTable encodes links (stem → target stem → kind) in lexicon.bin's
+// layout with the given magic.
+func writeTable(magic string, links map[string]map[string]int) []byte {
 	seen := map[string]bool{}
 	for a, m := range links {
 		seen[a] = true
@@ -281,7 +298,7 @@ func writeNpmRel(links map[string]map[string]int) []byte {
 	}
 	var buf bytes.Buffer
 	u32 := func(v uint32) { buf.Write(binary.LittleEndian.AppendUint32(nil, v)) }
-	buf.WriteString("NPR1")
+	buf.WriteString(magic)
 	u32(uint32(len(stems)))
 	off := uint32(0)
 	for _, s := range stems {

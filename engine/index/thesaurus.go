@@ -62,13 +62,31 @@ func parseTable(b []byte, magic string) *lexicon {
 // GPL-2+ as Debian ships it, so it is not embedded.
 var aiksaurus *lexicon
 
+// gloss is the table of words in WordNet 3.0's definitions (glosses), made
+// by TestGlossGenerate into testdata/gloss.bin (issue 42): for a lemma's
+// stem, the stems of the content words of its first sense's gloss (kind
+// glDef), of its other senses' glosses (glDefMore), and of the lemmas in
+// whose first gloss it appears (glUsedIn), kept when the target is a word
+// of an MCP tool's text (the 19 manifests, the npm tool corpus). Same
+// layout as lexicon.bin, magic "WNG1". Nil unless loaded (weights
+// params.gloss).
+var gloss *lexicon
+
+// Gloss link kinds, as TestGlossGenerate writes them.
+const (
+	glDef = iota
+	glDefMore
+	glUsedIn
+	numGKinds
+)
+
 // thesaurusRelatives puts the FOLDOC (and a loaded Aiksaurus) relatives of
 // term, at params.fold's (params.aik's) weight for their kind.
 func (ix *Index) thesaurusRelatives(term string, put func(s string, w float32)) {
 	for _, t := range []struct {
 		l *lexicon
 		w []float32
-	}{{foldoc, ix.p.fold[:]}, {aiksaurus, ix.p.aik[:]}} {
+	}{{foldoc, ix.p.fold[:]}, {aiksaurus, ix.p.aik[:]}, {gloss, ix.p.gloss[:]}} {
 		if t.l == nil || !slices.ContainsFunc(t.w, func(w float32) bool { return w > 0 }) {
 			continue
 		}
