@@ -33,6 +33,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -231,25 +232,34 @@ func Migrate(ctx context.Context, url string) error {
 	if err := checkNotNewer(ctx, pool, where); err != nil {
 		return err
 	}
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return fmt.Errorf("migrating the store: %w", err)
-	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	p, err := provider(db)
 	if err != nil {
-		return fmt.Errorf("migrating the store: %w", err)
+		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrating the store at %s: %w", where, err)
 	}
 	return nil
+}
+
+// provider is goose's migrator of db with this build's migrations.
+func provider(db *sql.DB) (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("migrating the store: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("migrating the store: %w", err)
+	}
+	return p, nil
 }
 
 // dbVersion is the database's schema version; 0 when it has none.
