@@ -63,6 +63,9 @@ if [ "$tests" = 1 ]; then
     # started in a temporary folder with the repo's deploy/nginx/capabilities.conf
     # (internal/testenv/nginx.go). By path: /usr/sbin is not on every user's PATH.
     "/usr/sbin/nginx nginx"
+    # The hosted hub's systemd unit is checked with systemd-analyze verify and
+    # security (deploy/hosted/deploy_test.go).
+    "systemd-analyze systemd"
   )
 fi
 
