@@ -207,6 +207,7 @@ func testLogger(t testing.TB) *slog.Logger {
 type connector struct {
 	cfg *oauth2.Config
 	tok *oauth2.Token
+	ts  oauth2.TokenSource // refreshes tok when it expires
 }
 
 var hidden = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
@@ -262,14 +263,14 @@ func (e *env) signIn(t testing.TB, sub string, scopes []string) *connector {
 	if err != nil {
 		t.Fatalf("exchanging the code: %v", err)
 	}
-	return &connector{cfg: cfg, tok: tok}
+	return &connector{cfg: cfg, tok: tok, ts: cfg.TokenSource(ctx, tok)}
 }
 
 // client is an HTTP client that sends the connector's token (refreshing
 // it when it expires), over the test server's TLS.
 func (e *env) client(c *connector) *http.Client {
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, e.tls)
-	return c.cfg.Client(ctx, c.tok)
+	return oauth2.NewClient(ctx, c.ts)
 }
 
 // mcpSession connects go-sdk's MCP client to /mcp with the connector's token.

@@ -40,6 +40,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/store"
 )
@@ -82,10 +83,12 @@ type Config struct {
 	// without it would reach the operator's private network.
 	Egress *egress.Guard
 	// HubOptions are the options of the tenant's hub (run and sandbox
-	// limits, a shared sandbox driver); nil takes the zero Options. The
-	// Server sets Logger, Secrets, Source.Egress and Source.RemoteOnly
-	// itself.
+	// limits); nil takes the zero Options. The Server sets Logger, Secrets,
+	// Source.Egress, Source.RemoteOnly, Driver and Tenant itself.
 	HubOptions func(tenant string) hub.Options
+	// Driver is the sandbox every tenant's runs share, admitted fairly by
+	// tenant; nil: the Server makes one (and closes it with itself).
+	Driver *sandbox.Driver
 	// IdleTimeout closes a tenant's hub that no request has used for this
 	// long (DefaultIdleTimeout when zero).
 	IdleTimeout time.Duration
@@ -109,6 +112,8 @@ const DefaultIdleTimeout = 10 * time.Minute
 type Server struct {
 	cfg     Config
 	public  *url.URL
+	driver  *sandbox.Driver
+	ownsDrv bool
 	as      *authserver.Server
 	log     *slog.Logger
 	handler http.Handler
@@ -178,7 +183,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("configuring the hosted hub: %w", err)
 	}
 	s := &Server{cfg: cfg, public: pub, as: as, log: cfg.Logger, tenants: map[string]*tenant{},
-		stop: make(chan struct{}), swept: make(chan struct{})}
+		stop: make(chan struct{}), swept: make(chan struct{}), driver: cfg.Driver}
+	if s.driver == nil {
+		d, err := sandbox.New(sandbox.Options{CacheDir: sandbox.DefaultCacheDir()})
+		if err != nil {
+			return nil, fmt.Errorf("configuring the hosted hub: starting the sandbox: %w", err)
+		}
+		s.driver, s.ownsDrv = d, true
+	}
 	s.handler = s.routes()
 	go s.sweep()
 	return s, nil
@@ -295,6 +307,7 @@ func (s *Server) open(t *tenant) error {
 	opts.Source.Egress = s.cfg.Egress
 	opts.Source.HTTPClient = nil // the guard's client, never one that bypasses it
 	opts.Source.RemoteOnly = true
+	opts.Driver, opts.Tenant = s.driver, t.id
 	h := hub.New(st, opts)
 	// No elicitation signer: on a hosted hub a decision comes from the
 	// person's dashboard or desktop app, never through the MCP client; and
@@ -388,6 +401,9 @@ func (s *Server) Close() {
 		if t.err == nil {
 			t.close()
 		}
+	}
+	if s.ownsDrv {
+		_ = s.driver.Close()
 	}
 }
 
