@@ -193,6 +193,9 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}
 	})
+	// The hosted hubs signed in to with `hub login`: their calls are
+	// raised here too (hosted.go).
+	a.startHosted(ctx, opts.Open)
 	// The agents' configs: a server added to one is offered for import.
 	wctx, wcancel := context.WithCancel(ctx)
 	if wait, err := a.watchHarnesses(wctx); err != nil {

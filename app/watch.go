@@ -50,6 +50,7 @@ type App struct {
 	offers   map[uint32]watch.Offer // notification id → its import offer
 	paused   bool                   // the hub is paused (hub/paused)
 	sign     *signIns               // the connections waiting for a sign-in
+	remote   *remotes               // the hosted hubs followed (hosted.go); nil: none
 	// running are the runs recorded running, interrupted those of them
 	// that no live process holds (track).
 	running, interrupted map[string]bool
@@ -476,6 +477,7 @@ func (a *App) withdrawAll() {
 	for _, c := range a.pending {
 		a.forget(c)
 	}
+	a.withdrawHosted()
 	if a.notes != nil {
 		if a.moreNote != 0 {
 			a.notes.close(a.moreNote)
@@ -513,7 +515,7 @@ func (a *App) act(note uint32, action string) {
 		a.actOffer(note, o, action)
 		return
 	}
-	if a.actSignIn(note, action) {
+	if a.actSignIn(note, action) || a.actHosted(note, action) {
 		return
 	}
 	if note != 0 && note == a.moreNote {
@@ -554,6 +556,7 @@ func (a *App) closed(note uint32) {
 	}
 	delete(a.offers, note)
 	a.closedSignIn(note)
+	a.closedHosted(note)
 	if note != 0 && note == a.moreNote {
 		a.moreNote = 0
 	}
