@@ -43,9 +43,14 @@ type Server struct {
 	Tenants map[string]*Tenant
 	Logs    *testenv.Buffer
 
+	srv     *httptest.Server
 	mu      sync.Mutex
 	revoked map[string]bool
 }
+
+// DropStreams closes every client's connection (an event stream ends, as
+// when a proxy or the network drops it).
+func (s *Server) DropStreams() { s.srv.CloseClientConnections() }
 
 // Token is tenant's bearer token with the scope "hub"; MCPToken one with
 // the scope "mcp" only.
@@ -92,7 +97,7 @@ func New(t testing.TB, opts inbox.Options, tenants ...string) *Server {
 	h := auth.RequireBearerToken(verify, nil)(inbox.New(hubFor, opts))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	s.URL = srv.URL
+	s.URL, s.srv = srv.URL, srv
 	return s
 }
 
