@@ -102,12 +102,8 @@ type RunSummary struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// HubFor resolves a tenant's hub; the caller keeps it (Handler never
-// closes it).
-type HubFor func(ctx context.Context, tenant string) (*hub.Hub, error)
-
 type server struct {
-	hubFor HubFor
+	hubFor func(ctx context.Context, tenant string) (*hub.Hub, error)
 	log    *slog.Logger
 	locks  sync.Map // tenant → *sync.Mutex: one plan check and apply at a time
 }
@@ -116,7 +112,9 @@ type server struct {
 // /api/status (full paths) for the tenant of the request's bearer token
 // (go-sdk auth.TokenInfoFromContext: mount it behind the authorization
 // server's middleware); a token without the scope "hub" is refused.
-func Handler(hubFor HubFor) http.Handler {
+// hubFor resolves the tenant's hub, open at least until ctx is done; the
+// Handler never closes it.
+func Handler(hubFor func(ctx context.Context, tenant string) (*hub.Hub, error)) http.Handler {
 	s := &server{hubFor: hubFor, log: slog.Default()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathPlan, s.tenant(s.servePlan))

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
+	"github.com/capabilities-sh/capabilities/engine/egress"
+	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/identity"
+	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
+	"github.com/capabilities-sh/capabilities/engine/push"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/engine/source"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
+)
+
+// TestHostedPushJourney is J5 from the local hub: a hosted hub (engine/hosted
+// with push.Handler mounted, on PostgreSQL, behind TLS, people signing in
+// through oauth2-mock-server) and a local hub with three remote sources on
+// server-everything over streamable HTTP, one of them with a secret.
+// `hub login` signs in (the browser step scripted: the sign-in through the
+// identity provider, the consent form posted, the redirect followed to the
+// CLI's loopback listener); `hub push --secrets` sends the sources, a rule,
+// a profile and the secret after a yes; `hub status` shows no drift (exit
+// 0); a second push is a no-op. The secret is sealed in the tenant's store.
+func TestHostedPushJourney(t *testing.T) {
+	everything := testenv.EverythingHTTP(t)
+	pg := testenv.StartPostgres(t)
+	idp := startHostedIDP(t)
+	ctx := context.Background()
+
+	// The hosted hub.
+	dbURL := pg.NewDatabase(t)
+	if err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	root, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	var handler http.Handler = http.NotFoundHandler()
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	secretFile := filepath.Join(t.TempDir(), "idp-secret")
+	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := identity.New(ctx, identity.Config{Issuer: idp.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
+		PublicURL: ts.URL, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(root.Pool()), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek, err := secret.NewKEK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := egress.Parse([]string{"127.0.0.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := hosted.New(hosted.Config{
+		PublicURL:  ts.URL,
+		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
+		KEK:        kek,
+		Auth:       pgstore.New(root.Pool()),
+		Identity:   rp,
+		ConsentKey: bytes.Repeat([]byte{9}, 32),
+		Egress:     guard,
+		Push:       func(hubs hosted.HubFunc) http.Handler { return push.Handler(hubs) },
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	handler = srv.Handler()
+	certFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The local hub.
+	work := t.TempDir()
+	cli := &hostedCLI{t: t, work: work, env: []string{
+		"PATH=" + filepath.Dir(testenv.Node(t)) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + work,
+		"CAPABILITIES_HOME=" + filepath.Join(work, "home"),
+		"CAPABILITIES_CONNECT_TIMEOUT=" + testenv.Timeout(source.DefaultConnectTimeout).String(),
+		"CAPABILITIES_NO_BROWSER=1",
+		"NO_KEYRING=1",
+		"SSL_CERT_FILE=" + certFile, // the CLI trusts the test server's certificate
+	}}
+	const key = "sk-journey-5c1e0f4b7a9d2e83"
+	cli.ok("", "hub", "init")
+	cli.ok("", "hub", "add", "--yes", "--namespace", "everything", everything)
+	cli.ok("", "hub", "add", "--yes", "--namespace", "team", "--header", "X-Team: blue", everything)
+	cli.ok(key+"\n", "hub", "add", "--yes", "--namespace", "keyed", "--secret-header", "X-Api-Key", "--secret-stdin", everything)
+	cli.ok("", "hub", "policy", "set", "team", "deny")
+
+	// Not signed in yet.
+	if out, err := cli.run("", "hub", "push"); err == nil || !strings.Contains(out, "hub login") {
+		t.Fatalf("hub push before hub login: %v\n%s", err, out)
+	}
+
+	// hub login: the person signs in as alice in the (scripted) browser.
+	idp.next(t, "alice")
+	tenant := identity.TenantID(idp.Issuer, "alice")
+	out := cli.login(ts.URL, func(authURL string) { consentInBrowser(t, ts, authURL) })
+	if !strings.Contains(out, "Signed in to "+ts.URL+" as "+tenant) {
+		t.Fatalf("hub login:\n%s", out)
+	}
+	list, err := os.ReadFile(filepath.Join(work, "home", "hub", "hosted.json"))
+	if err != nil || !strings.Contains(string(list), tenant) {
+		t.Fatalf("hosted.json: %s %v", list, err)
+	}
+
+	// hub push --secrets: the one secret is offered by name, and sent
+	// after a yes.
+	out = cli.ok("y\n", "hub", "push", "--secrets", "--yes")
+	for _, want := range []string{
+		"Send the secret KEYED_TOKEN (keyed/default) to " + ts.URL + "?",
+		"+ source everything: " + everything,
+		"+ source keyed: " + everything + "; secrets KEYED_TOKEN (default)",
+		"+ source team",
+		"+ secret KEYED_TOKEN (keyed/default)",
+		"+ rule team: deny",
+		"Pushed 5 changes of 5 changes to " + ts.URL,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hub push --secrets: no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, key) {
+		t.Fatalf("hub push printed the secret:\n%s", out)
+	}
+
+	// hub status: the hosted state, no drift (exit 0).
+	out = cli.ok("", "hub", "status")
+	for _, want := range []string{"account " + tenant, "everything", "keyed", "team", "No drift"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hub status: no %q in:\n%s", want, out)
+		}
+	}
+	// --secrets asks a consent per secret: --no-input refuses it.
+	if out, err := cli.run("", "hub", "push", "--secrets", "--no-input"); err == nil || !strings.Contains(out, "--no-input asks nothing") {
+		t.Fatalf("hub push --secrets --no-input: %v\n%s", err, out)
+	}
+	// A second push: nothing to push.
+	if out := cli.ok("", "hub", "push"); !strings.Contains(out, "Nothing to push") {
+		t.Fatalf("a second hub push:\n%s", out)
+	}
+
+	// On the hosted hub: three sources with their tools, the secret sealed
+	// in the tenant's store.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h, err := srv.Hub(hctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := h.Sources(hctx)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("hosted sources: %d %v", len(recs), err)
+	}
+	conns, err := h.Connections(hctx, "keyed")
+	if err != nil || len(conns.Items) != 1 {
+		t.Fatalf("hosted connections of keyed: %+v %v", conns, err)
+	}
+	if v, err := h.Secrets().Get(hctx, conns.Items[0].SecretRef); err != nil || v != key {
+		t.Fatalf("the hosted secret: %v (equal: %v)", err, v == key)
+	}
+	var n int
+	if err := root.Pool().QueryRow(hctx, "SELECT (SELECT count(*) FROM records WHERE position(convert_to($1, 'UTF8') in data) > 0) + (SELECT count(*) FROM log_lines WHERE position(convert_to($1, 'UTF8') in line) > 0)", key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("the secret is in clear in %d rows of the hosted hub's database", n)
+	}
+
+	// A local change is drift: hub status says it, exit 1.
+	cli.ok("", "hub", "remove", "team")
+	out, err = cli.run("", "hub", "status")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "- source team") {
+		t.Fatalf("hub status with drift: %v\n%s", err, out)
+	}
+}
+
+type hostedCLI struct {
+	t    *testing.T
+	work string
+	env  []string
+}
+
+func (c *hostedCLI) run(stdin string, args ...string) (string, error) {
+	cmd := exec.Command("capabilities", args...)
+	cmd.Dir, cmd.Env = c.work, c.env
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (c *hostedCLI) ok(stdin string, args ...string) string {
+	c.t.Helper()
+	out, err := c.run(stdin, args...)
+	if err != nil {
+		c.t.Fatalf("capabilities %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// login runs `hub login --no-browser url`, hands the authorization URL it
+// prints to browse, and returns its output.
+func (c *hostedCLI) login(u string, browse func(authURL string)) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "capabilities", "hub", "login", "--no-browser", u)
+	cmd.Dir, cmd.Env = c.work, c.env
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	var errOut strings.Builder
+	s := bufio.NewScanner(stderr)
+	found := false
+	for s.Scan() {
+		line := s.Text()
+		errOut.WriteString(line + "\n")
+		if l := strings.TrimSpace(line); !found && strings.HasPrefix(l, u+"/authorize?") {
+			found = true
+			go browse(l)
+		}
+	}
+	err = cmd.Wait()
+	if err != nil || !found {
+		c.t.Fatalf("hub login: %v (authorization URL seen: %v)\nstdout:\n%s\nstderr:\n%s", err, found, stdout.String(), errOut.String())
+	}
+	return stdout.String()
+}
+
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// consentInBrowser is the person's browser: it opens the authorization
+// page (signing in through the identity provider on the way), checks the
+// consent page names the scope hub, allows, and follows the redirect to
+// the CLI's loopback listener.
+func consentInBrowser(t *testing.T, ts *httptest.Server, authURL string) {
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, Transport: ts.Client().Transport}
+	resp, err := b.Get(authURL)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(html.UnescapeString(string(page)), "hub") {
+		t.Errorf("the consent page (%s):\n%s", resp.Status, page)
+		return
+	}
+	form := url.Values{"decision": {"allow"}}
+	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	req, _ := http.NewRequest("POST", ts.URL+"/authorize", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", ts.URL)
+	b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err = b.Do(req)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("posting the consent: %s", resp.Status)
+		return
+	}
+	cb, err := http.Get(resp.Header.Get("Location"))
+	if err != nil {
+		t.Errorf("following the redirect to the CLI: %v", err)
+		return
+	}
+	cb.Body.Close()
+}
+
+// hostedIDP is engine/identity/testdata/idp.mjs: oauth2-mock-server as
+// the OpenID provider, whose next ID tokens' subject the test chooses.
+type hostedIDP struct {
+	Issuer string `json:"issuer"`
+	Admin  string `json:"admin"`
+}
+
+func startHostedIDP(t *testing.T) *hostedIDP {
+	t.Helper()
+	testenv.NPMPath(t, "oauth2-mock-server/package.json")
+	cmd := exec.Command(testenv.Node(t), filepath.Join(testenv.Root(t), "engine", "identity", "testdata", "idp.mjs"))
+	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr testenv.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting oauth2-mock-server: %v", err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		if s.Scan() {
+			line <- s.Text()
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	var p hostedIDP
+	select {
+	case l := <-line:
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatalf("reading the provider's address %q: %v", l, err)
+		}
+	case <-time.After(testenv.Timeout(20 * time.Second)):
+		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
+	}
+	return &p
+}
+
+func (p *hostedIDP) next(t *testing.T, sub string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"sub": sub})
+	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("setting the next ID token: %v", err)
+	}
+	resp.Body.Close()
+}
+
