@@ -373,4 +373,3 @@ func (p *hostedIDP) next(t *testing.T, sub string) {
 	}
 	resp.Body.Close()
 }
-
