@@ -264,6 +264,7 @@ func newRoot(e *env) *cobra.Command {
 	root.AddCommand(newCensusDoctorCmd(e))
 	root.AddCommand(newLoginCmd(e))
 	root.AddCommand(newLogoutCmd(e))
+	root.AddCommand(newHostedCmd(e))
 	return root
 }
 
