@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -297,4 +298,31 @@ func TestTenantFlood(t *testing.T) {
 	if peak["running quiet"] < 1 || peak["running quiet"] > maxRunning/2 {
 		t.Errorf("running quiet: at most %d held at once, want 1 to its cap, %d", peak["running quiet"], maxRunning/2)
 	}
+}
+
+// BenchmarkAdmission is what an attempt pays to be admitted when a turn is
+// free: a run slot and a compute turn taken and given back, for the empty
+// key (a hub's own Driver) and a named one (a tenant's, forgotten when it
+// holds nothing); chan is the buffered channel the run slots were before.
+func BenchmarkAdmission(b *testing.B) {
+	for _, key := range []string{"", "tn_a"} {
+		b.Run(fmt.Sprintf("key=%q", key), func(b *testing.B) {
+			run, cpu := newFairTurns(16, 8, false), newFairTurns(3, 2, false)
+			b.ReportAllocs()
+			for b.Loop() {
+				run.enqueue(key, false)
+				cpu.enqueue(key, false)
+				cpu.release(key)
+				run.release(key)
+			}
+		})
+	}
+	b.Run("chan", func(b *testing.B) {
+		ch := make(chan struct{}, 16)
+		b.ReportAllocs()
+		for b.Loop() {
+			ch <- struct{}{}
+			<-ch
+		}
+	})
 }
