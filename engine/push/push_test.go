@@ -12,32 +12,53 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/identity"
 	"github.com/capabilities-sh/capabilities/engine/policy"
 	"github.com/capabilities-sh/capabilities/engine/push"
 	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/stack"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 const secretValue = "sk-live-9f8e7d6c5b4a39281706"
 
+// The tenants, as identity.TenantID makes them.
+var (
+	alice = identity.TenantID("https://idp.example", "alice")
+	bob   = identity.TenantID("https://idp.example", "bob")
+)
+
 // hosted is a test hosted hub: one hub per tenant over its own memory
 // store and secret store, push.Handler behind go-sdk's bearer middleware
 // with tokens the test hands out.
 type hosted struct {
 	srv     *httptest.Server
+	pg      *postgres.Store // nil: memory stores
+	kek     *secret.KEK
 	mu      sync.Mutex
 	hubs    map[string]*hub.Hub
-	secrets map[string]*secret.Memory
+	secrets map[string]secret.Store
 	tokens  map[string]*auth.TokenInfo
 }
 
-func newHosted(t *testing.T) *hosted {
+func newHosted(t *testing.T) *hosted { return newHostedOn(t, nil) }
+
+// newHostedOn is newHosted with each tenant's hub over its view of the
+// PostgreSQL store pg (its secrets sealed there), as `hosted serve` has it.
+func newHostedOn(t *testing.T, pg *postgres.Store) *hosted {
 	t.Helper()
-	hs := &hosted{hubs: map[string]*hub.Hub{}, secrets: map[string]*secret.Memory{}, tokens: map[string]*auth.TokenInfo{}}
+	hs := &hosted{pg: pg, hubs: map[string]*hub.Hub{}, secrets: map[string]secret.Store{}, tokens: map[string]*auth.TokenInfo{}}
+	if pg != nil {
+		k, err := secret.NewKEK()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs.kek = k
+	}
 	verify := func(ctx context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		hs.mu.Lock()
 		defer hs.mu.Unlock()
@@ -46,23 +67,41 @@ func newHosted(t *testing.T) *hosted {
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	h := push.Handler(func(ctx context.Context, tenant string) (*hub.Hub, error) { return hs.hub(t, tenant), nil })
+	h := push.Handler(func(ctx context.Context, tenant string) (*hub.Hub, error) { return hs.open(t, tenant) })
 	hs.srv = httptest.NewServer(auth.RequireBearerToken(verify, nil)(h))
 	t.Cleanup(hs.srv.Close)
 	return hs
 }
 
 func (hs *hosted) hub(t *testing.T, tenant string) *hub.Hub {
+	t.Helper()
+	h, err := hs.open(t, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (hs *hosted) open(t *testing.T, tenant string) (*hub.Hub, error) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if h, ok := hs.hubs[tenant]; ok {
-		return h
+		return h, nil
 	}
-	sec := secret.NewMemory(nil)
-	h := hub.New(store.NewMem(), hub.Options{Secrets: sec})
+	var st store.Store = store.NewMem()
+	var sec secret.Store = secret.NewMemory(nil)
+	if hs.pg != nil {
+		st = hs.pg.Tenant(tenant)
+		sealed, err := secret.OpenSealed(context.Background(), st, tenant, hs.kek)
+		if err != nil {
+			return nil, err
+		}
+		sec = sealed
+	}
+	h := hub.New(st, hub.Options{Secrets: sec})
 	t.Cleanup(h.Close)
 	hs.hubs[tenant], hs.secrets[tenant] = h, sec
-	return h
+	return h, nil
 }
 
 // token hands out a bearer token for tenant with scopes.
@@ -136,7 +175,7 @@ func TestPushPlanApplyStatus(t *testing.T) {
 	mcpURL := testenv.EverythingHTTP(t)
 	local := localHub(t, ctx, mcpURL)
 	hs := newHosted(t)
-	c := hs.client(hs.token("tn_alice", "mcp", "hub"))
+	c := hs.client(hs.token(alice, "mcp", "hub"))
 
 	b, left, err := push.Export(ctx, local)
 	if err != nil {
@@ -192,12 +231,12 @@ func TestPushPlanApplyStatus(t *testing.T) {
 		t.Fatalf("applied (-want +got):\n%s", d)
 	}
 	// The secret is stored through the tenant hub's secret store.
-	h := hs.hub(t, "tn_alice")
+	h := hs.hub(t, alice)
 	conns, err := h.Connections(ctx, "keyed")
 	if err != nil || len(conns.Items) != 1 {
 		t.Fatalf("connections: %v %v", conns, err)
 	}
-	if v, err := hs.secrets["tn_alice"].Get(ctx, conns.Items[0].SecretRef); err != nil || v != secretValue {
+	if v, err := hs.secrets[alice].Get(ctx, conns.Items[0].SecretRef); err != nil || v != secretValue {
 		t.Fatalf("hosted secret: %q %v", v, err)
 	}
 
@@ -215,13 +254,28 @@ func TestPushPlanApplyStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Tenant != "tn_alice" || len(st.Sources) != 3 {
+	if st.Tenant != alice || len(st.Sources) != 3 {
 		t.Fatalf("status: %+v", st)
 	}
 	for _, s := range st.Sources {
 		if s.Tools == 0 || s.Health != "ok" {
 			t.Fatalf("source %+v", s)
 		}
+	}
+	if st.Unreviewed == 0 || len(st.Pending) != 0 || len(st.Runs) != 0 {
+		t.Fatalf("status before a run: %d unreviewed, %d pending, %d runs", st.Unreviewed, len(st.Pending), len(st.Runs))
+	}
+	// A call of a tool no person reviewed asks: status lists it pending.
+	env, err := h.Execute(ctx, `return await everything.echo({message: "from the hosted hub"})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Pending) != 1 || st.Pending[0].Address != "everything.echo" || len(st.Runs) != 1 || st.Runs[0].ID != st.Pending[0].Run {
+		t.Fatalf("status with a pending call (run %s %s): %+v %+v", env.RunID, env.Status, st.Pending, st.Runs)
 	}
 
 	// The old hash no longer applies once the hosted state moved.
@@ -262,35 +316,53 @@ func TestPushPlanApplyStatus(t *testing.T) {
 	}
 }
 
-// TestPushRefusals is I5 and the scope, as another tenant would try.
+// TestPushRefusals is I5 and the scope, as another tenant would try, on
+// memory stores and on PostgreSQL tenant views.
 func TestPushRefusals(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testPushRefusals(t, nil) })
+	t.Run("postgres", func(t *testing.T) {
+		ctx := context.Background()
+		dbURL := testenv.StartPostgres(t).NewDatabase(t)
+		if err := postgres.Migrate(ctx, dbURL); err != nil {
+			t.Fatal(err)
+		}
+		root, err := postgres.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { root.Close() })
+		testPushRefusals(t, root)
+	})
+}
+
+func testPushRefusals(t *testing.T, pg *postgres.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
 	mcpURL := testenv.EverythingHTTP(t)
 	local := localHub(t, ctx, mcpURL)
-	hs := newHosted(t)
-	alice := hs.client(hs.token("tn_alice", "mcp", "hub"))
+	hs := newHostedOn(t, pg)
+	aliceC := hs.client(hs.token(alice, "mcp", "hub"))
 	b, _, err := push.Export(ctx, local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := alice.Plan(ctx, b)
+	p, err := aliceC.Plan(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.Apply(ctx, b, p.Hash); err != nil {
+	if _, err := aliceC.Apply(ctx, b, p.Hash); err != nil {
 		t.Fatal(err)
 	}
-	aliceHub := hs.hub(t, "tn_alice")
+	aliceHub := hs.hub(t, alice)
 	before, err := stack.FromHub(ctx, aliceHub)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	bob := hs.client(hs.token("tn_bob", "mcp", "hub"))
-	mcpOnly := hs.client(hs.token("tn_alice", "mcp"))
+	bobC := hs.client(hs.token(bob, "mcp", "hub"))
+	mcpOnly := hs.client(hs.token(alice, "mcp"))
 	none := &push.Client{URL: hs.srv.URL}
-	forged := hs.client("tok-tn_alice-mcp-hub-forged")
+	forged := hs.client("tok-" + alice + "-mcp-hub-forged")
 	empty := &push.Bundle{Files: map[string][]byte{}}
 
 	rows := []struct {
@@ -299,17 +371,17 @@ func TestPushRefusals(t *testing.T) {
 		code int // the refusal's HTTP status; 0: allowed, but sees only its own
 	}{
 		{"bob's status sees his own empty hub", func() error {
-			st, err := bob.Status(ctx)
+			st, err := bobC.Status(ctx)
 			if err != nil {
 				return err
 			}
-			if st.Tenant != "tn_bob" || len(st.Sources) != 0 {
+			if st.Tenant != bob || len(st.Sources) != 0 {
 				t.Errorf("bob's status: %+v", st)
 			}
 			return nil
 		}, 0},
 		{"bob's plan is against his own hub", func() error {
-			pb, err := bob.Plan(ctx, b)
+			pb, err := bobC.Plan(ctx, b)
 			if err != nil {
 				return err
 			}
@@ -318,13 +390,13 @@ func TestPushRefusals(t *testing.T) {
 			}
 			return nil
 		}, 0},
-		{"bob applying alice's plan hash", func() error { _, err := bob.Apply(ctx, empty, p.Hash); return err }, http.StatusConflict},
+		{"bob applying alice's plan hash", func() error { _, err := bobC.Apply(ctx, empty, p.Hash); return err }, http.StatusConflict},
 		{"bob pushing an empty bundle with his own hash changes only his hub", func() error {
-			pb, err := bob.Plan(ctx, empty)
+			pb, err := bobC.Plan(ctx, empty)
 			if err != nil {
 				return err
 			}
-			_, err = bob.Apply(ctx, empty, pb.Hash)
+			_, err = bobC.Apply(ctx, empty, pb.Hash)
 			return err
 		}, 0},
 		{"a token without scope hub: status", func() error { _, err := mcpOnly.Status(ctx); return err }, http.StatusForbidden},
@@ -358,7 +430,7 @@ func TestPushRefusesBadBundles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
 	hs := newHosted(t)
-	c := hs.client(hs.token("tn_alice", "hub"))
+	c := hs.client(hs.token(alice, "hub"))
 	src := func(body string) *push.Bundle {
 		return &push.Bundle{Files: map[string][]byte{"sources/gh.json": []byte(body)}}
 	}
