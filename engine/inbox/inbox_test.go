@@ -18,8 +18,45 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/inbox/inboxtest"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
 	"github.com/google/go-cmp/cmp"
 )
+
+// Two tenants, named as identity.TenantID names them.
+var (
+	tnA = "tn_" + strings.Repeat("a", 32)
+	tnB = "tn_" + strings.Repeat("b", 32)
+)
+
+type newServer func(t testing.TB, opts inbox.Options, tenants ...string) *inboxtest.Server
+
+// forEachStore runs test with each tenant's hub on its own in-memory
+// store, then on PostgreSQL: the tenants' views (postgres.Store.Tenant)
+// of one database, as the hosted hub keeps them.
+func forEachStore(t *testing.T, test func(*testing.T, newServer)) {
+	t.Run("memory", func(t *testing.T) { test(t, inboxtest.New) })
+	t.Run("postgres", func(t *testing.T) {
+		pg := testenv.StartPostgres(t)
+		u := pg.NewDatabase(t)
+		ctx := context.Background()
+		if err := postgres.Migrate(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		root, err := postgres.Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = root.Close() })
+		test(t, func(t testing.TB, opts inbox.Options, tenants ...string) *inboxtest.Server {
+			return inboxtest.NewOn(t, opts, func(t testing.TB, tenant string) store.Store {
+				v := root.Tenant(tenant)
+				t.Cleanup(func() { _ = v.Close() })
+				return v
+			}, tenants...)
+		})
+	})
+}
 
 const writeCode = `return await up.record({item: "from the desktop"})`
 
@@ -78,13 +115,17 @@ func decideBody(run, call, decision string) string {
 // the run goes on at once and the upstream write is made exactly once; the
 // inbox is then empty, and deciding again is a conflict.
 func TestInboxListsAndDecides(t *testing.T) {
-	s := inboxtest.New(t, inbox.Options{}, "tnA")
-	a := s.Tenants["tnA"]
-	if got := list(t, s, "tnA"); len(got.Approvals) != 0 {
+	forEachStore(t, testInboxListsAndDecides)
+}
+
+func testInboxListsAndDecides(t *testing.T, newServer newServer) {
+	s := newServer(t, inbox.Options{}, tnA)
+	a := s.Tenants[tnA]
+	if got := list(t, s, tnA); len(got.Approvals) != 0 {
 		t.Fatalf("a fresh hub's inbox: %+v", got.Approvals)
 	}
 	runID, callID := a.Pending(t, writeCode)
-	in := list(t, s, "tnA")
+	in := list(t, s, tnA)
 	if len(in.Approvals) != 1 {
 		t.Fatalf("the inbox lists %d calls, want 1: %+v", len(in.Approvals), in.Approvals)
 	}
@@ -102,7 +143,7 @@ func TestInboxListsAndDecides(t *testing.T) {
 		t.Fatalf("the upstream acted %d times before a decision", n)
 	}
 
-	code, data := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, "once"))
+	code, data := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, "once"))
 	if code != http.StatusOK {
 		t.Fatalf("deciding: %d %s", code, data)
 	}
@@ -119,16 +160,16 @@ func TestInboxListsAndDecides(t *testing.T) {
 		t.Errorf("the run is %s after the decision, want completed (%+v)", r.Status, r.Error)
 	}
 	dec := r.PendingItem(callID).Decision
-	if dec == nil || dec.Channel != approval.ChannelDesktop || dec.By != "tnA" || dec.Choice != model.ChoiceOnce {
+	if dec == nil || dec.Channel != approval.ChannelDesktop || dec.By != tnA || dec.Choice != model.ChoiceOnce {
 		t.Errorf("the decision recorded: %+v; want once via desktop by tnA", dec)
 	}
 	if n := a.UpstreamCalls(t); n != 1 {
 		t.Errorf("the upstream acted %d times, want exactly once", n)
 	}
-	if got := list(t, s, "tnA"); len(got.Approvals) != 0 {
+	if got := list(t, s, tnA); len(got.Approvals) != 0 {
 		t.Errorf("the inbox after the decision: %+v", got.Approvals)
 	}
-	code, data = do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, "deny"))
+	code, data = do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, "deny"))
 	if code != http.StatusConflict || !strings.Contains(string(data), "already decided (once via desktop)") {
 		t.Errorf("deciding again: %d %s; want 409 already decided", code, data)
 	}
@@ -205,11 +246,15 @@ func next(t *testing.T, ch <-chan event, what string) event {
 // (settled), sends heartbeats while nothing happens, and ends when the
 // client goes.
 func TestEvents(t *testing.T) {
-	s := inboxtest.New(t, inbox.Options{Heartbeat: 50 * time.Millisecond}, "tnA")
-	a := s.Tenants["tnA"]
+	forEachStore(t, testEvents)
+}
+
+func testEvents(t *testing.T, newServer newServer) {
+	s := newServer(t, inbox.Options{Heartbeat: 50 * time.Millisecond}, tnA)
+	a := s.Tenants[tnA]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, res := stream(t, ctx, s.URL, inboxtest.Token("tnA"))
+	ch, res := stream(t, ctx, s.URL, inboxtest.Token(tnA))
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("the stream: %s %q", res.Status, res.Header.Get("Content-Type"))
 	}
@@ -239,7 +284,7 @@ func TestEvents(t *testing.T) {
 	if ap.Run != runID || ap.ID != callID || ap.Address != "up.record" || !strings.Contains(string(ap.Args), "from the desktop") {
 		t.Errorf("the call added: %+v", ap)
 	}
-	code, data := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, "deny"))
+	code, data := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, "deny"))
 	if code != http.StatusOK {
 		t.Fatalf("deciding: %d %s", code, data)
 	}
@@ -271,24 +316,49 @@ func TestEvents(t *testing.T) {
 // or none at all decides nothing. Bad input is a 400 that says what is
 // wrong. After all of it, A's call still waits, undecided.
 func TestRefusals(t *testing.T) {
-	s := inboxtest.New(t, inbox.Options{}, "tnA", "tnB")
-	a := s.Tenants["tnA"]
+	forEachStore(t, testRefusals)
+}
+
+func testRefusals(t *testing.T, newServer newServer) {
+	s := newServer(t, inbox.Options{}, tnA, tnB)
+	a := s.Tenants[tnA]
 	runID, callID := a.Pending(t, writeCode)
 	// B sees none of A's calls.
-	if got := list(t, s, "tnB"); len(got.Approvals) != 0 {
+	if got := list(t, s, tnB); len(got.Approvals) != 0 {
 		t.Errorf("tenant B's inbox lists %+v", got.Approvals)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, _ := stream(t, ctx, s.URL, inboxtest.Token("tnB"))
-	if first := next(t, ch, "B's stream"); first.data != `{"approvals":[],"interrupted":[]}` {
+	defer cancel()
+	chB, _ := stream(t, ctx, s.URL, inboxtest.Token(tnB))
+	if first := next(t, chB, "B's stream"); first.data != `{"approvals":[],"interrupted":[]}` {
 		t.Errorf("tenant B's stream starts with %+v", first)
+	}
+	// A's next call reaches A's stream, and not B's.
+	chA, _ := stream(t, ctx, s.URL, inboxtest.Token(tnA))
+	if first := next(t, chA, "A's stream"); !strings.Contains(first.data, runID) {
+		t.Errorf("tenant A's stream starts with %+v", first)
+	}
+	run2, _ := a.Pending(t, writeCode)
+	if ev := next(t, chA, "A's second call"); ev.name != "added" || !strings.Contains(ev.data, run2) {
+		t.Errorf("tenant A's stream: %+v", ev)
+	}
+	drain := time.After(500 * time.Millisecond) // B's stream had as long as A's, and this more
+	for drained := false; !drained; {
+		select {
+		case ev := <-chB:
+			if ev.name != ":" {
+				t.Errorf("tenant B's stream got %+v", ev)
+			}
+		case <-drain:
+			drained = true
+		}
 	}
 	cancel()
 
 	// Another tenant's ids are unknown ids: the same status and words.
 	const unknownRun = "r0000000000000000000000000"
-	_, theirs := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token("tnB"), decideBody(runID, callID, "once"))
-	_, never := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token("tnB"), decideBody(unknownRun, callID, "once"))
+	_, theirs := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token(tnB), decideBody(runID, callID, "once"))
+	_, never := do(t, http.MethodPost, s.URL+"/api/inbox/decide", inboxtest.Token(tnB), decideBody(unknownRun, callID, "once"))
 	if diff := cmp.Diff(strings.ReplaceAll(string(never), unknownRun, runID), string(theirs)); diff != "" {
 		t.Errorf("another tenant's run is answered unlike an unknown one (-unknown +theirs):\n%s", diff)
 	}
@@ -298,24 +368,24 @@ func TestRefusals(t *testing.T) {
 		code                            int
 		contains                        string
 	}{
-		{"B decides A's call", "POST", "/api/inbox/decide", inboxtest.Token("tnB"), decideBody(runID, callID, "once"), 404, "no pending call"},
-		{"B decides A's call always", "POST", "/api/inbox/decide", inboxtest.Token("tnB"), decideBody(runID, callID, "always"), 404, "no pending call"},
-		{"A decides a call that is not", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, "c99", "once"), 404, "no pending call c99"},
-		{"mcp scope lists", "GET", "/api/inbox", inboxtest.MCPToken("tnA"), "", 403, `lacks the scope \"hub\"`},
-		{"mcp scope watches", "GET", "/api/inbox/events", inboxtest.MCPToken("tnA"), "", 403, `lacks the scope \"hub\"`},
-		{"mcp scope decides", "POST", "/api/inbox/decide", inboxtest.MCPToken("tnA"), decideBody(runID, callID, "once"), 403, `lacks the scope \"hub\"`},
+		{"B decides A's call", "POST", "/api/inbox/decide", inboxtest.Token(tnB), decideBody(runID, callID, "once"), 404, "no pending call"},
+		{"B decides A's call always", "POST", "/api/inbox/decide", inboxtest.Token(tnB), decideBody(runID, callID, "always"), 404, "no pending call"},
+		{"A decides a call that is not", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, "c99", "once"), 404, "no pending call c99"},
+		{"mcp scope lists", "GET", "/api/inbox", inboxtest.MCPToken(tnA), "", 403, `lacks the scope \"hub\"`},
+		{"mcp scope watches", "GET", "/api/inbox/events", inboxtest.MCPToken(tnA), "", 403, `lacks the scope \"hub\"`},
+		{"mcp scope decides", "POST", "/api/inbox/decide", inboxtest.MCPToken(tnA), decideBody(runID, callID, "once"), 403, `lacks the scope \"hub\"`},
 		{"no token", "POST", "/api/inbox/decide", "", decideBody(runID, callID, "once"), 401, "no bearer token"},
-		{"unknown token", "GET", "/api/inbox", "tok-hub-tnC", "", 401, "unknown"},
-		{"bad decision", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, "yes"), 400, `\"yes\" is not a choice`},
-		{"no decision", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, ""), 400, "the decision is missing"},
-		{"no run", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody("", callID, "once"), 400, "names no run"},
-		{"no call", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, "", "once"), 400, "names no call"},
-		{"bad run id", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody("../runs/x", callID, "once"), 400, "is not an id"},
-		{"unknown field", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), `{"run":"` + runID + `","call":"` + callID + `","decision":"once","channel":"cli"}`, 400, `unknown field \"channel\"`},
-		{"not JSON", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), `decision=once`, 400, "reading the decision"},
-		{"two objects", "POST", "/api/inbox/decide", inboxtest.Token("tnA"), decideBody(runID, callID, "once") + "{}", 400, "one JSON object only"},
-		{"GET decide", "GET", "/api/inbox/decide", inboxtest.Token("tnA"), "", 404, "use GET /api/inbox, GET /api/inbox/events or POST /api/inbox/decide"},
-		{"unknown route", "GET", "/api/inbox/nope", inboxtest.Token("tnA"), "", 404, "no inbox route"},
+		{"unknown token", "GET", "/api/inbox", "tok-hub-tn_c", "", 401, "unknown"},
+		{"bad decision", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, "yes"), 400, `\"yes\" is not a choice`},
+		{"no decision", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, ""), 400, "the decision is missing"},
+		{"no run", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody("", callID, "once"), 400, "names no run"},
+		{"no call", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, "", "once"), 400, "names no call"},
+		{"bad run id", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody("../runs/x", callID, "once"), 400, "is not an id"},
+		{"unknown field", "POST", "/api/inbox/decide", inboxtest.Token(tnA), `{"run":"` + runID + `","call":"` + callID + `","decision":"once","channel":"cli"}`, 400, `unknown field \"channel\"`},
+		{"not JSON", "POST", "/api/inbox/decide", inboxtest.Token(tnA), `decision=once`, 400, "reading the decision"},
+		{"two objects", "POST", "/api/inbox/decide", inboxtest.Token(tnA), decideBody(runID, callID, "once") + "{}", 400, "one JSON object only"},
+		{"GET decide", "GET", "/api/inbox/decide", inboxtest.Token(tnA), "", 404, "use GET /api/inbox, GET /api/inbox/events or POST /api/inbox/decide"},
+		{"unknown route", "GET", "/api/inbox/nope", inboxtest.Token(tnA), "", 404, "no inbox route"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -332,7 +402,7 @@ func TestRefusals(t *testing.T) {
 	if n := a.UpstreamCalls(t); n != 0 {
 		t.Errorf("after the refusals the upstream acted %d times", n)
 	}
-	if got := list(t, s, "tnA"); len(got.Approvals) != 1 {
+	if got := list(t, s, tnA); len(got.Approvals) != 2 {
 		t.Errorf("A's inbox after the refusals: %+v", got.Approvals)
 	}
 }

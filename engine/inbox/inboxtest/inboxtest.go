@@ -33,7 +33,7 @@ import (
 type Tenant struct {
 	ID    string
 	Hub   *hub.Hub
-	Store *store.Mem
+	Store store.Store
 	calls string // the upstream appends a line per call it acts on
 }
 
@@ -57,14 +57,23 @@ func (s *Server) DropStreams() { s.srv.CloseClientConnections() }
 func Token(tenant string) string    { return "tok-hub-" + tenant }
 func MCPToken(tenant string) string { return "tok-mcp-" + tenant }
 
-// New starts the inbox over a hub per tenant named.
+// New starts the inbox over a hub per tenant named, each on its own
+// in-memory store.
 func New(t testing.TB, opts inbox.Options, tenants ...string) *Server {
+	t.Helper()
+	return NewOn(t, opts, func(testing.TB, string) store.Store { return store.NewMem() }, tenants...)
+}
+
+// NewOn starts the inbox over a hub per tenant named, each on the store
+// stores gives it (a PostgreSQL tenant view, in the hosted hub's shape).
+// Like the hosted server, each hub follows its decisions (FinishDecided).
+func NewOn(t testing.TB, opts inbox.Options, stores func(t testing.TB, tenant string) store.Store, tenants ...string) *Server {
 	t.Helper()
 	s := &Server{Tenants: map[string]*Tenant{}, Logs: &testenv.Buffer{}, revoked: map[string]bool{}}
 	log := slog.New(slog.NewTextHandler(s.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dir := t.TempDir()
 	for _, id := range tenants {
-		s.Tenants[id] = newTenant(t, id, filepath.Join(dir, id+"-calls.jsonl"), log)
+		s.Tenants[id] = newTenant(t, id, stores(t, id), filepath.Join(dir, id+"-calls.jsonl"), log)
 	}
 	hubFor := func(_ context.Context, tenant string) (*hub.Hub, error) {
 		tn, ok := s.Tenants[tenant]
@@ -108,15 +117,23 @@ func (s *Server) Revoke(token string) {
 	s.mu.Unlock()
 }
 
-func newTenant(t testing.TB, id, calls string, log *slog.Logger) *Tenant {
+func newTenant(t testing.TB, id string, st store.Store, calls string, log *slog.Logger) *Tenant {
 	t.Helper()
-	st := store.NewMem()
 	h := hub.New(st, hub.Options{
 		Logger:  log.With("tenant", id),
 		Secrets: secret.NewMemory(nil),
 		Source:  source.Options{ConnectTimeout: testenv.Timeout(30 * time.Second), CallTimeout: testenv.Timeout(60 * time.Second)},
 	})
 	t.Cleanup(h.Close)
+	fctx, stop := context.WithCancel(context.Background())
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if err := h.FinishDecided(fctx); err != nil {
+			log.Warn("following decisions", "tenant", id, "err", err)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-finished })
 	ctx := context.Background()
 	p, err := h.Propose(ctx, hub.AddRequest{
 		Command:   testenv.Scripted(t),
