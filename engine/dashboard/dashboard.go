@@ -172,12 +172,19 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, r, http.StatusUnauthorized, "no_session", "nobody is signed in (or the session ended): sign in at "+d.origin+"/signin and reload the page")
 		return
 	}
-	csrf, ok := d.cfg.RP.CSRFToken(r)
-	if !ok {
-		d.refuse(w, r, http.StatusUnauthorized, "no_session", "the session ended: sign in at "+d.origin+"/signin and reload the page")
-		return
-	}
-	if !safe {
+	// The CSRF token reads the session again (a query with a database
+	// store): only where it is needed.
+	session := r.URL.Path == "/api/session" && safe
+	if !safe || session {
+		csrf, ok := d.cfg.RP.CSRFToken(r)
+		if !ok {
+			d.refuse(w, r, http.StatusUnauthorized, "no_session", "the session ended: sign in at "+d.origin+"/signin and reload the page")
+			return
+		}
+		if session {
+			writeJSON(w, http.StatusOK, console.Session{Channel: approval.ChannelDashboard, CSRF: csrf})
+			return
+		}
 		got := r.Header.Get(console.CSRFHeader)
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
 			d.refuse(w, r, http.StatusForbidden, "csrf", "missing or wrong "+console.CSRFHeader+" header; reload the page")
@@ -185,9 +192,6 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case r.URL.Path == "/api/session" && safe:
-		writeJSON(w, http.StatusOK, console.Session{Channel: approval.ChannelDashboard, CSRF: csrf})
-		return
 	case r.URL.Path == "/api/import" && !safe:
 		d.refuse(w, r, http.StatusForbidden, "not_hosted", "the hosted hub cannot read your agents' skills folders: import them into your own hub (`capabilities hub import`) and `capabilities hub push`")
 		return

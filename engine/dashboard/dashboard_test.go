@@ -312,3 +312,57 @@ func TestNewRefusesABadPublicURL(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkChecks is what the dashboard adds to a request of the page: the
+// Host, Origin and Sec-Fetch-Site checks, the session read from its store
+// (here in memory), and the tenant's console found again. "session" is GET
+// /api/session (the session read twice: the person, then the CSRF token,
+// as for every POST); "asset" is GET /style.css served by the console.
+func BenchmarkChecks(b *testing.B) {
+	s := newServer(b)
+	s.tenant(b, "dana")
+	br := s.browser(b)
+	br.signIn("dana")
+	for _, path := range []string{"/api/session", "/style.css"} {
+		name := map[string]string{"/api/session": "session", "/style.css": "asset"}[path]
+		b.Run(name, func(b *testing.B) {
+			req, _ := http.NewRequest(http.MethodGet, s.srv.URL+path, nil)
+			for _, c := range br.c.Jar.Cookies(req.URL) {
+				req.AddCookie(c)
+			}
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			b.ReportAllocs()
+			for b.Loop() {
+				w := &discard{h: http.Header{}}
+				s.handler.ServeHTTP(w, req)
+				if w.code != 0 && w.code != http.StatusOK {
+					b.Fatalf("GET %s: %d", path, w.code)
+				}
+			}
+		})
+	}
+	// The console alone, for comparison: what the dashboard adds is the
+	// difference.
+	_, th := s.tenant(b, "dana")
+	c := console.New(th.h, console.Options{})
+	b.Run("asset, console alone", func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodGet, s.srv.URL+"/style.css", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			w := &discard{h: http.Header{}}
+			c.ServeHTTP(w, req)
+			if w.code != 0 && w.code != http.StatusOK {
+				b.Fatalf("GET /style.css: %d", w.code)
+			}
+		}
+	})
+}
+
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(code int)        { d.code = code }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -37,7 +37,7 @@ type idp struct {
 	Admin  string `json:"admin"`
 }
 
-func startIDP(t *testing.T) *idp {
+func startIDP(t testing.TB) *idp {
 	t.Helper()
 	testenv.NPMPath(t, "oauth2-mock-server/package.json")
 	cmd := exec.Command(testenv.Node(t), filepath.Join("testdata", "idp.mjs"))
@@ -81,7 +81,7 @@ func startIDP(t *testing.T) *idp {
 }
 
 // next sets the subject of the provider's next ID tokens.
-func (p *idp) next(t *testing.T, sub string) {
+func (p *idp) next(t testing.TB, sub string) {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"sub": sub, "email": sub + "@example.com", "name": sub})
 	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
@@ -99,7 +99,7 @@ type tenantHub struct {
 	calls string // the upstream appends a line per call it acts on
 }
 
-func newTenantHub(t *testing.T) *tenantHub {
+func newTenantHub(t testing.TB) *tenantHub {
 	t.Helper()
 	dir := t.TempDir()
 	st, _, err := store.Init(filepath.Join(dir, "hub"))
@@ -140,7 +140,7 @@ func newTenantHub(t *testing.T) *tenantHub {
 }
 
 // pending runs code that must pause on a write and returns the run's id.
-func (th *tenantHub) pending(t *testing.T, code string) string {
+func (th *tenantHub) pending(t testing.TB, code string) string {
 	t.Helper()
 	env, err := th.h.Execute(context.Background(), code)
 	if err != nil {
@@ -152,7 +152,7 @@ func (th *tenantHub) pending(t *testing.T, code string) string {
 	return env.RunID
 }
 
-func (th *tenantHub) upstreamCalls(t *testing.T) int {
+func (th *tenantHub) upstreamCalls(t testing.TB) int {
 	t.Helper()
 	b, err := os.ReadFile(th.calls)
 	if os.IsNotExist(err) {
@@ -164,7 +164,7 @@ func (th *tenantHub) upstreamCalls(t *testing.T) int {
 	return strings.Count(string(b), "\n")
 }
 
-func (th *tenantHub) run(t *testing.T, id string) *model.Run {
+func (th *tenantHub) run(t testing.TB, id string) *model.Run {
 	t.Helper()
 	runs, err := th.h.Runs()
 	if err != nil {
@@ -181,11 +181,12 @@ func (th *tenantHub) run(t *testing.T, id string) *model.Run {
 // identity routes beside the dashboard at "/", over plain HTTP on loopback
 // (the RP allows it there), one hub per tenant.
 type server struct {
-	srv    *httptest.Server
-	idp    *idp
-	rp     *identity.RP
-	offset atomic.Int64 // added to the session clock
-	logs   *testenv.Buffer
+	srv     *httptest.Server
+	handler http.Handler // what srv serves
+	idp     *idp
+	rp      *identity.RP
+	offset  atomic.Int64 // added to the session clock
+	logs    *testenv.Buffer
 
 	mu     sync.Mutex
 	hubs   map[string]*tenantHub
@@ -194,7 +195,7 @@ type server struct {
 
 const sessionTTL = time.Hour
 
-func newServer(t *testing.T) *server {
+func newServer(t testing.TB) *server {
 	t.Helper()
 	s := &server{idp: startIDP(t), hubs: map[string]*tenantHub{}, opened: map[string]int{}, logs: &testenv.Buffer{}}
 	var handler http.Handler = http.NotFoundHandler()
@@ -228,12 +229,13 @@ func newServer(t *testing.T) *server {
 	mux.Handle("/signout", rp.Handler())
 	mux.Handle("/", d)
 	handler = mux
+	s.handler = mux
 	return s
 }
 
 // tenant is the hub of the person with this subject at the test's provider,
 // made on first use.
-func (s *server) tenant(t *testing.T, sub string) (string, *tenantHub) {
+func (s *server) tenant(t testing.TB, sub string) (string, *tenantHub) {
 	t.Helper()
 	id := identity.TenantID(s.idp.Issuer, sub)
 	s.mu.Lock()
@@ -258,13 +260,13 @@ func (s *server) hub(_ context.Context, tenant string) (*hub.Hub, error) {
 
 // browser is a person's browser: a cookie jar, redirects followed.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	s    *server
 	c    *http.Client
 	csrf string
 }
 
-func (s *server) browser(t *testing.T) *browser {
+func (s *server) browser(t testing.TB) *browser {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
