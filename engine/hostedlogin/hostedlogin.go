@@ -198,14 +198,17 @@ func Delete(ctx context.Context, secrets secret.Store, dir, rawURL string) error
 	if err != nil {
 		return err
 	}
-	found := false
-	if err := update(dir, func(list []Login) []Login {
-		n := len(list)
-		list = slices.DeleteFunc(list, func(x Login) bool { return x.URL == base })
-		found = len(list) != n
-		return list
-	}); err != nil {
+	list, err := List(dir)
+	if err != nil {
 		return err
+	}
+	found := slices.ContainsFunc(list, func(x Login) bool { return x.URL == base })
+	if found {
+		if err := update(dir, func(list []Login) []Login {
+			return slices.DeleteFunc(list, func(x Login) bool { return x.URL == base })
+		}); err != nil {
+			return err
+		}
 	}
 	err = secrets.Delete(ctx, ref(base))
 	if err == nil {
