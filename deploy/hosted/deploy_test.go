@@ -125,7 +125,9 @@ func TestEnvironmentExample(t *testing.T) {
 // a directory holding only what the build stage copies: a directory the
 // binary needs and the Containerfile forgets fails here. The binary is
 // static (no interpreter: distroless/static runs it), and the final stage
-// runs it as a non-root user as `hosted serve`, with the secrets as files.
+// runs it as a non-root user as `hosted serve`, with the secrets as files;
+// every CAPABILITIES_HOSTED_ variable of the deployment files names one of
+// its flags.
 func TestContainerfileBuild(t *testing.T) {
 	b, err := os.ReadFile("Containerfile")
 	if err != nil {
@@ -179,8 +181,23 @@ func TestContainerfileBuild(t *testing.T) {
 			t.Fatal("the binary is dynamically linked: distroless/static cannot run it")
 		}
 	}
-	if err := exec.Command(bin, "--help").Run(); err != nil {
-		t.Fatalf("the built binary does not run: %v", err)
+	// Every CAPABILITIES_HOSTED_ variable the deployment files set is a
+	// flag of the built binary's `hosted serve`.
+	help, err := exec.Command(bin, "hosted", "serve", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("capabilities hosted serve --help: %v\n%s", err, help)
+	}
+	for _, file := range []string{"Containerfile", "capabilities-hosted.service", "hosted.env.example"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`CAPABILITIES_HOSTED_([A-Z_]+)=`).FindAllSubmatch(data, -1) {
+			flag := "--" + strings.ReplaceAll(strings.ToLower(string(m[1])), "_", "-")
+			if !regexp.MustCompile(regexp.QuoteMeta(flag) + `\b`).Match(help) {
+				t.Errorf("%s sets CAPABILITIES_HOSTED_%s, but hosted serve has no %s", file, m[1], flag)
+			}
+		}
 	}
 	for _, want := range []string{
 		`ENTRYPOINT ["/usr/local/bin/capabilities", "hosted", "serve"]`,
