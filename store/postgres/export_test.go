@@ -31,3 +31,11 @@ func MigrateTo(ctx context.Context, url string, v int64) error {
 	}
 	return err
 }
+
+// SetFeedQueue sets how far a change feed may fall behind before it says
+// Resync, until the test ends.
+func SetFeedQueue(t interface{ Cleanup(func()) }, n int) {
+	old := feedQueue
+	feedQueue = n
+	t.Cleanup(func() { feedQueue = old })
+}

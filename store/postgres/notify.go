@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/store"
@@ -33,14 +32,51 @@ type feed struct {
 	done    chan struct{} // closed when the listening goroutine ends
 }
 
+// feedQueue is how many changes a feed may fall behind the others before
+// it drops them and says Resync instead.
+var feedQueue = 10000
+
 // sub is one Changes call's subscription. The listening goroutine never
-// waits for a subscriber: when its queue is full it marks the
-// subscription lost, and the subscriber says Resync once it has caught up.
+// waits for a subscriber: it queues the change (notifications come in
+// bursts, which a feed's reader takes a moment to catch up with); when
+// the queue holds feedQueue it marks the subscription lost instead, and
+// the feed says Resync once its reader has caught up.
 type sub struct {
 	tenant string
-	queue  chan store.Change
-	lost   atomic.Bool
-	wake   chan struct{} // poked when lost is set
+	max    int           // feedQueue when it subscribed
+	wake   chan struct{} // poked when queue or lost changes
+
+	mu    sync.Mutex
+	queue []store.Change
+	lost  bool
+}
+
+// put queues ch (or marks the subscription lost) and wakes its reader.
+func (sb *sub) put(ch store.Change) {
+	sb.mu.Lock()
+	switch {
+	case ch.Resync:
+		sb.lost = true
+	case len(sb.queue) < sb.max:
+		sb.queue = append(sb.queue, ch)
+	default:
+		sb.lost = true
+	}
+	sb.mu.Unlock()
+	select {
+	case sb.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is queued and whether changes were lost since the
+// last take.
+func (sb *sub) take() ([]store.Change, bool) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	q, lost := sb.queue, sb.lost
+	sb.queue, sb.lost = nil, false
+	return q, lost
 }
 
 // wait waits for the listening goroutine, if any, to end (after sh.stop).
@@ -60,8 +96,8 @@ func (f *feed) wait() {
 // administrator ended it), it connects again, with a growing pause up to
 // 5 s between tries, and every feed then reports a Change with Resync:
 // whatever was written meanwhile was not heard. A feed that falls behind
-// by more than its queue also reports Resync rather than hold up the
-// others. The feed ends when ctx does or the view is closed.
+// the others by more than 10,000 changes reports Resync rather than hold
+// them up. The feed ends when ctx does or the view is closed.
 func (s *Store) Changes(ctx context.Context) (<-chan store.Change, error) {
 	if err := s.usable("following the store's changes"); err != nil {
 		return nil, err
@@ -80,7 +116,7 @@ func (s *Store) Changes(ctx context.Context) (<-chan store.Change, error) {
 		f.subs = map[*sub]struct{}{}
 		go sh.dispatch(c)
 	}
-	sb := &sub{tenant: s.tenant, queue: make(chan store.Change, 256), wake: make(chan struct{}, 1)}
+	sb := &sub{tenant: s.tenant, max: feedQueue, wake: make(chan struct{}, 1)}
 	f.subs[sb] = struct{}{}
 	f.mu.Unlock()
 
@@ -111,15 +147,17 @@ func (s *Store) Changes(ctx context.Context) (<-chan store.Change, error) {
 		}
 		for {
 			select {
-			case ch := <-sb.queue:
-				if !send(ch) {
-					return
-				}
 			case <-sb.wake:
 			case <-ctx.Done():
 				return
 			}
-			if sb.lost.Swap(false) && !send(store.Change{Resync: true}) {
+			q, lost := sb.take()
+			for _, ch := range q {
+				if !send(ch) {
+					return
+				}
+			}
+			if lost && !send(store.Change{Resync: true}) {
 				return
 			}
 		}
@@ -165,21 +203,8 @@ func (sh *shared) broadcast(tenant string, ch store.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for sb := range f.subs {
-		if ch.Resync {
-			sb.lost.Store(true)
-		} else if sb.tenant != tenant {
-			continue
-		} else {
-			select {
-			case sb.queue <- ch:
-				continue
-			default:
-				sb.lost.Store(true)
-			}
-		}
-		select {
-		case sb.wake <- struct{}{}:
-		default:
+		if ch.Resync || sb.tenant == tenant {
+			sb.put(ch)
 		}
 	}
 }

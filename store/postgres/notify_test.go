@@ -9,6 +9,7 @@ import (
 
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // next returns the feed's next change, failing the test when none comes.
@@ -118,4 +119,81 @@ func TestChanges(t *testing.T) {
 			t.Error("Changes on a closed store: no error")
 		}
 	})
+}
+
+// TestChangesSlowFeed: one feed that does not read holds up no other on
+// the shared connection (of its tenant or another's), and says Resync
+// once it reads again, for what it missed.
+func TestChangesSlowFeed(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root, _ := fresh(t, pg)
+	a := root.Tenant(tenantA)
+	postgres.SetFeedQueue(t, 200) // 10,000 otherwise
+	slow, err := a.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := a.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000 // more than a feed's queue (200 here) and channel hold
+	// The other feed is read as the writes go: it hears every one, in
+	// order, however far behind the first feed is (a feed that waited for
+	// the slow one would stop after a few hundred).
+	fastDone := make(chan error, 1)
+	go func() {
+		want, resynced := 0, false
+		for want < n {
+			select {
+			case c, ok := <-fast:
+				if !ok {
+					fastDone <- errors.New("the reading feed closed")
+					return
+				}
+				if c.Resync {
+					// This machine may be very busy: a Resync (and the
+					// changes it stands for) is allowed, a stall is not.
+					resynced = true
+					continue
+				}
+				if resynced {
+					if _, err := fmt.Sscanf(c.ID, "r%d", &want); err != nil {
+						fastDone <- err
+						return
+					}
+					resynced = false
+				}
+				if c.ID != fmt.Sprintf("r%d", want) {
+					fastDone <- fmt.Errorf("the reading feed heard %+v; want runs/r%d, in order", c, want)
+					return
+				}
+				want++
+			case <-time.After(testenv.Timeout(60 * time.Second)):
+				fastDone <- fmt.Errorf("the reading feed stalled after %d of %d changes", want, n)
+				return
+			}
+		}
+		fastDone <- nil
+	}()
+	for i := range n {
+		if err := a.Put(ctx, store.Runs, fmt.Sprintf("r%d", i), map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-fastDone; err != nil {
+		t.Fatal(err)
+	}
+	// The feed that did not read hears what its queue kept, then Resync
+	// (for what it dropped).
+	heard := 0
+	for !next(t, slow).Resync {
+		heard++
+	}
+	if heard >= n {
+		t.Errorf("the feed that did not read heard all %d changes: its queue is not bounded", heard)
+	}
+	t.Logf("the slow feed heard %d of %d changes, then Resync", heard, n)
 }
