@@ -132,6 +132,9 @@ func TestFit(t *testing.T) {
 		{"actMatch", func(p *params) *float32 { return &p.actMatch }, []float32{0.2, 0.3, 0.5, 0.8, 1.2}},
 		{"actNear", func(p *params) *float32 { return &p.actNear }, []float32{0, 0.1, 0.2, 0.3}},
 		{"actClash", func(p *params) *float32 { return &p.actClash }, []float32{0, 0.1, 0.2, 0.3, 0.5}},
+		{"relFloor", func(p *params) *float32 { return &p.relFloor }, []float32{0.1, 0.2, 0.3, 0.5, 0.7}},
+		{"hop2", func(p *params) *float32 { return &p.hop2 }, []float32{0, 0.25, 0.5, 0.75}},
+		{"relMaxDF", func(p *params) *float32 { return &p.relMaxDF }, []float32{0.01, 0.02, 0.05, 0.1}},
 	}
 	p := tuned
 	if *fitFrom != "" {
@@ -191,8 +194,8 @@ func TestFit(t *testing.T) {
 		}
 	}
 	t.Logf("fitted: own %.3f tune %.3f", own, tun)
-	fmt.Printf("k1 %v\nw %v\nb %v\nsyn %v coord %v\nrelW %v relMiss %v\nactMatch %v actNear %v actClash %v\n",
-		p.k1, p.w, p.b, p.syn, p.coord, p.relW, p.relMiss, p.actMatch, p.actNear, p.actClash)
+	fmt.Printf("k1 %v\nw %v\nb %v\nsyn %v coord %v\nrelW %v relMiss %v relFloor %v hop2 %v relMaxDF %v\nactMatch %v actNear %v actClash %v\n",
+		p.k1, p.w, p.b, p.syn, p.coord, p.relW, p.relMiss, p.relFloor, p.hop2, p.relMaxDF, p.actMatch, p.actNear, p.actClash)
 }
 
 // TestReportHalfFigures logs the report half's slices before issue 42 and

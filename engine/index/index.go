@@ -227,9 +227,11 @@ type doc struct {
 	sig  atomic.Pointer[string]
 	act  action // what the tool does (actions.go)
 
-	nameT, descT []int32 // the terms of its name and description, once each (rerank.go)
-	paramT       []int32 // the terms of its parameters' names, once each
-	nsT          int32   // its namespace's term, or -1
+	// rrT holds the terms of its name, then of its description, then of
+	// its parameters' names, each once (rerank.go: nameT, descT, paramT)
+	rrT          []int32
+	rrD, rrP     uint16 // where the description's and the parameters' terms start
+	nsT          int32  // its namespace's term, or -1
 }
 
 // Index is a built search index.
@@ -290,6 +292,7 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 	var buf []byte
 	var cur []entry
 	exp := newExpander()
+	var rrT []int32
 	for i := range tools {
 		t := &tools[i]
 		d := &ix.docs[i]
@@ -336,17 +339,29 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 				}
 			}
 		}
+		if p.rrN > 0 {
+			rrT = rrT[:0]
+			for _, f := range []field{fName, fDesc, fParam} {
+				start := len(rrT)
+				for _, e := range cur {
+					if e.field == f && !slices.Contains(rrT[start:], e.term) {
+						rrT = append(rrT, e.term)
+					}
+				}
+				switch f {
+				case fName:
+					d.rrD = uint16(min(len(rrT), math.MaxUint16))
+				case fDesc:
+					d.rrP = uint16(min(len(rrT), math.MaxUint16))
+				}
+			}
+			d.rrT = slices.Clone(rrT[:min(len(rrT), math.MaxUint16)])
+		}
 		d.nsT = -1
 		for _, e := range cur {
-			switch {
-			case e.field == fName && !slices.Contains(d.nameT, e.term):
-				d.nameT = append(d.nameT, e.term)
-			case e.field == fDesc && !slices.Contains(d.descT, e.term):
-				d.descT = append(d.descT, e.term)
-			case e.field == fParam && !slices.Contains(d.paramT, e.term):
-				d.paramT = append(d.paramT, e.term)
-			case e.field == fNamespace && d.nsT < 0:
+			if e.field == fNamespace {
 				d.nsT = e.term
+				break
 			}
 		}
 		for f := range numFields {

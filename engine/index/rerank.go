@@ -31,13 +31,15 @@ const (
 	rfParamCov         // share of the query's words its parameters' names have
 	rfNSMass           // share of the reranked candidates' score held by the tool's namespace
 	rfRelOnly          // only the second signal found it
+	rfBM25Norm         // its BM25F score over the best candidate's
+	rfRelNorm          // its second signal's score over the best candidate's
 	numRF
 )
 
 // rrFeatures are the features of candidate c for a query of words words
 // whose terms are qt, of action qa, the best candidate's score maxS and c's
 // score s.
-func (ix *Index) rrFeatures(c cand, s, maxS float32, qt []queryTerm, idfs []float32, words int, qa action, nsMass float32) (f [numRF]float32) {
+func (ix *Index) rrFeatures(c cand, s, maxS, maxA, maxB float32, qt []queryTerm, idfs []float32, words int, qa action, nsMass float32) (f [numRF]float32) {
 	d := &ix.docs[c.doc]
 	bits := func(ids []int32) (m uint8, n int) {
 		for _, id := range ids {
@@ -55,23 +57,30 @@ func (ix *Index) rrFeatures(c cand, s, maxS float32, qt []queryTerm, idfs []floa
 		return m, n
 	}
 	w := float32(max(words, 1))
-	nm, nn := bits(d.nameT)
-	dm, _ := bits(d.descT)
+	nameT, descT, paramT := d.rrT[:d.rrD], d.rrT[d.rrD:d.rrP], d.rrT[d.rrP:]
+	nm, nn := bits(nameT)
+	dm, _ := bits(descT)
 	if maxS > 0 {
 		f[rfScore] = s / maxS
 	}
 	f[rfNameCov] = float32(popcount(nm)) / w
 	f[rfDescCov] = float32(popcount(dm)) / w
-	if len(d.nameT) > 0 {
-		f[rfNamePrec] = float32(nn) / float32(len(d.nameT))
-		f[rfShortName] = 1 / float32(len(d.nameT))
+	if len(nameT) > 0 {
+		f[rfNamePrec] = float32(nn) / float32(len(nameT))
+		f[rfShortName] = 1 / float32(len(nameT))
 	}
 	f[rfAllCov] = float32(popcount(c.m)) / w
-	pm, _ := bits(d.paramT)
+	pm, _ := bits(paramT)
 	f[rfParamCov] = float32(popcount(pm)) / w
 	f[rfNSMass] = nsMass
 	if c.a == 0 {
 		f[rfRelOnly] = 1
+	}
+	if maxA > 0 {
+		f[rfBM25Norm] = c.a / maxA
+	}
+	if maxB > 0 {
+		f[rfRelNorm] = c.b / maxB
 	}
 	// idf-weighed share of the query's words in the name: each word's
 	// best term (itself, joined, a synonym)
@@ -79,7 +88,7 @@ func (ix *Index) rrFeatures(c cand, s, maxS float32, qt []queryTerm, idfs []floa
 	for k, q := range qt {
 		idf := idfs[k]
 		idfAll[q.bit] = max(idfAll[q.bit], idf)
-		if slices.Contains(d.nameT, q.id) {
+		if slices.Contains(nameT, q.id) {
 			idfName[q.bit] = max(idfName[q.bit], idf)
 		}
 	}
@@ -141,9 +150,11 @@ func (ix *Index) rerank(sc *scratch, top []scored, cs []cand, qt []queryTerm, wo
 		df := float64(len(ix.post[q.id]))
 		idfs = append(idfs, q.w*float32(math.Log(1+(n-df+0.5)/(df+0.5))))
 	}
-	var total float32
-	for _, t := range top {
+	var total, maxA, maxB float32
+	for k, t := range top {
 		total += t.score
+		maxA = max(maxA, cs[at[k]].a)
+		maxB = max(maxB, cs[at[k]].b)
 	}
 	for k := range top {
 		// the share of the candidates' score in the tool's namespace
@@ -157,7 +168,7 @@ func (ix *Index) rerank(sc *scratch, top []scored, cs []cand, qt []queryTerm, wo
 		if total > 0 {
 			m /= total
 		}
-		f := ix.rrFeatures(cs[at[k]], top[k].score, maxS, qt, idfs, words, qa, m)
+		f := ix.rrFeatures(cs[at[k]], top[k].score, maxS, maxA, maxB, qt, idfs, words, qa, m)
 		if ix.rrDump != nil {
 			ix.rrDump(top[k].doc, &f)
 		}

@@ -3,7 +3,11 @@ package index
 import (
 	"flag"
 	"fmt"
+	"math"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +114,19 @@ func TestRerankFit(t *testing.T) {
 	}()
 	w := [numRF]float32{rfScore: 1}
 	floor := rrMRR(own, w)
+	if *rrLogit {
+		for _, lam := range []float64{0.0001, 0.001, 0.01, 0.03, 0.1} {
+			// the own set weighs half as much: its rows once, the tune half's twice
+			all := append(append(append([][]rrRow(nil), tun...), tun...), own...)
+			lw := rrPairwise(all, lam, 300)
+			msg := ""
+			if held != nil {
+				msg = fmt.Sprintf(" other half %.3f", rrMRR(held, lw))
+			}
+			t.Logf("logistic λ %v: own %.3f tune %.3f%s %v", lam, rrMRR(own, lw), rrMRR(tun, lw), msg, lw)
+		}
+		return
+	}
 	score := func(w [numRF]float32) (float64, float64, float64) {
 		o, u := rrMRR(own, w), rrMRR(tun, w)
 		obj := u + 0.5*o
@@ -173,6 +190,166 @@ func BenchmarkSearch10kRerank(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
+
+// round2Configs are the signals issue 42's second round built, each alone
+// on the ranking it started from (19496bc: BM25F, WordNet, action classes,
+// weak) and together as shipped. A signal whose table is not in testdata
+// (gloss.bin, npmexp.bin: regenerate them, see their generators) is left
+// out with a note.
+func round2Configs(t testing.TB) []struct {
+	name string
+	p    params
+} {
+	before := tuned
+	before.rrN, before.rr = 0, [numRF]float32{}
+	type cfg = struct {
+		name string
+		p    params
+	}
+	out := []cfg{{"before (19496bc)", before}}
+	if b, err := os.ReadFile(glossFile); err == nil {
+		gloss = parseTable(b, "WNG1")
+		t.Cleanup(func() { gloss = nil })
+		p := before
+		p.gloss = glossBest
+		out = append(out, cfg{"+ WordNet glosses", p})
+	} else {
+		t.Logf("no %s: the gloss signal is left out", glossFile)
+	}
+	if b, err := os.ReadFile(npmExpFile); err == nil {
+		expansion = parseTable(b, "NPX1")
+		t.Cleanup(func() { expansion = nil })
+		p := withExp(before, 1, expBest.k, 2, 0.8, expBest.wn, expBest.min)
+		p.expRel = expBest.rel
+		out = append(out, cfg{"+ document expansion", p})
+	} else {
+		t.Logf("no %s: document expansion is left out", npmExpFile)
+	}
+	loadNpmRel(t)
+	p := before
+	p.aik = npmRelBest
+	out = append(out, cfg{"+ npm relatedness", p})
+	out = append(out, cfg{"+ reranker (ours)", tuned})
+	return out
+}
+
+// glossBest are the gloss weights (def, more, usedIn) best on the tune
+// half plus half the own set (TestGlossTune); off as shipped.
+var glossBest = [numGKinds]float32{0, 0, 0.2}
+
+// expBest is the document expansion best on the tune half plus half the
+// own set (TestExpTune); off as shipped.
+var expBest = struct {
+	k             int
+	wn, min, rel float32
+}{10, 1, 2, 0.6}
+
+// TestRound2Figures logs every slice of the own set and the tune half for
+// each signal of round2Configs (-v); with -reporthalf the report half's
+// too (scores only; run once, after the choices).
+func TestRound2Figures(t *testing.T) {
+	if !testing.Verbose() {
+		t.Skip("logs figures only: run with -v")
+	}
+	tools := testenv.CorpusTools(t)
+	cfgs := round2Configs(t)
+	ixs := make([]*Index, len(cfgs))
+	for i, c := range cfgs {
+		ixs[i] = build(tools, Options{}, c.p)
+	}
+	for _, s := range evalSlices(t, tools) {
+		if strings.Contains(s.name, "report half") && !*reportHalf {
+			continue
+		}
+		for i, c := range cfgs {
+			name := ""
+			if i == 0 {
+				name = s.name
+			}
+			t.Logf("%-40s %-22s %v", name, c.name, evaluateOn(t, ixs[i], s.q, false))
+		}
+	}
+}
+
+var rrLogit = flag.Bool("rrlogit", false, "with -rrfit: fit by pairwise logistic regression instead of coordinate ascent")
+
+// rrPairwise fits weights by pairwise logistic regression (gradient
+// descent, L2 lam): each right candidate against every wrong one.
+func rrPairwise(rows [][]rrRow, lam float64, epochs int) [numRF]float32 {
+	var w [numRF]float64
+	w[rfScore] = 1
+	type pair struct{ d [numRF]float64 }
+	var pairs []pair
+	for _, q := range rows {
+		for _, r := range q {
+			if !r.right {
+				continue
+			}
+			for _, o := range q {
+				if o.right {
+					continue
+				}
+				var p pair
+				for k := range numRF {
+					p.d[k] = float64(r.f[k] - o.f[k])
+				}
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	lr := 0.5
+	for ep := 0; ep < epochs; ep++ {
+		var g [numRF]float64
+		for _, p := range pairs {
+			var z float64
+			for k := range numRF {
+				z += w[k] * p.d[k]
+			}
+			s := 1 / (1 + math.Exp(z)) // d/dz log(1+e^-z) = -s
+			for k := range numRF {
+				g[k] -= s * p.d[k]
+			}
+		}
+		for k := range numRF {
+			g[k] = g[k]/float64(len(pairs)) + lam*w[k]
+			w[k] -= lr * g[k]
+		}
+	}
+	var out [numRF]float32
+	for k := range numRF {
+		out[k] = float32(w[k] / w[rfScore])
+	}
+	return out
+}
+
+// BenchmarkHeap10kRerank reports the heap a 10,000-tool index holds after
+// the own set's queries, with the reranker off and on.
+func BenchmarkHeap10kRerank(b *testing.B) {
+	tools := tools10k(b)
+	off := tuned
+	off.rrN = 0
+	for _, r := range []struct {
+		name string
+		p    params
+	}{{"off", off}, {"on", tuned}} {
+		b.Run(r.name, func(b *testing.B) {
+			var ms runtime.MemStats
+			for b.Loop() {
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				before := ms.HeapAlloc
+				ix := build(tools, Options{}, r.p)
+				for _, e := range evalQueries {
+					ix.Search(Query{Text: e.q})
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapAlloc-before)/1e6, "heap-MB")
+				runtime.KeepAlive(ix)
+			}
 		})
 	}
 }
