@@ -229,9 +229,9 @@ type doc struct {
 
 	// rrT holds the terms of its name, then of its description, then of
 	// its parameters' names, each once (rerank.go: nameT, descT, paramT)
-	rrT          []int32
-	rrD, rrP     uint16 // where the description's and the parameters' terms start
-	nsT          int32  // its namespace's term, or -1
+	rrT      []int32
+	rrD, rrP uint16 // where the description's and the parameters' terms start
+	nsT      int32  // its namespace's term, or -1
 }
 
 // Index is a built search index.

@@ -243,7 +243,7 @@ var glossBest = [numGKinds]float32{0, 0, 0.2}
 // expBest is the document expansion best on the tune half plus half the
 // own set (TestExpTune); off as shipped.
 var expBest = struct {
-	k             int
+	k            int
 	wn, min, rel float32
 }{10, 1, 2, 0.6}
 
