@@ -45,11 +45,11 @@ type hosted struct {
 	tokens  map[string]*auth.TokenInfo
 }
 
-func newHosted(t *testing.T) *hosted { return newHostedOn(t, nil) }
+func newHosted(t testing.TB) *hosted { return newHostedOn(t, nil) }
 
 // newHostedOn is newHosted with each tenant's hub over its view of the
 // PostgreSQL store pg (its secrets sealed there), as `hosted serve` has it.
-func newHostedOn(t *testing.T, pg *postgres.Store) *hosted {
+func newHostedOn(t testing.TB, pg *postgres.Store) *hosted {
 	t.Helper()
 	hs := &hosted{pg: pg, hubs: map[string]*hub.Hub{}, secrets: map[string]secret.Store{}, tokens: map[string]*auth.TokenInfo{}}
 	if pg != nil {
@@ -73,7 +73,7 @@ func newHostedOn(t *testing.T, pg *postgres.Store) *hosted {
 	return hs
 }
 
-func (hs *hosted) hub(t *testing.T, tenant string) *hub.Hub {
+func (hs *hosted) hub(t testing.TB, tenant string) *hub.Hub {
 	t.Helper()
 	h, err := hs.open(t, tenant)
 	if err != nil {
@@ -82,7 +82,7 @@ func (hs *hosted) hub(t *testing.T, tenant string) *hub.Hub {
 	return h
 }
 
-func (hs *hosted) open(t *testing.T, tenant string) (*hub.Hub, error) {
+func (hs *hosted) open(t testing.TB, tenant string) (*hub.Hub, error) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if h, ok := hs.hubs[tenant]; ok {
@@ -128,7 +128,7 @@ func (hs *hosted) client(tok string) *push.Client {
 // localHub is a hub with three remote sources on one server-everything
 // (plain; with a team header; with a secret header and its secret), a
 // rule and a profile.
-func localHub(t *testing.T, ctx context.Context, mcpURL string) *hub.Hub {
+func localHub(t testing.TB, ctx context.Context, mcpURL string) *hub.Hub {
 	t.Helper()
 	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
 	if err != nil {
@@ -468,6 +468,107 @@ func TestSecretsOnlyOverTLS(t *testing.T) {
 	for _, u := range []string{"https://hub.example.com", "http://127.0.0.1:8080", "http://localhost:1"} {
 		if err := push.SecureURL(u); err != nil {
 			t.Errorf("%s: %v", u, err)
+		}
+	}
+}
+
+// TestExportLeavesLocalCommands: a source that runs a local command stays
+// on this machine, with the rule and the profile that name it; a hosted
+// hub would refuse it.
+func TestExportLeavesLocalCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	mcpURL := testenv.EverythingHTTP(t)
+	h := localHub(t, ctx, mcpURL)
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "local", Command: testenv.Everything(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SetRule(ctx, "local", policy.Allow, "", "cli"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.PutProfile(ctx, hub.Profile{Name: "mixed", Mode: hub.ModeCode, Namespaces: []string{"everything", "local"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	b, left, err := push.Export(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range left {
+		got = append(got, l.Key)
+	}
+	if d := cmp.Diff([]string{"source local", "rule local", "profile mixed"}, got); d != "" {
+		t.Fatalf("left out (-want +got):\n%s", d)
+	}
+	if !strings.Contains(left[0].Reason, "remote sources only") {
+		t.Errorf("reason: %s", left[0].Reason)
+	}
+	for p := range b.Files {
+		if strings.Contains(p, "local") || strings.Contains(p, "mixed") {
+			t.Errorf("the bundle carries %s", p)
+		}
+	}
+	hs := newHosted(t)
+	c := hs.client(hs.token(alice, "hub"))
+	if _, err := c.Plan(ctx, b); err != nil {
+		t.Fatalf("the bundle without the local source: %v", err)
+	}
+}
+
+// TestExportRefusesALeak: a secret value written into a source's config
+// (a header) is found and nothing is sent.
+func TestExportRefusesALeak(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	mcpURL := testenv.EverythingHTTP(t)
+	h := localHub(t, ctx, mcpURL)
+	p, err := h.Propose(ctx, hub.AddRequest{Namespace: "leaky", URL: mcpURL, Headers: map[string]string{"X-Trace": "t-" + secretValue}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = push.Export(ctx, h)
+	var le *push.LeakError
+	if !errors.As(err, &le) || le.Path != "sources/leaky.json" || !strings.Contains(le.Whose, "keyed/default") {
+		t.Fatalf("got %v, want a LeakError naming sources/leaky.json and keyed/default", err)
+	}
+	if strings.Contains(err.Error(), secretValue) {
+		t.Fatal("the error shows the secret")
+	}
+}
+
+// BenchmarkPlan is one plan of a three-source hub over HTTP, the hosted
+// side reading its state and comparing (what `hub status` and every push
+// costs the hosted hub).
+func BenchmarkPlan(b *testing.B) {
+	ctx := context.Background()
+	mcpURL := testenv.EverythingHTTP(b)
+	local := localHub(b, ctx, mcpURL)
+	hs := newHosted(b)
+	c := hs.client(hs.token(alice, "hub"))
+	bundle, _, err := push.Export(ctx, local)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := c.Plan(ctx, bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, bundle, p.Hash); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		p, err := c.Plan(ctx, bundle)
+		if err != nil || len(p.Changes) != 0 {
+			b.Fatalf("%+v %v", p, err)
 		}
 	}
 }
