@@ -14,7 +14,7 @@ import (
 
 // relist is how often the app reads the list of hosted hubs signed in to
 // again (a `hub login` or `hub logout` while it runs).
-const relist = 30 * time.Second
+var relist = 30 * time.Second
 
 // startHosted follows the inbox of every hosted hub signed in to with
 // `capabilities hub login <url>` (hostedlogin's list in the hub's folder),
@@ -25,6 +25,12 @@ func (a *App) startHosted(ctx context.Context, open func(string) error) {
 	}
 	a.remote = newRemotes(open)
 	a.remote.done = ctx.Done()
+	a.listHosted(ctx)
+}
+
+// listHosted follows the hosted hubs of hostedlogin's list, read again
+// every relist, until ctx ends.
+func (a *App) listHosted(ctx context.Context) {
 	go func() {
 		t := time.NewTicker(relist)
 		defer t.Stop()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,10 +14,12 @@ import (
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
+	"github.com/capabilities-sh/capabilities/engine/hostedlogin"
 	"github.com/capabilities-sh/capabilities/engine/inbox"
 	"github.com/capabilities-sh/capabilities/engine/inbox/inboxtest"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/google/go-cmp/cmp"
 )
 
 // bearer sends a fixed token, and counts the requests.
@@ -145,12 +149,15 @@ func TestHostedCallIsNotified(t *testing.T) {
 	ha.follow(ctx, s.URL, tok.client())
 	a := s.Tenants["tnA"]
 	runID, callID := a.Pending(t, `return await up.record({item: "from the hosted hub"})`)
+	asked := time.Now()
 
 	var note uint32
 	ha.waitFor(t, "the hosted call's notification", func() bool {
 		note = ha.note(s.URL, runID, callID)
 		return note != 0
 	})
+	// Polled every 10 ms: an upper bound, logged, never asserted.
+	t.Logf("measured: hosted call paused → notification raised within %v", time.Since(asked).Round(time.Millisecond))
 	ha.f.mu.Lock()
 	sent := ha.f.sent[note]
 	ha.f.mu.Unlock()
@@ -237,5 +244,45 @@ func TestHostedSignedOut(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // over 4 of the longest pauses: no try is made
 	if m := tok.n.Load(); m != n {
 		t.Errorf("after unfollowing, the app tried %d more times", m-n)
+	}
+}
+
+// TestHostedLoginList: the app follows the hosted hubs of `hub login`'s
+// list in the hub's folder (hostedlogin): one whose tokens are gone from
+// the secret store is told once as signed out; taken off the list (`hub
+// logout`), it is no longer tried.
+func TestHostedLoginList(t *testing.T) {
+	s := inboxtest.New(t, inbox.Options{}, "tnA")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ha := newHostedApp(t, ctx)
+	ha.dir = t.TempDir()
+	defer func(d time.Duration) { relist = d }(relist)
+	relist = 20 * time.Millisecond
+	list := filepath.Join(ha.dir, hostedlogin.ListFile)
+	if err := os.WriteFile(list, []byte(`{"logins":[{"url":"`+s.URL+`","clientId":"c1","at":"2026-12-05T09:00:00Z"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ha.listHosted(ctx)
+	want := "capabilities-desktop: signed out of " + s.URL + ": run capabilities hub login " + s.URL + "\n"
+	deadline := time.Now().Add(testenv.Timeout(30 * time.Second))
+	for ha.stderr.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // more tries, over ten relists: still said once
+	if got := ha.stderr.String(); got != want {
+		t.Errorf("the app said %q, want once %q", got, want)
+	}
+	if diff := cmp.Diff([]string{s.URL}, ha.followed()); diff != "" {
+		t.Errorf("followed (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(list, []byte(`{"logins":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for len(ha.followed()) != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := ha.followed(); len(got) != 0 {
+		t.Errorf("after hub logout the app still follows %q", got)
 	}
 }
