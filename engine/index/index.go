@@ -41,6 +41,12 @@
 // class matches the query's scores ×1.3, a neighbour's (read and list,
 // create and send) ×1.2, a clash (a read or a create for a delete) ×0.7;
 // weights fitted on the own set and the tune half.
+// Last, a reranker (rerank.go) orders the best 20 candidates again by a
+// linear combination of the first score and features the sum blurs: the
+// share of the query's words in the tool's name and in its description,
+// how much of the name the query asks for, whether the query names the
+// tool's namespace, the action classes, and whether only related words
+// found the tool; its weights were fitted on the same queries.
 // Each term's weight in each tool is computed at build, so a search only
 // adds up posting lists.
 //
