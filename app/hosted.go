@@ -21,6 +21,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/oauth"
 	"github.com/capabilities-sh/capabilities/engine/run"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 )
 
 // The hosted hubs the person signed in to with `capabilities hub login
@@ -52,6 +53,7 @@ type remotes struct {
 	maxPause time.Duration           // longest pause
 	idle     time.Duration           // a stream silent this long (no heartbeat) is dropped
 	done     <-chan struct{}         // the app is ending: nothing more is posted to its loop
+	secrets  secret.Store            // where hub login keeps the tokens (nil: the hub's)
 
 	mu      sync.Mutex                    // guards follows and clients
 	follows map[string]context.CancelFunc // hub URL → its follower

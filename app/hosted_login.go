@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/capabilities-sh/capabilities/engine/hostedlogin"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/browser"
 )
 
@@ -25,8 +29,29 @@ func (a *App) startHosted(ctx context.Context, open func(string) error) {
 	}
 	a.remote = newRemotes(open)
 	a.remote.done = ctx.Done()
+	a.remote.secrets = loginSecrets(a.dir, a.log)
 	a.listHosted(ctx)
 }
+
+// loginSecrets is where `capabilities hub login` keeps the tokens: the OS
+// keychain, with the mode-600 file fallback in the hub's folder (as the
+// CLI opens it, whatever keeps the hub's own secrets).
+func loginSecrets(dir string, log *slog.Logger) secret.Store {
+	opts := secret.Options{File: filepath.Join(dir, "secrets.json"), Logger: log}
+	if os.Getenv("NO_KEYRING") != "" {
+		opts.Keychain = noKeychain{}
+	}
+	return secret.Open(opts)
+}
+
+// noKeychain is a keychain that is never there (NO_KEYRING=1).
+type noKeychain struct{}
+
+var errNoKeychain = errors.New("the keychain is turned off (NO_KEYRING=1)")
+
+func (noKeychain) Get(string, string) (string, error) { return "", errNoKeychain }
+func (noKeychain) Set(string, string, string) error   { return errNoKeychain }
+func (noKeychain) Delete(string, string) error        { return errNoKeychain }
 
 // listHosted follows the hosted hubs of hostedlogin's list, read again
 // every relist, until ctx ends.
@@ -68,7 +93,11 @@ func (a *App) listHosted(ctx context.Context) {
 // `hub login` replaces the tokens).
 func (a *App) loginClient(base string) hostedClient {
 	return func(ctx context.Context) (*http.Client, error) {
-		l, err := hostedlogin.Load(ctx, a.hub.Secrets(), a.dir, base)
+		secrets := a.remote.secrets
+		if secrets == nil {
+			secrets = a.hub.Secrets()
+		}
+		l, err := hostedlogin.Load(ctx, secrets, a.dir, base)
 		if errors.Is(err, hostedlogin.ErrNotLoggedIn) {
 			return nil, fmt.Errorf("%w: %w", errSignedOut, err)
 		}

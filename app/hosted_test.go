@@ -257,6 +257,8 @@ func TestHostedLoginList(t *testing.T) {
 	defer cancel()
 	ha := newHostedApp(t, ctx)
 	ha.dir = t.TempDir()
+	t.Setenv("NO_KEYRING", "1")
+	ha.remote.secrets = loginSecrets(ha.dir, ha.log) // as hub login keeps them: the file in the hub's folder
 	defer func(d time.Duration) { relist = d }(relist)
 	relist = 20 * time.Millisecond
 	list := filepath.Join(ha.dir, hostedlogin.ListFile)
