@@ -26,17 +26,22 @@ import (
 func BenchmarkTenantFlood(b *testing.B) {
 	for _, mode := range []struct {
 		name   string
-		off    bool
+		opts   sandbox.Options
 		floods int
-	}{{"alone", false, 0}, {"fair", false, tenantClients}, {"unfair", true, tenantClients}} {
-		b.Run(mode.name, func(b *testing.B) { benchTenantFlood(b, mode.off, mode.floods) })
+	}{
+		{"alone", sandbox.Options{}, 0},
+		{"fair", sandbox.Options{}, tenantClients},
+		{"unfair", sandbox.Options{NoFairness: true}, tenantClients},
+	} {
+		b.Run(mode.name, func(b *testing.B) { benchTenantFlood(b, mode.opts, mode.floods) })
 	}
 }
 
 const tenantClients = 16
 
-func benchTenantFlood(b *testing.B, unfair bool, flooders int) {
-	d, err := sandbox.New(sandbox.Options{CacheDir: sandbox.DefaultCacheDir(), NoFairness: unfair})
+func benchTenantFlood(b *testing.B, opts sandbox.Options, flooders int) {
+	opts.CacheDir = sandbox.DefaultCacheDir()
+	d, err := sandbox.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -92,8 +92,8 @@ type Options struct {
 	// compute turns one admission key (Request.Key: a tenant, when one
 	// Driver serves many) holds at once, even when more are free, so that
 	// its flood or its infinite loops leave the others room; the defaults
-	// are half of MaxRunning and half of MaxComputing (rounded up), at
-	// least 1. Waiting attempts are served round robin across keys, in
+	// are half of MaxRunning and half of MaxComputing (rounded down: on 2
+	// CPUs, a tenant's loops get one of them), at least 1. Waiting attempts are served round robin across keys, in
 	// arrival order within a key. The empty key has no cap: a Driver one
 	// hub owns serves it exactly as if there were no keys.
 	MaxRunningPerKey, MaxComputingPerKey int
@@ -169,7 +169,7 @@ func New(opts Options) (*Driver, error) {
 		opts.MaxRunningPerKey = max(1, opts.MaxRunning/2)
 	}
 	if opts.MaxComputingPerKey <= 0 {
-		opts.MaxComputingPerKey = max(1, (opts.MaxComputing+1)/2)
+		opts.MaxComputingPerKey = max(1, opts.MaxComputing/2)
 	}
 	root, err := newGuestRoot()
 	if err != nil {
