@@ -293,6 +293,18 @@ func TestPushPlanApplyStatus(t *testing.T) {
 		t.Fatalf("plan after a hosted change (-want +got):\n%s", d)
 	}
 
+	// An apply under way elsewhere (another process of the hub holds the
+	// claim): refused, nothing applied.
+	release, err := h.Store().Hold(ctx, store.Policies, "push-apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *push.APIError
+	if _, err := c.Apply(ctx, b, p3.Hash); !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
+		t.Fatalf("apply while another is under way: %v", err)
+	}
+	release()
+
 	// Removing a source locally removes it on the hosted hub.
 	if err := local.Remove(ctx, "team"); err != nil {
 		t.Fatal(err)

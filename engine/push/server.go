@@ -20,11 +20,15 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/stack"
+	"github.com/capabilities-sh/capabilities/store"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // maxBody bounds a request's bundle.
 const maxBody = 32 << 20
+
+// holdID is the claim an apply holds in the tenant's store.
+const holdID = "push-apply"
 
 // Change is one item a push changes on the hosted hub.
 type Change struct {
@@ -252,6 +256,19 @@ func (s *server) serveApply(w http.ResponseWriter, r *http.Request, h *hub.Hub, 
 		return
 	}
 	defer s.lock(tenant)()
+	// One apply at a time for the tenant across the hub's processes too:
+	// a claim in its store (a row lease on PostgreSQL).
+	release, err := h.Store().Hold(r.Context(), store.Policies, holdID)
+	if errors.Is(err, store.ErrBusy) {
+		w.Header().Set("Retry-After", "2")
+		s.fail(w, h, &apiError{http.StatusServiceUnavailable, "another push is being applied to this hub: nothing was applied; push again in a moment"})
+		return
+	}
+	if err != nil {
+		s.fail(w, h, fmt.Errorf("claiming the hub for the push: %w", err))
+		return
+	}
+	defer release()
 	p, err := plan(r.Context(), h, &req.Bundle)
 	if err != nil {
 		s.fail(w, h, err)
