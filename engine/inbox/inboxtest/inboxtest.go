@@ -75,13 +75,7 @@ func NewOn(t testing.TB, opts inbox.Options, stores func(t testing.TB, tenant st
 	for _, id := range tenants {
 		s.Tenants[id] = newTenant(t, id, stores(t, id), filepath.Join(dir, id+"-calls.jsonl"), log)
 	}
-	hubFor := func(_ context.Context, tenant string) (*hub.Hub, error) {
-		tn, ok := s.Tenants[tenant]
-		if !ok {
-			return nil, fmt.Errorf("opening the hub of tenant %q: no such tenant", tenant)
-		}
-		return tn.Hub, nil
-	}
+	hubFor := s.HubFor
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		s.mu.Lock()
 		revoked := s.revoked[token]
@@ -108,6 +102,16 @@ func NewOn(t testing.TB, opts inbox.Options, stores func(t testing.TB, tenant st
 	t.Cleanup(srv.Close)
 	s.URL, s.srv = srv.URL, srv
 	return s
+}
+
+// HubFor is the tenant's hub, as hosted.Server.Hub gives it (to mount
+// the inbox behind another middleware: a real authorization server's).
+func (s *Server) HubFor(_ context.Context, tenant string) (*hub.Hub, error) {
+	tn, ok := s.Tenants[tenant]
+	if !ok {
+		return nil, fmt.Errorf("opening the hub of tenant %q: no such tenant", tenant)
+	}
+	return tn.Hub, nil
 }
 
 // Revoke makes token refused from now on (a person signed out).
