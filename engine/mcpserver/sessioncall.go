@@ -21,40 +21,42 @@ import (
 // The hub answers the commonest request of a session client itself: a
 // tools/call of search, describe or execute on an HTTP session (protocol
 // 2025-03-26 to 2025-11-25, the TypeScript SDKs' and most agents'). go-sdk
-// serves it by decoding the body twice (a batch first), handing the message
-// to the session's reader goroutine, which hands it to a handler goroutine,
-// whose reply goes back through the session's stream to the POST's
-// goroutine: three goroutine hand-offs, each a thread woken on an idle
-// machine, and about 200 KiB allocated (BenchmarkHTTPRequest "session/").
-// sessionCalls decodes the body once, calls the tool handler go-sdk would
-// call on the POST's own goroutine, and writes the reply go-sdk (with
-// jsonReply) writes, byte for byte (TestSessionCallAnswersAsGoSDK).
+// serves it by decoding the body twice (a batch first, each decode with a
+// 32 KB buffer), handing the message to the session's reader goroutine,
+// which hands it to a handler goroutine, whose reply goes back through the
+// session's stream to the POST's goroutine: three goroutine hand-offs, each
+// a thread woken on an idle machine, and about 220 KiB allocated
+// (BenchmarkHTTPRequest "session/"). sessionCalls reads the body once,
+// calls the tool handler go-sdk would call on the POST's own goroutine, and
+// writes the reply go-sdk (with jsonReply) writes, byte for byte
+// (TestSessionCallAnswersAsGoSDK).
 //
 // It takes a call only when go-sdk's answer is known; anything else goes to
 // go-sdk with its body as it came, so go-sdk's own checks and errors stay
 // the only ones. It declines
-//   - a session go-sdk has not served a POST of in the last SessionIdle/2
-//     (go-sdk's idle timer restarts only at the end of a POST it serves: a
-//     session used only through here would be closed as idle), or one not
-//     known yet (its first requests are initialize, the initialized
-//     notification and tools/list, which go-sdk serves);
+//   - a session it did not see go-sdk open (it learns each from the reply
+//     to the initialize that opened it), one that is closed, or one opened
+//     with another user's token (go-sdk answers 403: session hijacking);
+//   - a session go-sdk has not served a POST of in the last SessionIdle/2:
+//     go-sdk's idle timer restarts only at the end of a POST it serves, so
+//     a session used only through here would be closed as idle;
 //   - another protocol version header (or none), Last-Event-ID, a
 //     Content-Type or Accept go-sdk refuses;
-//   - a session whose client declared elicitation, for execute, when the
+//   - execute, for a session whose client declared elicitation, when the
 //     server can ask through the client (Options.Signer): the run may end
 //     asking the person, which go-sdk turns into elicitation/create on the
 //     POST's stream;
 //   - anything beyond jsonrpc "2.0", an id go-sdk echoes as written
 //     (plainID), method "tools/call", and params with the tool's name,
 //     arguments (an object) and a _meta without a progress token or
-//     protocol keys; a member twice; text that is not UTF-8;
-//   - an id already in flight here (go-sdk would refuse it as a duplicate,
-//     which it can only know of the calls it holds: the first one's is
-//     here, so go-sdk takes the second).
+//     protocol keys; a member twice or named with an escape; text that is
+//     not UTF-8;
+//   - an id already in flight here (go-sdk would refuse it as a duplicate;
+//     it knows only of the calls it holds, so it takes the second).
 //
-// What go-sdk did beside the call is kept: the session's client can cancel
-// a call (notifications/cancelled, which go-sdk still answers), a session
-// that closes cancels its calls, the handler sees the session (client
+// What go-sdk did beside the call is kept: the client can cancel a call
+// (notifications/cancelled, which go-sdk still answers), a session that
+// closes cancels its calls, the handler sees the session (client
 // capabilities) and the request's headers and token.
 type sessionCalls struct {
 	s    *Server
@@ -67,6 +69,7 @@ type sessionCalls struct {
 // callSession is what sessionCalls knows of one go-sdk session.
 type callSession struct {
 	ss     *mcp.ServerSession
+	user   string    // the user whose token opened it (go-sdk's check against hijacking)
 	served time.Time // when go-sdk last finished serving one of its POSTs
 	closed bool
 	calls  map[string]context.CancelFunc // the calls under way here, by id
@@ -87,19 +90,31 @@ func (s *Server) sessionFast(next http.Handler) http.Handler {
 }
 
 func (sc *sessionCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" || r.Method != http.MethodPost {
+	if r.Method != http.MethodPost {
 		sc.next.ServeHTTP(w, r)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		// It may open a session (initialize): go-sdk names it in the
+		// reply, and keeps the user of this request's token as its owner.
+		sc.next.ServeHTTP(w, r)
+		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+			sc.learn(id, userOf(r))
+		}
 		return
 	}
 	sc.mu.Lock()
 	cs := sc.sessions[sid]
-	var busy bool
-	if cs != nil {
-		busy = len(cs.calls) > 0
-	}
+	// go-sdk's lookup: the session is open, and a session opened with a
+	// user's token is used only with that user's (403 otherwise).
+	owner := cs != nil && !cs.closed && (cs.user == "" || cs.user == userOf(r))
+	busy := owner && len(cs.calls) > 0
 	sc.mu.Unlock()
-	if eligible := cs != nil && sc.eligible(r); eligible || busy {
+	// The checks go-sdk makes before it looks the session up; past them
+	// and the lookup, its POST restarts the session's idle timer.
+	accepted := owner && sc.accepted(r)
+	if eligible := accepted && sc.s.calls != nil && sessionVersions[r.Header.Get("Mcp-Protocol-Version")]; eligible || busy {
 		body, err := readBack(r)
 		if err == nil && eligible && sc.serve(w, r, cs, body) {
 			return
@@ -117,20 +132,16 @@ func (sc *sessionCalls) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sc.next.ServeHTTP(w, r)
-	sc.served(sid)
-}
-
-// served notes that go-sdk finished serving a POST of session sid, learning
-// the session on its first.
-func (sc *sessionCalls) served(sid string) {
-	now := time.Now()
-	sc.mu.Lock()
-	if cs := sc.sessions[sid]; cs != nil {
+	if accepted {
+		now := time.Now()
+		sc.mu.Lock()
 		cs.served = now
 		sc.mu.Unlock()
-		return
 	}
-	sc.mu.Unlock()
+}
+
+// learn notes a session go-sdk opened for user.
+func (sc *sessionCalls) learn(sid, user string) {
 	var ss *mcp.ServerSession
 	for x := range sc.s.mcp.Sessions() {
 		if x.ID() == sid {
@@ -144,10 +155,9 @@ func (sc *sessionCalls) served(sid string) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.sessions[sid] != nil {
-		sc.sessions[sid].served = now
 		return
 	}
-	cs := &callSession{ss: ss, served: now, calls: map[string]context.CancelFunc{}}
+	cs := &callSession{ss: ss, user: user, served: time.Now(), calls: map[string]context.CancelFunc{}}
 	sc.sessions[sid] = cs
 	go func() {
 		_ = ss.Wait()
@@ -161,10 +171,21 @@ func (sc *sessionCalls) served(sid string) {
 	}()
 }
 
-// eligible checks the headers as go-sdk would before it reads a body.
-func (sc *sessionCalls) eligible(r *http.Request) bool {
-	if sc.s.calls == nil || !sessionVersions[r.Header.Get("Mcp-Protocol-Version")] ||
-		len(r.Header.Values("Last-Event-ID")) > 0 || !acceptsBoth(r.Header.Values("Accept")) {
+func userOf(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// accepted reports whether go-sdk passes a POST's headers on to the
+// session: a protocol version it negotiates (or none), no Last-Event-ID,
+// application/json, and an Accept naming both kinds of reply.
+func (sc *sessionCalls) accepted(r *http.Request) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !sessionVersions[v] {
+		return false
+	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 || !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -273,23 +294,24 @@ var toolNames = map[string]string{`"search"`: "search", `"describe"`: "describe"
 // parseSessionCall reads body as one JSON-RPC tools/call of the three tools,
 // each member once and in the plainest form.
 func parseSessionCall(body []byte) (sessionCall, bool) {
-	if !utf8.Valid(body) {
+	if !bytes.Contains(body, []byte(`"tools/call"`)) || !utf8.Valid(body) || !json.Valid(body) {
 		return sessionCall{}, false
 	}
-	top, ok := objectMembers(body, "jsonrpc", "id", "method", "params")
-	if !ok || string(top["jsonrpc"]) != `"2.0"` || string(top["method"]) != `"tools/call"` || !plainID(top["id"]) || top["params"] == nil {
+	var top [4]json.RawMessage // jsonrpc, id, method, params
+	if !objectMembers(body, top[:], "jsonrpc", "id", "method", "params") ||
+		string(top[0]) != `"2.0"` || string(top[2]) != `"tools/call"` || !plainID(top[1]) || top[3] == nil {
 		return sessionCall{}, false
 	}
-	params, ok := objectMembers(top["params"], "name", "arguments", "_meta")
-	if !ok {
+	var params [3]json.RawMessage // name, arguments, _meta
+	if !objectMembers(top[3], params[:], "name", "arguments", "_meta") {
 		return sessionCall{}, false
 	}
-	call := sessionCall{id: top["id"], key: idKey(top["id"]), name: toolNames[string(params["name"])], args: params["arguments"]}
-	if call.name == "" || (call.args != nil && !isObject(call.args)) {
+	call := sessionCall{id: top[1], key: idKey(top[1]), name: toolNames[string(params[0])], args: params[1]}
+	if call.name == "" || (call.args != nil && call.args[0] != '{') {
 		return sessionCall{}, false
 	}
-	if raw := params["_meta"]; raw != nil {
-		if !isObject(raw) || json.Unmarshal(raw, &call.meta) != nil {
+	if raw := params[2]; raw != nil {
+		if raw[0] != '{' || json.Unmarshal(raw, &call.meta) != nil {
 			return sessionCall{}, false
 		}
 		for k := range call.meta {
@@ -301,45 +323,104 @@ func parseSessionCall(body []byte) (sessionCall, bool) {
 	return call, true
 }
 
-// objectMembers decodes data as a JSON object whose members are among names, each
-// at most once, and nothing after it.
-func objectMembers(data []byte, names ...string) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
+// objectMembers reads data, valid JSON, as an object whose members are among
+// names, each at most once and named without escapes, and sets out[i] to
+// the value of names[i] (nil when absent).
+func objectMembers(data []byte, out []json.RawMessage, names ...string) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
 	}
-	out := make(map[string]json.RawMessage, len(names))
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return skipSpace(data, i+1) == len(data)
+	}
+	for i < len(data) {
+		if data[i] != '"' {
+			return false
 		}
-		k, _ := t.(string)
-		if _, dup := out[k]; dup || !contains(names, k) {
-			return nil, false
+		end := bytes.IndexByte(data[i+1:], '"')
+		if end < 0 {
+			return false
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
+		key := data[i+1 : i+1+end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
 		}
-		out[k] = v
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
-	}
-	return out, true
-}
-
-func contains(names []string, k string) bool {
-	for _, n := range names {
-		if n == k {
-			return true
+		k := -1
+		for j, n := range names {
+			if string(key) == n {
+				k = j
+			}
+		}
+		if k < 0 || out[k] != nil {
+			return false
+		}
+		i = skipSpace(data, i+2+end)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		v := valueEnd(data, i)
+		if v <= i {
+			return false
+		}
+		out[k] = data[i:v]
+		i = skipSpace(data, v)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return skipSpace(data, i+1) == len(data)
+		default:
+			return false
 		}
 	}
 	return false
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns where the JSON value starting at data[i] ends (data is
+// valid JSON).
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of the enclosing object
+			}
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // idKey names a plain id (plainID) or a requestId: "s:" and the string, or

@@ -17,6 +17,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // openSession opens a session as the TypeScript SDK 1.x does (initialize,
@@ -333,5 +334,110 @@ func TestSessionCallsWithTheTypeScriptSDK(t *testing.T) {
 	}
 	if cancelled, err := h.ListRuns(context.Background(), hub.RunFilter{Status: string(model.RunCancelled)}); err != nil || len(cancelled) != 1 {
 		t.Errorf("cancelled runs: %d (%v), want 1", len(cancelled), err)
+	}
+}
+
+// FuzzObjectMembers: whatever objectMembers reads from valid JSON is what
+// encoding/json reads: an object with those members and those values.
+func FuzzObjectMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}`,
+		`{"method":"tools/call","params":{"name":"execute","arguments":{"code":"return \"}\""}},"jsonrpc":"2.0","id":"a,b"}`,
+		` { "id" : [1, {"a": "]"}] , "jsonrpc" : null } `,
+		`{}`, `{"id":1,"id":2}`, `{"i\u0064":1}`, `[1]`, `{"params":{"_meta":{}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	names := []string{"jsonrpc", "id", "method", "params"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		out := make([]json.RawMessage, len(names))
+		if !objectMembers(data, out, names...) {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("objectMembers read %q, which is no object: %v", data, err)
+		}
+		for i, n := range names {
+			want, ok := m[n]
+			if (out[i] != nil) != ok {
+				t.Fatalf("%q: member %q present %v, encoding/json says %v", data, n, out[i] != nil, ok)
+			}
+			if ok && string(out[i]) != string(want) {
+				t.Fatalf("%q: member %q is %q, encoding/json says %q", data, n, out[i], want)
+			}
+		}
+		if len(m) != countPresent(out) {
+			t.Fatalf("%q: %d members read, encoding/json has %d", data, countPresent(out), len(m))
+		}
+	})
+}
+
+func countPresent(out []json.RawMessage) int {
+	n := 0
+	for _, v := range out {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSessionCallKeepsTheSessionsUser: on a hosted endpoint, where each
+// token names a user, a session opened with one user's token answers
+// another user's call 403 (go-sdk's check against session hijacking), with
+// or without the hub answering calls itself; its own user's call the hub
+// answers.
+func TestSessionCallKeepsTheSessionsUser(t *testing.T) {
+	h, _ := corpusHub(t)
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	hosted := func(s *Server) http.Handler {
+		return auth.RequireBearerToken(verify, nil)(s.HostedHandler(nil))
+	}
+	fast := New(h, Options{})
+	t.Cleanup(fast.Close)
+	sdk := New(h, Options{})
+	t.Cleanup(sdk.Close)
+	sdk.calls = nil
+	fh, sh := hosted(fast), hosted(sdk)
+	as := func(user string) http.Header { return http.Header{"Authorization": {"Bearer " + user}} }
+	opened := func(handler http.Handler) string {
+		rec := serveOne(handler, as("alice"), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		sid := rec.Header().Get("Mcp-Session-Id")
+		if rec.Code != http.StatusOK || sid == "" {
+			t.Fatalf("initialize: HTTP %d: %s", rec.Code, rec.Body)
+		}
+		return sid
+	}
+	fsid, ssid := opened(fh), opened(sh)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"query":"issue"}}}`
+	for _, tc := range []struct {
+		user   string
+		fast   bool
+		status int
+	}{{"bob", false, http.StatusForbidden}, {"alice", true, http.StatusOK}, {"", false, http.StatusUnauthorized}} {
+		hdr := func(sid string) http.Header {
+			h := as(tc.user)
+			h.Set("Mcp-Session-Id", sid)
+			h.Set("Mcp-Protocol-Version", "2025-11-25")
+			return h
+		}
+		before := sessionCallsTaken.Load()
+		got := answer(fh, hdr(fsid), body)
+		if took := sessionCallsTaken.Load() > before; took != tc.fast {
+			t.Errorf("%q: the hub took it: %v, want %v", tc.user, took, tc.fast)
+		}
+		want := answer(sh, hdr(ssid), body)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q: the hub's answer differs from go-sdk's (-go-sdk +hub):\n%s", tc.user, diff)
+		}
+		if got.Status != tc.status {
+			t.Errorf("%q: HTTP %d, want %d: %s", tc.user, got.Status, tc.status, got.Body)
+		}
 	}
 }

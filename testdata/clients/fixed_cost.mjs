@@ -4,7 +4,8 @@
 // execute, search, describe and ping: the mean of N (300) back to back, the
 // client's CPU per request (process.cpuUsage) and the server's
 // (/proc/PID/stat utime+stime, 10 ms ticks), then the p50 of NGAP (40)
-// requests 50 ms apart. One JSON object on stdout.
+// requests 50 ms apart. One JSON object on stdout. Without PID, the HTTP
+// server's pid is asked of its /alive.
 //
 //   URL=http://127.0.0.1:PORT/mcp TOKEN=$(cat $CAPABILITIES_HOME/hub/http-token) PID=<serve pid> node fixed_cost.mjs
 //   BIN=/path/to/capabilities CAPABILITIES_HOME=<another hub> node fixed_cost.mjs
@@ -27,7 +28,11 @@ const tr = url
   : new StdioClientTransport({ command: process.env.BIN, args: ["hub", "serve", "--stdio"], env: { ...process.env }, stderr: "inherit" });
 await client.connect(tr);
 await client.listTools();
-const pid = url ? process.env.PID : tr.pid;
+let pid = url ? process.env.PID : tr.pid;
+if (url && !pid) {
+  const r = await fetch(new URL("/alive", url), { headers: { Authorization: "Bearer " + process.env.TOKEN } });
+  pid = (await r.json()).pid;
+}
 const out = {};
 for (const [name, f] of [
   ["execute", (i) => client.callTool({ name: "execute", arguments: { code: "return " + i } })],
