@@ -311,8 +311,9 @@ func (s *Server) open(t *tenant) error {
 	h := hub.New(st, opts)
 	// No elicitation signer: on a hosted hub a decision comes from the
 	// person's dashboard or desktop app, never through the MCP client; and
-	// no approval page (it opens on the server's loopback).
-	srv := mcpserver.New(h, mcpserver.Options{Logger: log, Node: s.cfg.Node})
+	// no approval page on the server's loopback: the model is told where
+	// the person decides.
+	srv := mcpserver.New(h, mcpserver.Options{Logger: log, Node: s.cfg.Node, Pages: decideElsewhere{}})
 	hctx, stop := context.WithCancel(context.Background())
 	go func() {
 		if err := h.Watch(hctx); err != nil && hctx.Err() == nil {
@@ -329,6 +330,15 @@ func (s *Server) open(t *tenant) error {
 	t.serve = srv.HostedHandler(s.public)
 	log.Info("tenant hub opened")
 	return nil
+}
+
+// decideElsewhere is the hosted hub's approval "page": the pending calls
+// are in the person's dashboard inbox and raised by their desktop app;
+// nothing is opened, and no address reaches the model.
+type decideElsewhere struct{}
+
+func (decideElsewhere) Open(context.Context, string, []string) (mcpserver.Page, error) {
+	return mcpserver.Page{Shown: true, Where: "the person's hub dashboard and desktop app show it"}, nil
 }
 
 func closeStore(st store.Store) {
@@ -442,9 +452,8 @@ func (s *Server) routes() http.Handler {
 	inbox := mount(s.cfg.Inbox, "the inbox API")
 	mux.Handle("/api/inbox", inbox)
 	mux.Handle("/api/inbox/", inbox)
-	mux.Handle("/api/", api(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not found: the hub's API is /api/push/plan, /api/push/apply, /api/status and /api/inbox", http.StatusNotFound)
-	})))
+	// The rest of /api/ is the dashboard's: the console's JSON API, behind
+	// the person's session cookie and CSRF token (engine/dashboard).
 
 	mux.HandleFunc(mcpserver.HealthPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
