@@ -197,7 +197,7 @@ func Decided(r *model.Run) bool {
 // those runs to them, so two processes do not race for one run.
 func unattended(r *model.Run) bool {
 	for _, p := range r.Pending {
-		if d := p.Decision; d != nil && (d.Channel == channelDesktop || d.Channel == channelPage) {
+		if d := p.Decision; d != nil && (d.Channel == channelDesktop || d.Channel == channelPage || d.Channel == channelDashboard) {
 			return true
 		}
 	}
@@ -207,6 +207,7 @@ func unattended(r *model.Run) bool {
 // The channels of engine/approval (which only host code that handles a
 // person's input may import) whose decisions no one waits on.
 const (
-	channelDesktop = "desktop"
-	channelPage    = "approval-page"
+	channelDesktop   = "desktop"
+	channelPage      = "approval-page"
+	channelDashboard = "dashboard" // the hosted hub's
 )
