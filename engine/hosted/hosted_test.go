@@ -154,9 +154,12 @@ func testJourney(t *testing.T, in *infra) {
 		t.Fatalf("execute (a read): %+v", env)
 	}
 	write := model.ToolIdent("toggle-simulated-logging")
-	_, env = call(t, cs, "execute", map[string]any{"code": "return await everything." + write + "({})"})
+	text, env = call(t, cs, "execute", map[string]any{"code": "return await everything." + write + "({})"})
 	if env == nil || env.Status != "awaiting_approval" || len(env.Pending) != 1 || env.Pending[0].Address != "everything."+write {
 		t.Fatalf("execute (a write) = %+v, want awaiting_approval", env)
+	}
+	if !strings.Contains(text, "dashboard") || strings.Contains(text, "http") {
+		t.Errorf("the pending text should say the person decides in the dashboard, with no address:\n%s", text)
 	}
 }
 
