@@ -1,0 +1,253 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
+	"github.com/capabilities-sh/capabilities/engine/console"
+	"github.com/capabilities-sh/capabilities/engine/dashboard"
+	"github.com/capabilities-sh/capabilities/engine/egress"
+	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/identity"
+	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
+	"github.com/capabilities-sh/capabilities/engine/model"
+	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
+	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
+)
+
+// TestInTheHostedHub mounts the dashboard in the real hosted server
+// (engine/hosted over PostgreSQL, each tenant a view of one database; the
+// sign-in's sessions in PostgreSQL; https with the test server's
+// certificate, so the cookies are __Host- and Secure): a tenant's run
+// writes to a remote MCP server (server-everything over streamable HTTP)
+// and waits; the person signs in, decides in the dashboard, and the hosted
+// hub finishes the run by itself (no agent resumes it): the write is made
+// once. A second tenant, signed in, reads and decides nothing of it.
+func TestInTheHostedHub(t *testing.T) {
+	ctx := context.Background()
+	pg := testenv.StartPostgres(t)
+	dbURL := pg.NewDatabase(t)
+	if err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	root, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	p := startIDP(t)
+	everything := testenv.EverythingHTTP(t)
+
+	var h http.Handler = http.NotFoundHandler()
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	secretFile := filepath.Join(t.TempDir(), "idp-secret")
+	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := identity.New(ctx, identity.Config{Issuer: p.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
+		PublicURL: ts.URL, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(root.Pool()), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek, err := secret.NewKEK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard, err := egress.Parse([]string{"127.0.0.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashErr error
+	srv, err := hosted.New(hosted.Config{
+		PublicURL:  ts.URL,
+		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
+		KEK:        kek,
+		Auth:       pgstore.New(root.Pool()),
+		Identity:   rp,
+		ConsentKey: bytes.Repeat([]byte{9}, 32),
+		Egress:     guard,
+		Dashboard: func(hubs hosted.HubFunc) http.Handler {
+			d, err := dashboard.New(dashboard.Config{RP: rp, PublicURL: ts.URL, Hub: hubs})
+			if err != nil {
+				dashErr = err
+				return http.NotFoundHandler()
+			}
+			return d
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	if dashErr != nil {
+		t.Fatal(dashErr)
+	}
+	h = srv.Handler()
+
+	// Alice's hub: server-everything, reviewed; a run that writes waits.
+	alice := identity.TenantID(p.Issuer, "alice")
+	hctx, release := context.WithCancel(ctx)
+	defer release()
+	ah, err := srv.Hub(hctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, err := ah.Propose(ctx, hub.AddRequest{Namespace: "everything", URL: everything})
+	if err != nil {
+		t.Fatalf("adding server-everything: %v", err)
+	}
+	if err := ah.Accept(ctx, prop); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := ah.PendingReview(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ah.AcceptReview(ctx, rev, nil, "test"); err != nil {
+		t.Fatal(err)
+	}
+	write := "everything." + model.ToolIdent("toggle-simulated-logging")
+	env, err := ah.Execute(ctx, "return await "+write+"({})")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Status != string(model.RunAwaitingApproval) || len(env.Pending) != 1 {
+		t.Fatalf("the write did not wait: %s %+v", env.Status, env.Pending)
+	}
+	runID := env.RunID
+
+	signIn := func(sub string) (*http.Client, string) {
+		t.Helper()
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Transport: ts.Client().Transport, Timeout: testenv.Timeout(30 * time.Second)}
+		p.next(t, sub)
+		resp, err := c.Get(ts.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(page), "/app.js") {
+			t.Fatalf("signing in as %s through the hosted hub: %s at %s", sub, resp.Status, resp.Request.URL)
+		}
+		var s console.Session
+		if code := getJSON(t, c, ts.URL+"/api/session", &s); code != 200 || s.CSRF == "" {
+			t.Fatalf("the session: %d %+v", code, s)
+		}
+		return c, s.CSRF
+	}
+	post := func(c *http.Client, csrf, path string, body any) (int, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", ts.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set(console.CSRFHeader, csrf)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, data
+	}
+
+	// Bob, signed in, aims at alice's run: unknown to him.
+	bob, bobCSRF := signIn("bob")
+	var bq console.Approvals
+	if code := getJSON(t, bob, ts.URL+"/api/approvals", &bq); code != 200 || len(bq.Approvals) != 0 {
+		t.Fatalf("bob's queue: %d %+v; want empty", code, bq.Approvals)
+	}
+	if code := getJSON(t, bob, ts.URL+"/api/runs/"+runID, &struct{}{}); code != http.StatusNotFound {
+		t.Fatalf("bob reading alice's run: %d; want 404", code)
+	}
+	if code, data := post(bob, bobCSRF, "/api/approvals/"+runID+"/"+env.Pending[0].ID, console.Decision{Choice: model.ChoiceOnce}); code != http.StatusNotFound {
+		t.Fatalf("bob deciding alice's call: %d %s; want 404", code, data)
+	}
+
+	ac, csrf := signIn("alice")
+	var aq console.Approvals
+	if code := getJSON(t, ac, ts.URL+"/api/approvals", &aq); code != 200 || len(aq.Approvals) != 1 || aq.Approvals[0].Run != runID || aq.Approvals[0].Address != write {
+		t.Fatalf("alice's queue: %+v", aq.Approvals)
+	}
+	call := aq.Approvals[0].ID
+	if code, data := post(ac, csrf, "/api/approvals/"+runID+"/"+call, console.Decision{Choice: model.ChoiceOnce}); code != 200 {
+		t.Fatalf("deciding: %d %s", code, data)
+	}
+
+	// The hosted hub finishes the decided run by itself.
+	eng, err := ah.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(testenv.Timeout(60 * time.Second))
+	var r *model.Run
+	for {
+		r, err = eng.Get(ctx, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Done() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r.Status != model.RunCompleted {
+		t.Fatalf("the decided run: %s; want completed by the hosted hub", r.Status)
+	}
+	if d := r.PendingItem(call).Decision; d == nil || d.Channel != "dashboard" || d.By != alice {
+		t.Fatalf("the recorded decision: %+v", d)
+	}
+	journal, err := eng.Journal(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	for _, je := range journal {
+		if je.Address == write && !je.Intent {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Fatalf("the write was made %d times; want once:\n%+v", made, journal)
+	}
+}
+
+func getJSON(t *testing.T, c *http.Client, u string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if testing.Verbose() && resp.StatusCode != 200 {
+		t.Logf("GET %s: %d %s", u, resp.StatusCode, data)
+	}
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal(data, v); err != nil {
+			t.Fatalf("GET %s: %v in %s", u, err, data)
+		}
+	}
+	return resp.StatusCode
+}
