@@ -206,6 +206,32 @@ func TestHostedPushJourney(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "- source team") {
 		t.Fatalf("hub status with drift: %v\n%s", err, out)
 	}
+	var jsonOut bytes.Buffer
+	err = cli.exec("", &jsonOut, io.Discard, "hub", "status", "--json")
+	var st struct {
+		Drift []push.Change `json:"drift"`
+	}
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || json.Unmarshal(jsonOut.Bytes(), &st) != nil || len(st.Drift) != 2 {
+		t.Fatalf("hub status --json with drift: %v\n%s", err, jsonOut.String())
+	}
+	// --dry-run shows the plan and applies nothing; --no-input without
+	// --yes applies nothing either.
+	if out := cli.ok("", "hub", "push", "--dry-run"); !strings.Contains(out, "- rule team") || !strings.Contains(out, "- source team") {
+		t.Fatalf("hub push --dry-run:\n%s", out)
+	}
+	if out, err := cli.run("", "hub", "push", "--no-input"); err == nil || !strings.Contains(out, "pass --yes") {
+		t.Fatalf("hub push --no-input: %v\n%s", err, out)
+	}
+	if recs, err := h.Sources(hctx); err != nil || len(recs) != 3 {
+		t.Fatalf("hosted sources after a dry run: %d %v", len(recs), err)
+	}
+	if out := cli.ok("n\n", "hub", "push"); !strings.Contains(out, "Nothing applied") {
+		t.Fatalf("hub push, answered no:\n%s", out)
+	}
+	if out := cli.ok("y\n", "hub", "push"); !strings.Contains(out, "Pushed 2 changes of 2 changes") {
+		t.Fatalf("hub push, answered yes:\n%s", out)
+	}
+	cli.ok("", "hub", "status")
 }
 
 type hostedCLI struct {
@@ -214,14 +240,19 @@ type hostedCLI struct {
 	env  []string
 }
 
+// run runs capabilities and returns its stdout and stderr, interleaved.
 func (c *hostedCLI) run(stdin string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := c.exec(stdin, &out, &out, args...)
+	return out.String(), err
+}
+
+func (c *hostedCLI) exec(stdin string, stdout, stderr io.Writer, args ...string) error {
 	cmd := exec.Command("capabilities", args...)
 	cmd.Dir, cmd.Env = c.work, c.env
 	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
 }
 
 func (c *hostedCLI) ok(stdin string, args ...string) string {
