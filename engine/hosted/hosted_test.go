@@ -261,6 +261,35 @@ func testTenantsApart(t *testing.T, in *infra) {
 		t.Errorf("B with A's session id: %s %s, want 404", resp.Status, body)
 	}
 
+	// A's profile, by its name, with B's token: B has no such profile;
+	// A reaches it.
+	hA, err := e.srv.Hub(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hA.PutProfile(ctx, hub.Profile{Name: "alices", Mode: hub.ModeDirect, Namespaces: []string{"everything"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	profileList := func(c *connector) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", e.url+"/mcp/alices", strings.NewReader(list))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := e.client(c).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	if resp, body := profileList(bob); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "alices") || strings.Contains(body, "echo") {
+		t.Errorf("B at A's profile /mcp/alices: %s %s, want 404", resp.Status, body)
+	}
+	if resp, body := profileList(alice); resp.StatusCode == http.StatusNotFound {
+		t.Errorf("A at its own profile /mcp/alices: %s %s", resp.Status, body)
+	}
+
 	// A token issued for another resource, for A's tenant: refused at /mcp.
 	other := "cap_at_other-resource-token-0123456789"
 	sum := sha256.Sum256([]byte(other))
