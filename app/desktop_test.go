@@ -158,6 +158,7 @@ func TestDesktopApp(t *testing.T) {
 		env  []string
 	}{
 		{"tray", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
+		{"hosted", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"hub", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Allow once"}},
 		{"offers", []string{"DESKTOP_DMENU=" + filepath.Join(filepath.Dir(session), "pick-action.sh"), "PICK_ACTION=Add"}},
 		{"fallbacks", []string{"NO_NOTIFYD=1", "NO_TRAY_HOST=1"}},
@@ -205,6 +206,8 @@ func TestInsideDesktopSession(t *testing.T) {
 	switch scenario {
 	case "tray":
 		d.trayScenario()
+	case "hosted":
+		d.hostedScenario() // hosted_desktop_test.go
 	case "hub":
 		d.hubScenario()
 	case "offers":
