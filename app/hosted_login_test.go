@@ -81,7 +81,52 @@ func consent(tenant string) func(string) error {
 // completes, the write made once.
 func TestHostedAfterHubLogin(t *testing.T) {
 	const tenant = "tn_alice"
-	ib := inboxtest.New(t, inbox.Options{}, tenant)
+	srvURL, ib := hostedWithAuth(t, tenant)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ha := newHostedApp(t, ctx)
+	ha.dir = filepath.Join(t.TempDir(), "hub")
+	ha.remote.secrets = secret.NewMemory(nil)
+	lctx, lcancel := context.WithTimeout(ctx, testenv.Timeout(time.Minute))
+	defer lcancel()
+	l, err := hostedlogin.SignIn(lctx, hostedlogin.Options{URL: srvURL, Open: consent(tenant)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostedlogin.Save(lctx, ha.remote.secrets, ha.dir, l); err != nil {
+		t.Fatal(err)
+	}
+	ha.listHosted(ctx)
+
+	a := ib.Tenants[tenant]
+	runID, callID := a.Pending(t, `return await up.record({item: "signed in"})`)
+	var note uint32
+	ha.waitFor(t, "the hosted call's notification", func() bool {
+		note = ha.note(srvURL, runID, callID)
+		return note != 0
+	})
+	ha.in(func() { ha.act(note, actionOnce) })
+	ha.waitFor(t, "the call settled", func() bool { return ha.note(srvURL, runID, callID) == 0 && len(ha.remote.calls) == 0 })
+	ha.records.Wait()
+	r := a.Run(t, runID)
+	if d := r.PendingItem(callID).Decision; r.Status != model.RunCompleted || d == nil || d.Channel != approval.ChannelDesktop || d.By != tenant {
+		t.Errorf("the hosted run is %s, decided %+v; want completed, via desktop by %s", r.Status, d, tenant)
+	}
+	if n := a.UpstreamCalls(t); n != 1 {
+		t.Errorf("the upstream acted %d times, want once", n)
+	}
+	if s := ha.stderr.String(); s != "" {
+		t.Errorf("the app told the person: %s", s)
+	}
+}
+
+// hostedWithAuth is a hosted hub for the tenants as `hosted serve` mounts
+// the inbox: behind a real authorization server (engine/authserver,
+// scopes "mcp hub"), whose sign-in page takes the person from a cookie
+// (consent). It returns the hub's URL and its tenants' hubs.
+func hostedWithAuth(t testing.TB, tenants ...string) (string, *inboxtest.Server) {
+	t.Helper()
+	ib := inboxtest.New(t, inbox.Options{}, tenants...)
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -104,44 +149,9 @@ func TestHostedAfterHubLogin(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("/", as.Handler())
 	mux.Handle("/mcp", as.RequireScopes(http.NotFoundHandler(), "mcp"))
-	mux.Handle("/api/inbox", as.RequireScopes(inbox.New(ib.HubFor, inbox.Options{}), "hub"))
-	mux.Handle("/api/inbox/", as.RequireScopes(inbox.New(ib.HubFor, inbox.Options{}), "hub"))
+	in := as.RequireScopes(inbox.New(ib.HubFor, inbox.Options{}), "hub")
+	mux.Handle("/api/inbox", in)
+	mux.Handle("/api/inbox/", in)
 	h = mux
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ha := newHostedApp(t, ctx)
-	ha.dir = filepath.Join(t.TempDir(), "hub")
-	ha.remote.secrets = secret.NewMemory(nil)
-	lctx, lcancel := context.WithTimeout(ctx, testenv.Timeout(time.Minute))
-	defer lcancel()
-	l, err := hostedlogin.SignIn(lctx, hostedlogin.Options{URL: srv.URL, Open: consent(tenant)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hostedlogin.Save(lctx, ha.remote.secrets, ha.dir, l); err != nil {
-		t.Fatal(err)
-	}
-	ha.listHosted(ctx)
-
-	a := ib.Tenants[tenant]
-	runID, callID := a.Pending(t, `return await up.record({item: "signed in"})`)
-	var note uint32
-	ha.waitFor(t, "the hosted call's notification", func() bool {
-		note = ha.note(srv.URL, runID, callID)
-		return note != 0
-	})
-	ha.in(func() { ha.act(note, actionOnce) })
-	ha.waitFor(t, "the call settled", func() bool { return ha.note(srv.URL, runID, callID) == 0 && len(ha.remote.calls) == 0 })
-	ha.records.Wait()
-	r := a.Run(t, runID)
-	if d := r.PendingItem(callID).Decision; r.Status != model.RunCompleted || d == nil || d.Channel != approval.ChannelDesktop || d.By != tenant {
-		t.Errorf("the hosted run is %s, decided %+v; want completed, via desktop by %s", r.Status, d, tenant)
-	}
-	if n := a.UpstreamCalls(t); n != 1 {
-		t.Errorf("the upstream acted %d times, want once", n)
-	}
-	if s := ha.stderr.String(); s != "" {
-		t.Errorf("the app told the person: %s", s)
-	}
+	return srv.URL, ib
 }
