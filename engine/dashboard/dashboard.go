@@ -28,6 +28,8 @@
 // machine is off: importing skills from the agents' folders on this
 // machine, and signing in to a source's OAuth server (its redirect comes
 // back to a loopback address).
+//
+// GET /account shows who is signed in and a button to sign out.
 package dashboard
 
 import (
@@ -192,6 +194,9 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case r.URL.Path == "/account" && safe:
+		d.account(w, r, acct)
+		return
 	case r.URL.Path == "/api/import" && !safe:
 		d.refuse(w, r, http.StatusForbidden, "not_hosted", "the hosted hub cannot read your agents' skills folders: import them into your own hub (`capabilities hub import`) and `capabilities hub push`")
 		return
@@ -274,6 +279,38 @@ func (d *Dashboard) readOnlySignIns(w http.ResponseWriter, r *http.Request, c *c
 	}
 	s.ReadOnly = true
 	writeJSON(w, http.StatusOK, s)
+}
+
+// accountCSP is the account page's: no script, and its one form posts to
+// this origin (/signout).
+const accountCSP = "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// account is GET /account: who is signed in, and a form to sign out
+// (POST /signout with the session's CSRF token, served by engine/identity).
+func (d *Dashboard) account(w http.ResponseWriter, r *http.Request, acct identity.Account) {
+	csrf, ok := d.cfg.RP.CSRFToken(r)
+	if !ok {
+		d.cfg.RP.SignIn(w, r)
+		return
+	}
+	who := acct.Name
+	if acct.Email != "" {
+		who += " <" + acct.Email + ">"
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Your account · capabilities.sh</title><link rel="stylesheet" href="/style.css"></head>
+<body><main>
+<h1>Your account</h1>
+<p>Signed in as <strong id="who">%s</strong> at %s.</p>
+<p>Your hub (tenant <code id="tenant">%s</code>) is yours alone: other accounts see none of its sources, runs or calls.</p>
+<form method="post" action="/signout"><input type="hidden" name="csrf_token" value="%s"><button type="submit" id="signout">Sign out</button></form>
+<p><a href="/">Back to the dashboard</a></p>
+</main></body></html>
+`, html.EscapeString(strings.TrimSpace(who)), html.EscapeString(acct.Issuer), html.EscapeString(acct.Tenant), html.EscapeString(csrf))
+	w.Header().Set("Content-Security-Policy", accountCSP)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
 }
 
 // recorder keeps an answer to rewrite it.

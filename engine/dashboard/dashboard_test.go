@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -366,3 +367,45 @@ type discard struct {
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) WriteHeader(code int)        { d.code = code }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestAccountAndSignOut: /account names the person and signs out with the
+// session's CSRF token in its form; afterwards the cookie opens nothing,
+// and a sign-out form without the token is refused.
+func TestAccountAndSignOut(t *testing.T) {
+	s := newServer(t)
+	s.tenant(t, "erin")
+	b := s.browser(t)
+	b.signIn("erin")
+	code, page := b.do(http.MethodGet, "/account", nil)
+	if code != http.StatusOK || !strings.Contains(string(page), "erin@example.com") || !strings.Contains(string(page), `action="/signout"`) {
+		t.Fatalf("GET /account: %d %s", code, page)
+	}
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil || string(m[1]) != b.csrf {
+		t.Fatalf("the account page's form does not carry the session's CSRF token:\n%s", page)
+	}
+	signOut := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/signout", strings.NewReader(url.Values{"csrf_token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		c := *b.c
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := signOut("not-the-token"); code != http.StatusForbidden {
+		t.Fatalf("signing out without the token: %d; want 403", code)
+	}
+	if code, _ := b.do(http.MethodGet, "/api/approvals", nil); code != http.StatusOK {
+		t.Fatalf("the session ended on a refused sign-out: %d", code)
+	}
+	if code := signOut(string(m[1])); code != http.StatusSeeOther {
+		t.Fatalf("signing out: %d; want 303", code)
+	}
+	if code, data := b.do(http.MethodGet, "/api/approvals", nil); code != http.StatusUnauthorized {
+		t.Fatalf("after signing out: %d %s; want 401", code, data)
+	}
+}
