@@ -584,3 +584,49 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// TestPushOpenAPISource: an OpenAPI source (its document at an URL) is
+// pushed, its operations listed by the hosted hub, and a second push finds
+// nothing to change.
+func TestPushOpenAPISource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	api := testenv.PetstoreAPI(t)
+	st, _, err := store.Init(filepath.Join(t.TempDir(), "hub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := hub.New(st, hub.Options{Secrets: secret.NewMemory(nil)})
+	t.Cleanup(local.Close)
+	p, err := local.Propose(ctx, hub.AddRequest{Namespace: "pets", Document: api + "/openapi.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Accept(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHosted(t)
+	c := hs.client(hs.token(alice, "hub"))
+	b, _, err := push.Export(ctx, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Plan(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"add source pets"}, keys(plan.Changes)); d != "" {
+		t.Fatalf("plan (-want +got):\n%s", d)
+	}
+	if res, err := c.Apply(ctx, b, plan.Hash); err != nil || len(res.Failed) != 0 {
+		t.Fatalf("apply: %+v %v", res, err)
+	}
+	again, err := c.Plan(ctx, b)
+	if err != nil || len(again.Changes) != 0 {
+		t.Fatalf("a second push: %+v %v", again, err)
+	}
+	status, err := c.Status(ctx)
+	if err != nil || len(status.Sources) != 1 || status.Sources[0].Tools == 0 || status.Sources[0].Kind != "openapi" {
+		t.Fatalf("status: %+v %v", status, err)
+	}
+}

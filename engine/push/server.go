@@ -581,7 +581,16 @@ func applyOne(ctx context.Context, h *hub.Hub, c stack.Change, secrets []Secret)
 		if err != nil {
 			return err
 		}
-		return h.Accept(ctx, prop)
+		if err := h.Accept(ctx, prop); err != nil {
+			return err
+		}
+		// The record is the one pushed (what a request does not carry,
+		// like an OpenAPI source's auth scheme, too): the next push
+		// finds nothing to change.
+		if !stack.SameSource(stack.SourceFile{Source: stack.FromModel(prop.Source)}, sf) {
+			return stack.UpdateSource(ctx, h.Store(), h, sf)
+		}
+		return nil
 	}
 	if err := stack.UpdateSource(ctx, h.Store(), h, sf); err != nil {
 		return err
