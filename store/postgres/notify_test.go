@@ -130,23 +130,25 @@ func TestChangesSlowFeed(t *testing.T) {
 	defer cancel()
 	root, _ := fresh(t, pg)
 	a := root.Tenant(tenantA)
-	postgres.SetFeedQueue(t, 200) // 10,000 otherwise
-	slow, err := a.Changes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The reading feed's queue holds 10,000 changes (the default), the
+	// other's 200.
 	fast, err := a.Changes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 1000 // more than a feed's queue (200 here) and channel hold
-	// The other feed is read as the writes go: it hears every one, in
-	// order, however far behind the first feed is (a feed that waited for
-	// the slow one would stop after a few hundred).
+	postgres.SetFeedQueue(t, 200)
+	slow, err := a.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000 // more than the slow feed's queue and channel hold
+	// The reading feed is read as the writes go: it hears every one, in
+	// order, however far behind the other feed is (a feed that waited for
+	// the slow one would stop after a few hundred), then "end".
 	fastDone := make(chan error, 1)
 	go func() {
-		want, resynced := 0, false
-		for want < n {
+		want, resynced, ever := 0, false, false
+		for {
 			select {
 			case c, ok := <-fast:
 				if !ok {
@@ -154,10 +156,20 @@ func TestChangesSlowFeed(t *testing.T) {
 					return
 				}
 				if c.Resync {
-					// This machine may be very busy: a Resync (and the
-					// changes it stands for) is allowed, a stall is not.
-					resynced = true
+					// Its connection lost and made again (this machine may
+					// be very busy): the changes it stands for are allowed
+					// to be missed, nothing else is.
+					t.Logf("the reading feed said Resync after %d changes", want)
+					resynced, ever = true, true
 					continue
+				}
+				if c.ID == "end" {
+					if want != n && !ever {
+						fastDone <- fmt.Errorf("the reading feed heard %d of %d changes before the end, and no Resync", want, n)
+					} else {
+						fastDone <- nil
+					}
+					return
 				}
 				if resynced {
 					if _, err := fmt.Sscanf(c.ID, "r%d", &want); err != nil {
@@ -176,12 +188,14 @@ func TestChangesSlowFeed(t *testing.T) {
 				return
 			}
 		}
-		fastDone <- nil
 	}()
 	for i := range n {
 		if err := a.Put(ctx, store.Runs, fmt.Sprintf("r%d", i), map[string]int{"i": i}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := a.Put(ctx, store.Runs, "end", map[string]int{}); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-fastDone; err != nil {
 		t.Fatal(err)
