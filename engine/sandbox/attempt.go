@@ -32,6 +32,8 @@ type attempt struct {
 	v   *vm
 	d   *Driver
 	cpu bool // holding a compute turn
+	// turnAt is when it took its compute turn (yield).
+	turnAt time.Time
 	// trapped: a call into the guest ended in a panic (a trap, the
 	// interrupt), so its runtime may be mid-call: it is closed, not reset.
 	trapped bool
@@ -97,7 +99,7 @@ func (d *Driver) Run(ctx context.Context, req Request) Outcome {
 	if !d.compute(req.Key, false, ctx.Done()) {
 		return Outcome{Status: StatusCancelled, Error: cancelledError(), Queued: queued + time.Since(waited), Wall: time.Since(start)}
 	}
-	a.cpu = true
+	a.cpu, a.turnAt = true, time.Now()
 	queued += time.Since(waited)
 	out := a.run(ctx, d)
 	if a.cpu {
@@ -133,6 +135,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	// This run's kill switch: a runtime reset for another run gets a new
 	// one, which a late timer of this run must not trip.
 	ks := v.ks
+	ks.yield = a.yield
 	stopOnCancel := context.AfterFunc(ctx, func() { ks.trip(context.Cause(ctx)) })
 	defer stopOnCancel()
 	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { ks.trip(errWallTimeout) })
@@ -264,8 +267,37 @@ func (a *attempt) wait(timer <-chan time.Time) *Error {
 	if !a.d.compute(a.req.Key, true, a.v.ks.Done()) {
 		return classifyTrap(a.v.ks.Cause(), nil, nil)
 	}
-	a.cpu = true
+	a.cpu, a.turnAt = true, time.Now()
 	return nil
+}
+
+// computeSlice is how long a computing attempt keeps its compute turn
+// while another key waits for one under its cap.
+const computeSlice = 10 * time.Millisecond
+
+// yield is called at the guest's ticks (interrupt.go): once the attempt
+// has computed for computeSlice while another key waits for a compute turn,
+// it gives its turn to that key and waits, in the guest's tick, for
+// another (asking again: before its key's attempts that have not started).
+// So a key's infinite loops, held to MaxComputingPerKey turns, cannot keep
+// the other keys from computing, however many keys flood; a key alone (a
+// Driver one hub owns) is never stopped. Waiting costs the guest no
+// compute time (its thread is idle). When the attempt is stopped while it
+// waits, the tick ends the guest as a tripped switch does.
+func (a *attempt) yield() {
+	if !a.cpu || a.d.cpu.waiting.Load() == 0 || time.Since(a.turnAt) < computeSlice {
+		return
+	}
+	if !a.d.cpu.othersWait(a.req.Key) {
+		a.turnAt = time.Now() // look again in a slice
+		return
+	}
+	a.d.doneComputing(a.req.Key)
+	a.cpu = false
+	if !a.d.compute(a.req.Key, true, a.v.ks.Done()) {
+		panic(errInterrupted)
+	}
+	a.cpu, a.turnAt = true, time.Now()
 }
 
 func (a *attempt) settle(r callDone) {

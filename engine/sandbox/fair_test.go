@@ -326,3 +326,72 @@ func BenchmarkAdmission(b *testing.B) {
 		}
 	})
 }
+
+// TestFairTurnsOthersWait: a key is told others wait only for a waiter of
+// another key under its cap.
+func TestFairTurnsOthersWait(t *testing.T) {
+	f := newFairTurns(2, 1, false)
+	f.enqueue("a", false)
+	f.enqueue("", false)
+	if f.othersWait("a") || f.othersWait("") {
+		t.Fatal("others wait while no one waits")
+	}
+	a2 := f.enqueue("a", false) // over its cap
+	if f.othersWait("") {
+		t.Error("the empty key is told a key at its cap waits")
+	}
+	e2 := f.enqueue("", false)
+	if f.othersWait("") {
+		t.Error("the empty key is told its own waiter is another key's")
+	}
+	if !f.othersWait("a") {
+		t.Error("a is not told the empty key waits")
+	}
+	f.abandon("a", a2)
+	f.abandon("", e2)
+	if f.waiting.Load() != 0 {
+		t.Errorf("waiting = %d with no one waiting", f.waiting.Load())
+	}
+}
+
+// TestComputeSlices: with one compute turn, a key's infinite loop that
+// holds it gives it up, a slice at a time, to another key's attempts:
+// they complete while the loop goes on (it has not ended when they do).
+func TestComputeSlices(t *testing.T) {
+	d, err := New(Options{MemoryBytes: testMemoryBytes, MaxComputing: 1, Warm: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	computing := make(chan struct{})
+	var once sync.Once
+	d.cpu.observe = func(key string, _ int) {
+		if key == "flood" {
+			once.Do(func() { close(computing) })
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	loop := make(chan Outcome, 1)
+	go func() {
+		loop <- d.Run(ctx, Request{Key: "flood", JS: "for (;;) {}", Limits: Limits{ComputeMs: testWallMs, WallMs: testWallMs, MemoryBytes: testMemoryBytes}})
+	}()
+	<-computing
+	qctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(30*time.Second))
+	defer cancel()
+	for i := range 5 {
+		out := d.Run(qctx, Request{Key: "quiet", JS: "let s = 0; for (let i = 0; i < 100000; i++) s += i; return s", Host: &fakeHost{}, Limits: Limits{WallMs: testWallMs, MemoryBytes: testMemoryBytes}})
+		if out.Status != StatusCompleted || string(out.Result) != "4999950000" {
+			t.Fatalf("quiet run %d beside the loop: %s %s %+v", i+1, out.Status, out.Result, out.Error)
+		}
+	}
+	select {
+	case out := <-loop:
+		t.Fatalf("the loop ended before the quiet runs: %s %+v", out.Status, out.Error)
+	default:
+	}
+	stop()
+	if out := <-loop; out.Status != StatusCancelled {
+		t.Errorf("the loop, cancelled: %s %+v", out.Status, out.Error)
+	}
+}

@@ -606,14 +606,20 @@ func sleb(v int32) []byte {
 }
 
 // proxyFor is the env.jsFunctionProxy of a runtime: a tick (see above)
-// stops the guest when the call's kill switch was tripped; any other call is
-// qjs's, to the Go function of registry.
+// stops the guest when the call's kill switch was tripped, else lets the
+// run's attempt give its compute turn to another key (attempt.yield); any
+// other call is qjs's, to the Go function of registry.
 func proxyFor(registry func(api.Module) *qjs.ProxyRegistry) func(context.Context, api.Module, uint32, uint64, uint32, uint32) uint64 {
 	return func(ctx context.Context, m api.Module, jsCtx uint32, this uint64, argc, argv uint32) uint64 {
 		if argc == tickArgc {
 			ticks.Add(1)
-			if ks, _ := ctx.Value(killSwitchKey{}).(*killSwitch); ks != nil && ks.tripped.Load() {
-				panic(errInterrupted)
+			if ks, _ := ctx.Value(killSwitchKey{}).(*killSwitch); ks != nil {
+				if ks.tripped.Load() {
+					panic(errInterrupted)
+				}
+				if ks.yield != nil {
+					ks.yield()
+				}
 			}
 			return 0
 		}
