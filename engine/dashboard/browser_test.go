@@ -25,22 +25,7 @@ import (
 // the resumed run writes once. No console or page error (a CSP or Trusted
 // Types refusal would be one).
 func TestApproveInChromium(t *testing.T) {
-	node := testenv.Node(t)
-	pw := testenv.NPMPath(t, "playwright-core/index.mjs")
-	var chromium string
-	for _, name := range []string{"chromium-headless-shell", "chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		msg := "Chromium (Debian's chromium-headless-shell) missing: run scripts/setup.sh --tests"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	node, chromium, pw := requireChromium(t)
 	s := newServer(t)
 	tenant, th := s.tenant(t, "carol")
 	// Another site (localhost is not 127.0.0.1's site) with a link to the
@@ -63,20 +48,52 @@ func TestApproveInChromium(t *testing.T) {
 	}
 }
 
-func approveInChromium(t *testing.T, s *server, tenant string, th *tenantHub, node, chromium, pw, from string) {
-	before := th.upstreamCalls(t)
-	runID := th.pending(t, `return await up.record({item: "clicked"})`)
-	s.idp.next(t, "carol")
+// requireChromium finds node, Chromium and playwright-core; without
+// Chromium the test fails when CI=true and is skipped elsewhere, saying
+// what installs it.
+func requireChromium(t *testing.T) (node, chromium, playwright string) {
+	t.Helper()
+	node = testenv.Node(t)
+	playwright = testenv.NPMPath(t, "playwright-core/index.mjs")
+	for _, name := range []string{"chromium-headless-shell", "chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			chromium = p
+			break
+		}
+	}
+	if chromium == "" {
+		msg := "Chromium (Debian's chromium-headless-shell) missing: run scripts/setup.sh --tests"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node, chromium, playwright
+}
 
+// clickOnce runs testdata/approve.mjs: Chromium opens dashboard (from
+// another site's page when from is set), signs in, clicks once on run's
+// call; the answer of the decision's POST.
+type clicked struct {
+	Status    int             `json:"status"`
+	Body      console.Decided `json:"body"`
+	Address   string          `json:"address"`
+	LinkPages int             `json:"linkPages"`
+	URL       string          `json:"url"`
+	Errors    []string        `json:"errors"`
+}
+
+func clickOnce(t *testing.T, node, chromium, pw, dashboard, run, from string, env ...string) clicked {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
-	args := []string{filepath.Join("testdata", "approve.mjs"), s.srv.URL + "/", runID}
+	args := []string{filepath.Join("testdata", "approve.mjs"), dashboard, run}
 	if from != "" {
 		args = append(args, from)
 	}
 	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Env = append(os.Environ(), "BROWSER_EXECUTABLE="+chromium, "PLAYWRIGHT="+pw,
-		"BROWSER_TIMEOUT_MS="+strconv.FormatInt(testenv.Timeout(15*time.Second).Milliseconds(), 10))
+	cmd.Env = append(append(os.Environ(), "BROWSER_EXECUTABLE="+chromium, "PLAYWRIGHT="+pw,
+		"BROWSER_TIMEOUT_MS="+strconv.FormatInt(testenv.Timeout(15*time.Second).Milliseconds(), 10)), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""
@@ -85,18 +102,23 @@ func approveInChromium(t *testing.T, s *server, tenant string, th *tenantHub, no
 		}
 		t.Fatalf("the browser: %v\n%s\n%s", err, out, stderr)
 	}
-	var got struct {
-		Status    int             `json:"status"`
-		Body      console.Decided `json:"body"`
-		Address   string          `json:"address"`
-		LinkPages int             `json:"linkPages"`
-		URL       string          `json:"url"`
-		Errors    []string        `json:"errors"`
-	}
+	var got clicked
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("reading the browser's answer %q: %v", out, err)
 	}
 	t.Logf("signed in at %s (link pages met: %d)", got.URL, got.LinkPages)
+	if len(got.Errors) > 0 {
+		t.Fatalf("the page logged errors: %q", got.Errors)
+	}
+	return got
+}
+
+func approveInChromium(t *testing.T, s *server, tenant string, th *tenantHub, node, chromium, pw, from string) {
+	before := th.upstreamCalls(t)
+	runID := th.pending(t, `return await up.record({item: "clicked"})`)
+	s.idp.next(t, "carol")
+
+	got := clickOnce(t, node, chromium, pw, s.srv.URL+"/", runID, from)
 	if from != "" && got.LinkPages == 0 {
 		t.Fatal("opened from another site's link, the dashboard showed its screens at once; want the link page first")
 	}

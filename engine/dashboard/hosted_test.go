@@ -37,7 +37,8 @@ import (
 // writes to a remote MCP server (server-everything over streamable HTTP)
 // and waits; the person signs in, decides in the dashboard, and the hosted
 // hub finishes the run by itself (no agent resumes it): the write is made
-// once. A second tenant, signed in, reads and decides nothing of it.
+// once. A second tenant, signed in, reads and decides nothing of it. Then
+// the same with a click in headless Chromium.
 func TestInTheHostedHub(t *testing.T) {
 	ctx := context.Background()
 	pg := testenv.StartPostgres(t)
@@ -198,37 +199,60 @@ func TestInTheHostedHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(testenv.Timeout(60 * time.Second))
-	var r *model.Run
-	for {
-		r, err = eng.Get(ctx, runID)
+	finished := func(t *testing.T, runID, call string) {
+		t.Helper()
+		deadline := time.Now().Add(testenv.Timeout(60 * time.Second))
+		var r *model.Run
+		for {
+			r, err = eng.Get(ctx, runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status.Done() || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if r.Status != model.RunCompleted {
+			t.Fatalf("the decided run: %s; want completed by the hosted hub", r.Status)
+		}
+		if d := r.PendingItem(call).Decision; d == nil || d.Channel != "dashboard" || d.By != alice {
+			t.Fatalf("the recorded decision: %+v", d)
+		}
+		journal, err := eng.Journal(ctx, runID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status.Done() || time.Now().After(deadline) {
-			break
+		made := 0
+		for _, je := range journal {
+			if je.Address == write && !je.Intent {
+				made++
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if r.Status != model.RunCompleted {
-		t.Fatalf("the decided run: %s; want completed by the hosted hub", r.Status)
-	}
-	if d := r.PendingItem(call).Decision; d == nil || d.Channel != "dashboard" || d.By != alice {
-		t.Fatalf("the recorded decision: %+v", d)
-	}
-	journal, err := eng.Journal(ctx, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	made := 0
-	for _, je := range journal {
-		if je.Address == write && !je.Intent {
-			made++
+		if made != 1 {
+			t.Fatalf("the write was made %d times; want once:\n%+v", made, journal)
 		}
 	}
-	if made != 1 {
-		t.Fatalf("the write was made %d times; want once:\n%+v", made, journal)
-	}
+	finished(t, runID, call)
+
+	// The same with a click in Chromium, over https with the __Host-
+	// cookies of the real server.
+	t.Run("in Chromium", func(t *testing.T) {
+		node, chromium, pw := requireChromium(t)
+		env, err := ah.Execute(ctx, "return await "+write+"({})")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Status != string(model.RunAwaitingApproval) || len(env.Pending) != 1 {
+			t.Fatalf("the write did not wait: %s %+v", env.Status, env.Pending)
+		}
+		p.next(t, "alice")
+		got := clickOnce(t, node, chromium, pw, ts.URL+"/", env.RunID, "", "IGNORE_HTTPS_ERRORS=1")
+		if got.Status != 200 || got.Body.Channel != "dashboard" || got.Body.Run != env.RunID || got.Address != write {
+			t.Fatalf("the click's decision: %+v", got)
+		}
+		finished(t, env.RunID, got.Body.Call)
+	})
 }
 
 func getJSON(t *testing.T, c *http.Client, u string, v any) int {

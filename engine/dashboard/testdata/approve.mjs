@@ -8,7 +8,8 @@
 // Types refusal is one).
 //
 // Environment: BROWSER_EXECUTABLE, PLAYWRIGHT (playwright-core's
-// index.mjs), BROWSER_TIMEOUT_MS. Arguments: the dashboard's URL, the run,
+// index.mjs), BROWSER_TIMEOUT_MS; IGNORE_HTTPS_ERRORS=1 trusts a test
+// server's own certificate. Arguments: the dashboard's URL, the run,
 // and optionally another site's page whose link a#go the person clicks to
 // come to the dashboard (as from a mail).
 const [url, run, from] = process.argv.slice(2);
@@ -17,7 +18,7 @@ const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 15000);
 const browser = await chromium.launch({ executablePath: process.env.BROWSER_EXECUTABLE, headless: true, timeout });
 const errors = [];
 try {
-  const ctx = await browser.newContext();
+  const ctx = await browser.newContext({ ignoreHTTPSErrors: process.env.IGNORE_HTTPS_ERRORS === "1" });
   ctx.setDefaultTimeout(timeout);
   const page = await ctx.newPage();
   page.on("console", (m) => {
