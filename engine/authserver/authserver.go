@@ -73,6 +73,9 @@ type Config struct {
 	Store     Store
 	// Person says who is signed in (the tenant), from the request's session.
 	Person func(r *http.Request) (tenant string, ok bool)
+	// Display, when set, names the signed-in person on the consent page
+	// (their email or name); without it, the page shows the tenant id.
+	Display func(r *http.Request) string
 	// SignIn is called when no person is signed in at /authorize; it
 	// should send the browser to the identity provider and back to
 	// r.URL. Without it, /authorize answers 401.
@@ -103,7 +106,9 @@ type Consent interface {
 
 // Prompt is what a consent page shows and posts back.
 type Prompt struct {
-	Tenant      string
+	Tenant string
+	// Person names the signed-in person (Config.Display), "" if unknown.
+	Person      string
 	ClientID    string
 	ClientName  string
 	RedirectURI string
@@ -270,8 +275,14 @@ func (s *Server) RequireScopes(next http.Handler, scopes ...string) http.Handler
 func (s *Server) TokenVerifier() auth.TokenVerifier {
 	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		g, err := s.Verify(ctx, token, s.c.Resource)
-		if err != nil {
+		if errors.Is(err, ErrInvalidToken) {
 			return nil, err
+		}
+		if err != nil {
+			// go-sdk answers 500 with the error's text: say nothing of
+			// the store to the caller.
+			s.c.Logger.Error("checking an access token", "err", err)
+			return nil, errors.New("the token could not be checked now; try again shortly")
 		}
 		return &auth.TokenInfo{Scopes: g.Scopes, Expiration: g.Expires, UserID: g.Tenant,
 			Extra: map[string]any{"grant": g}}, nil
@@ -599,7 +610,11 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 				allows = append(allows, "scope "+sc)
 			}
 		}
-		s.c.Consent.Render(w, r, Prompt{Tenant: tenant, ClientID: ar.client.ID, ClientName: ar.client.Name,
+		person := ""
+		if s.c.Display != nil {
+			person = s.c.Display(r)
+		}
+		s.c.Consent.Render(w, r, Prompt{Tenant: tenant, Person: person, ClientID: ar.client.ID, ClientName: ar.client.Name,
 			RedirectURI: ar.redirectURI, Resource: ar.resource, Scope: ar.scope, Allows: allows, Action: s.c.Issuer + PathAuthorize, Fields: fields})
 		return
 	}
@@ -1052,7 +1067,7 @@ var consentPage = template.Must(template.New("consent").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Allow {{.ClientName}}?</title>
 <style>body{font:16px system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em}code{word-break:break-all}button{font-size:1em;margin-right:1em}</style></head>
 <body><h1>Allow <em>{{if .ClientName}}{{.ClientName}}{{else}}an unnamed client{{end}}</em> to use your hub?</h1>
-<p>Signed in as <strong>{{.Tenant}}</strong>.</p>
+<p>Signed in as <strong>{{if .Person}}{{.Person}}{{else}}{{.Tenant}}{{end}}</strong>.</p>
 <p>The client <code>{{.ClientID}}</code> will receive access to <code>{{.Resource}}</code>{{if .Scope}} (scope <code>{{.Scope}}</code>){{end}},
 and is sent back to <code>{{.RedirectURI}}</code>.</p>
 {{if .Allows}}<p>It will be able to:</p>

@@ -22,6 +22,7 @@ func TestScopes(t *testing.T) {
 	e := newEnv(t, func(c *authserver.Config) {
 		c.Scopes = []string{authserver.ScopeMCP, authserver.ScopeHub}
 		c.DefaultScopes = []string{authserver.ScopeMCP}
+		c.Display = func(*http.Request) string { return "Alice <alice@example.com>" }
 	})
 	hubOnly := httptest.NewServer(e.as.RequireScopes(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hub api")
@@ -81,7 +82,7 @@ func TestScopes(t *testing.T) {
 	}
 
 	both, page := tokenFor([]string{"mcp", "hub"})
-	for _, want := range []string{"Scoped client", redirect, authserver.DefaultScopeText["hub"], "decide its pending calls"} {
+	for _, want := range []string{"Signed in as <strong>Alice <alice@example.com></strong>", "Scoped client", redirect, authserver.DefaultScopeText["hub"], "decide its pending calls"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("consent page for mcp hub lacks %q", want)
 		}

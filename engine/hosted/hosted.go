@@ -39,6 +39,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/authserver"
 	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hub"
+	"github.com/capabilities-sh/capabilities/engine/identity"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
 	"github.com/capabilities-sh/capabilities/engine/sandbox"
 	"github.com/capabilities-sh/capabilities/engine/secret"
@@ -175,6 +176,7 @@ func New(cfg Config) (*Server, error) {
 		Store:          cfg.Auth,
 		Person:         cfg.Identity.Tenant,
 		SignIn:         cfg.Identity.SignIn,
+		Display:        display(cfg.Identity),
 		CSRFKey:        cfg.ConsentKey,
 		MetadataClient: cfg.Egress.Client("client ID metadata document"),
 		Logger:         cfg.Logger,
@@ -194,6 +196,27 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.routes()
 	go s.sweep()
 	return s, nil
+}
+
+// display names the signed-in person on the consent page, when the
+// identity provider says who they are (an *identity.RP does).
+func display(id Identity) func(*http.Request) string {
+	p, ok := id.(interface {
+		Person(*http.Request) (identity.Account, bool)
+	})
+	if !ok {
+		return nil
+	}
+	return func(r *http.Request) string {
+		a, ok := p.Person(r)
+		switch {
+		case !ok:
+			return ""
+		case a.Email != "":
+			return a.Email
+		}
+		return a.Name
+	}
 }
 
 // Auth is the OAuth authorization server (for tests and benchmarks).
