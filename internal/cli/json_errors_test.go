@@ -74,6 +74,10 @@ func TestEveryJSONCommandFailsWithAJSONError(t *testing.T) {
 		"hub secrets status":     {nil, "hub", codeError, 1},
 		"hub secrets rotate-key": {nil, "hub", codeUsage, 2},
 		"hub secrets seal":       {nil, "hub", codeError, 1},
+
+		"hub login":  {[]string{"http://hub.example.com"}, "none", codeUsage, 2},
+		"hub push":   {nil, "none", codeNoHub, 1},
+		"hub status": {nil, "none", codeNoHub, 1},
 	}
 	t.Setenv("NO_KEYRING", "1")
 	t.Setenv("CAPABILITIES_LOG", "error")
