@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -56,8 +59,11 @@ func TestHostedServe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "idp-secret"), []byte("hub-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// TLS on the process itself (--tls-cert, --tls-key), with the test
+	// server's certificate for 127.0.0.1.
+	certFile, keyFile, client := testCert(t, dir)
 	port := testenv.FreePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	base := "https://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(bin, "hosted", "serve")
 	cmd.Env = append(os.Environ(), "CAPABILITIES_HOME="+filepath.Join(dir, "home"), "NO_KEYRING=1",
 		"CAPABILITIES_HOSTED_STORE="+dbURL,
@@ -67,7 +73,8 @@ func TestHostedServe(t *testing.T) {
 		"CAPABILITIES_HOSTED_IDP_ISSUER="+idp.Issuer,
 		"CAPABILITIES_HOSTED_IDP_CLIENT_ID=hub",
 		"CAPABILITIES_HOSTED_IDP_CLIENT_SECRET_FILE="+filepath.Join(dir, "idp-secret"),
-		"CAPABILITIES_HOSTED_ALLOW_EGRESS=127.0.0.1/32")
+		"CAPABILITIES_HOSTED_ALLOW_EGRESS=127.0.0.1/32",
+		"CAPABILITIES_HOSTED_TLS_CERT="+certFile, "CAPABILITIES_HOSTED_TLS_KEY="+keyFile)
 	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -84,7 +91,7 @@ func TestHostedServe(t *testing.T) {
 	})
 	deadline := time.Now().Add(testenv.Timeout(30 * time.Second))
 	for {
-		resp, err := http.Get(base + "/readyz")
+		resp, err := client.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -96,12 +103,12 @@ func TestHostedServe(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(stderr.String(), "add "+base+"/mcp as a connector") {
+	if !strings.Contains(stderr.String(), "listens on https://") || !strings.Contains(stderr.String(), "add "+base+"/mcp as a connector") {
 		t.Errorf("the start message does not say where to connect:\n%s", stderr.String())
 	}
 
 	// /mcp without a token: the OAuth challenge.
-	resp, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{}`))
+	resp, err := client.Post(base+"/mcp", "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +116,7 @@ func TestHostedServe(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+base+`/.well-known/oauth-protected-resource/mcp"`) {
 		t.Fatalf("/mcp without a token: %s %q", resp.Status, resp.Header.Get("WWW-Authenticate"))
 	}
-	asm, err := oauthex.GetAuthServerMeta(ctx, base+"/.well-known/oauth-authorization-server", base, http.DefaultClient)
+	asm, err := oauthex.GetAuthServerMeta(ctx, base+"/.well-known/oauth-authorization-server", base, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +127,7 @@ func TestHostedServe(t *testing.T) {
 	token := func(sub string, scopes []string) string {
 		t.Helper()
 		reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{"http://127.0.0.1:9/cb"}, ClientName: "CLI test", TokenEndpointAuthMethod: "none"}, http.DefaultClient)
+			RedirectURIs: []string{"http://127.0.0.1:9/cb"}, ClientName: "CLI test", TokenEndpointAuthMethod: "none"}, client)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +135,7 @@ func TestHostedServe(t *testing.T) {
 			Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint, TokenURL: asm.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
 		v := oauth2.GenerateVerifier()
 		jar, _ := cookiejar.New(nil)
-		browser := &http.Client{Jar: jar}
+		browser := &http.Client{Jar: jar, Transport: client.Transport}
 		idp.next(t, sub)
 		resp, err := browser.Get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp")))
 		if err != nil {
@@ -152,7 +159,7 @@ func TestHostedServe(t *testing.T) {
 		}
 		resp.Body.Close()
 		loc, _ := url.Parse(resp.Header.Get("Location"))
-		tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp"))
+		tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, client), loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp"))
 		if err != nil {
 			t.Fatalf("exchanging the code: %v", err)
 		}
@@ -162,7 +169,7 @@ func TestHostedServe(t *testing.T) {
 
 	cl := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearerRT{mcpTok}}, MaxRetries: -1}, nil)
+		HTTPClient: &http.Client{Transport: bearerRT{client.Transport, mcpTok}}, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +184,7 @@ func TestHostedServe(t *testing.T) {
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,10 +218,34 @@ func TestHostedServe(t *testing.T) {
 }
 
 // bearerRT sends a fixed bearer token.
-type bearerRT struct{ tok string }
+type bearerRT struct {
+	base http.RoundTripper
+	tok  string
+}
 
 func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.tok)
-	return http.DefaultTransport.RoundTrip(r)
+	return b.base.RoundTrip(r)
+}
+
+// testCert writes httptest's certificate for 127.0.0.1 and its key (PEM)
+// in dir, and returns a client that trusts it.
+func testCert(t *testing.T, dir string) (certFile, keyFile string, client *http.Client) {
+	t.Helper()
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	defer ts.Close()
+	c := ts.TLS.Certificates[0]
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, ts.Client()
 }
