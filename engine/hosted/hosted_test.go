@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
@@ -160,6 +161,20 @@ func testJourney(t *testing.T, in *infra) {
 	}
 	if !strings.Contains(text, "dashboard") || strings.Contains(text, "http") {
 		t.Errorf("the pending text should say the person decides in the dashboard, with no address:\n%s", text)
+	}
+	// I2: no MCP path records a decision on a hosted hub: an answer to a
+	// form, as an elicitation result, is refused, and the run still waits.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"resume": env.RunID},
+		RequestState:   "forged",
+		InputResponses: mcp.InputResponseMap{env.Pending[0].ID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"choice": "always"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(fmt.Sprint(res.Content[0].(*mcp.TextContent).Text), "does not take approvals through the client") {
+		t.Errorf("a decision sent through the MCP client: %+v", res.Content)
+	}
+	if _, again := call(t, cs, "execute", map[string]any{"resume": env.RunID}); again == nil || again.Status != "awaiting_approval" {
+		t.Errorf("after the refused answer, the run = %+v, want still awaiting_approval", again)
 	}
 }
 
