@@ -135,7 +135,7 @@ func (a *attempt) run(ctx context.Context, d *Driver) Outcome {
 	// This run's kill switch: a runtime reset for another run gets a new
 	// one, which a late timer of this run must not trip.
 	ks := v.ks
-	ks.yield = a.yield
+	ks.att = a
 	stopOnCancel := context.AfterFunc(ctx, func() { ks.trip(context.Cause(ctx)) })
 	defer stopOnCancel()
 	wall := time.AfterFunc(time.Duration(a.lim.WallMs)*time.Millisecond, func() { ks.trip(errWallTimeout) })

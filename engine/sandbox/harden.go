@@ -304,9 +304,9 @@ type killSwitch struct {
 	mu      sync.Mutex
 	cause   error
 	tripped atomic.Bool
-	// yield, when set, is the run's attempt.yield, called at each tick on
-	// the guest's goroutine.
-	yield func()
+	// att, when set, is the run's attempt, whose yield is called at each
+	// tick on the guest's goroutine.
+	att *attempt
 }
 
 // killSwitchKey finds the kill switch of a call from its context.

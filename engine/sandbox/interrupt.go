@@ -617,8 +617,8 @@ func proxyFor(registry func(api.Module) *qjs.ProxyRegistry) func(context.Context
 				if ks.tripped.Load() {
 					panic(errInterrupted)
 				}
-				if ks.yield != nil {
-					ks.yield()
+				if ks.att != nil {
+					ks.att.yield()
 				}
 			}
 			return 0
