@@ -120,6 +120,7 @@ type env struct {
 type envOpts struct {
 	allow       []string // --allow-egress
 	idle        time.Duration
+	maxOpen     int
 	handleBytes int
 	mount       func(*hosted.Config)
 }
@@ -182,6 +183,7 @@ func newEnv(t testing.TB, in *infra, o envOpts) *env {
 			return hub.Options{Run: run.Limits{HandleBytes: o.handleBytes}}
 		},
 		IdleTimeout: o.idle,
+		MaxOpen:     o.maxOpen,
 		Logger:      testLogger(t),
 	}
 	if o.mount != nil {

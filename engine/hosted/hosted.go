@@ -93,6 +93,10 @@ type Config struct {
 	// IdleTimeout closes a tenant's hub that no request has used for this
 	// long (DefaultIdleTimeout when zero).
 	IdleTimeout time.Duration
+	// MaxOpen bounds the tenants' hubs open at once (DefaultMaxOpen when
+	// zero): opening one more closes the least recently used idle one
+	// first. Hubs in use are never closed, so more may be open for a while.
+	MaxOpen int
 	// Node names this process among the hub's replicas in MCP session ids
 	// (mcpserver.Options.Node), for a proxy to route a session by.
 	Node string
@@ -108,6 +112,9 @@ type Config struct {
 
 // DefaultIdleTimeout is how long a tenant's hub stays open unused.
 const DefaultIdleTimeout = 10 * time.Minute
+
+// DefaultMaxOpen is how many tenants' hubs stay open at once, unless in use.
+const DefaultMaxOpen = 1000
 
 // Server is the hosted hub.
 type Server struct {
@@ -163,6 +170,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxOpen <= 0 {
+		cfg.MaxOpen = DefaultMaxOpen
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -267,12 +277,18 @@ func (s *Server) acquire(ctx context.Context, id string) (*tenant, error) {
 	}
 	t := s.tenants[id]
 	creator := t == nil
+	var evicted *tenant
 	if creator {
+		evicted = s.evictLocked()
 		t = &tenant{id: id, ready: make(chan struct{})}
 		s.tenants[id] = t
 	}
 	t.users++
 	s.mu.Unlock()
+	if evicted != nil {
+		evicted.close()
+		s.log.Info("tenant hub closed (the most open at once reached)", "tenant", evicted.id)
+	}
 	if creator {
 		t.err = s.open(t)
 		if t.err != nil {
@@ -293,6 +309,29 @@ func (s *Server) acquire(ctx context.Context, id string) (*tenant, error) {
 		return nil, t.err
 	}
 	return t, nil
+}
+
+// evictLocked takes out of the map the least recently used idle hub when
+// MaxOpen are open, for the caller to close (outside s.mu).
+func (s *Server) evictLocked() *tenant {
+	if len(s.tenants) < s.cfg.MaxOpen {
+		return nil
+	}
+	var lru *tenant
+	for _, t := range s.tenants {
+		select {
+		case <-t.ready:
+		default:
+			continue
+		}
+		if t.err == nil && t.users == 0 && (lru == nil || t.last.Before(lru.last)) {
+			lru = t
+		}
+	}
+	if lru != nil {
+		delete(s.tenants, lru.id)
+	}
+	return lru
 }
 
 func (s *Server) release(t *tenant) {
@@ -414,6 +453,19 @@ func (s *Server) Open() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.tenants)
+}
+
+// Idle reports how many of the open hubs no request holds.
+func (s *Server) Idle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, t := range s.tenants {
+		if t.users == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Close closes every tenant's hub; Hub fails from now on.

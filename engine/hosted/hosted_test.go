@@ -46,6 +46,7 @@ func TestHosted(t *testing.T) {
 		{"EgressRefusedByDefault", testEgressRefusedByDefault},
 		{"SecretsSealedPerTenant", testSecretsSealedPerTenant},
 		{"IdleHubCloses", testIdleHubCloses},
+		{"MaxOpen", testMaxOpen},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, in) })
 	}
@@ -482,6 +483,42 @@ func testSecretsSealedPerTenant(t *testing.T, in *infra) {
 			}
 		}
 	}
+}
+
+// testMaxOpen: past MaxOpen, opening a tenant's hub closes the least
+// recently used idle one, never one in use.
+func testMaxOpen(t *testing.T, in *infra) {
+	e := newEnv(t, in, envOpts{maxOpen: 2})
+	ctx := context.Background()
+	open := func(sub string) context.CancelFunc {
+		c, cancel := context.WithCancel(ctx)
+		if _, err := e.srv.Hub(c, e.tenant(sub)); err != nil {
+			t.Fatal(err)
+		}
+		return cancel
+	}
+	waitFor := func(what string, n func() int, want int) {
+		t.Helper()
+		deadline := time.Now().Add(testenv.Timeout(10 * time.Second))
+		for n() != want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := n(); got != want {
+			t.Fatalf("%d hubs %s, want %d", got, what, want)
+		}
+	}
+	waitOpen := func(want int) { t.Helper(); waitFor("open", e.srv.Open, want) }
+	inUse := open("u1")
+	defer inUse()
+	open("u2")() // opened and let go at once: idle
+	waitOpen(2)
+	waitFor("idle", e.srv.Idle, 1)
+	stay := open("u3") // closes u2, the idle one
+	defer stay()
+	waitOpen(2)
+	more := open("u4") // u1 and u3 are in use: a third stays open
+	defer more()
+	waitOpen(3)
 }
 
 // testIdleHubCloses: a tenant's hub unused for IdleTimeout is closed, and

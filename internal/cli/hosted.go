@@ -60,6 +60,7 @@ type hostedFlags struct {
 	tlsCert, tlsKey, node                 string
 	allow                                 egress.Ranges
 	idle, drain                           time.Duration
+	maxOpen                               int
 }
 
 // hostedRequired are the flags hosted serve cannot start without, and what
@@ -123,6 +124,7 @@ CAPABILITIES_HOSTED_ALLOW_EGRESS takes ranges separated by commas).`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
 	fl.StringVar(&f.node, "node", "", "this process's `NAME` among the hub's replicas: each MCP session id begins with it, for a proxy to route by")
 	fl.DurationVar(&f.idle, "idle-timeout", hosted.DefaultIdleTimeout, "close a tenant's hub no request has used for this `DURATION`")
+	fl.IntVar(&f.maxOpen, "max-open", hosted.DefaultMaxOpen, "keep at most `N` tenants' hubs open at once: one more closes the least recently used idle one")
 	fl.DurationVar(&f.drain, "drain-timeout", mcpserver.DefaultDrainTimeout, "how long requests under way may take to finish after SIGTERM, `DURATION`")
 	return c
 }
@@ -216,6 +218,9 @@ func (f *hostedFlags) check(c *cobra.Command, e *env) (*hostedSetup, error) {
 	if !isLoopback(host) && s.tls == nil && pub.Scheme != "https" {
 		return nil, usagef("--listen %s is not a loopback address, and tokens would cross the network in clear: pass --tls-cert FILE --tls-key FILE, or an https --public-url with a proxy ending TLS in front", f.listen)
 	}
+	if f.maxOpen < 1 {
+		return nil, usagef("--max-open %d: pass 1 or more", f.maxOpen)
+	}
 	if f.idle <= 0 || f.drain <= 0 {
 		return nil, usagef("--idle-timeout and --drain-timeout: pass a positive duration, such as 10m or 30s")
 	}
@@ -292,6 +297,7 @@ func (e *env) serveHosted(ctx context.Context, f *hostedFlags, s *hostedSetup) e
 		ConsentKey:  consentKey,
 		Egress:      f.allow.Guard(),
 		IdleTimeout: f.idle,
+		MaxOpen:     f.maxOpen,
 		Node:        f.node,
 		Push:        func(h hosted.HubFunc) http.Handler { return push.Handler(h) },
 		Inbox:       func(h hosted.HubFunc) http.Handler { return inbox.Handler(h) },
