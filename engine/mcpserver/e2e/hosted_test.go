@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -211,7 +212,7 @@ func TestHostedJourney(t *testing.T) {
 
 	// The login's refreshing client, as the desktop app uses it.
 	laptopHub := filepath.Join(laptop, ".capabilities", "hub")
-	login, err := hostedlogin.Load(ctx, secret.Open(secret.Options{File: filepath.Join(laptopHub, "secrets.json"), Keychain: offKeychain{}}), laptopHub, base)
+	login, err := hostedlogin.Load(ctx, secret.Open(secret.Options{File: filepath.Join(laptopHub, "secrets.json"), Keychain: offKeychain{}, Logger: slog.New(slog.DiscardHandler)}), laptopHub, base)
 	if err != nil {
 		t.Fatalf("reading hub login's sign-in: %v", err)
 	}
@@ -371,13 +372,33 @@ func TestHostedJourney(t *testing.T) {
 		w := conn.Writes[1].Env
 		var in json.RawMessage
 		apiJSON(t, desktop, "GET", base+"/api/inbox", nil, &in)
-		if !strings.Contains(string(in), w.Pending[0].ID) {
-			t.Fatalf("the inbox does not list the pending call %s:\n%s", w.Pending[0].ID, in)
+		if !strings.Contains(string(in), w.RunID) || strings.Contains(string(in), conn.Writes[0].Env.RunID) {
+			t.Fatalf("the inbox should list the pending run %s only:\n%s", w.RunID, in)
+		}
+		// The app follows the inbox's event stream (through nginx's
+		// unbuffered location): the inbox first, a "settled" once decided.
+		events := inboxEvents(t, desktop, base)
+		if ev := <-events; ev.name != "inbox" || !strings.Contains(ev.data, w.RunID) {
+			t.Fatalf("the event stream's first event: %+v; want the inbox with run %s", ev, w.RunID)
 		}
 		var d inbox.Decided
 		apiJSON(t, desktop, "POST", base+"/api/inbox/decide", inbox.Decide{Run: w.RunID, Call: w.Pending[0].ID, Decision: string(model.ChoiceOnce)}, &d)
 		if d.Channel != "desktop" || d.Decision != model.ChoiceOnce || d.Waiting != 0 {
 			t.Fatalf("the desktop decision: %+v", d)
+		}
+		settled := false
+		for ev := range events {
+			if ev.name == "settled" {
+				var st inbox.Settled
+				if err := json.Unmarshal([]byte(ev.data), &st); err != nil || st != (inbox.Settled{Run: w.RunID, Call: w.Pending[0].ID}) {
+					t.Fatalf("the settled event: %+v %v", ev, err)
+				}
+				settled = true
+				break
+			}
+		}
+		if !settled {
+			t.Fatal("the inbox's event stream ended with no settled event for the decided call")
 		}
 		waitFor(t, "the run decided from the desktop to complete", func() bool {
 			return runStatus(t, w.RunID) == string(model.RunCompleted)
@@ -389,6 +410,59 @@ func TestHostedJourney(t *testing.T) {
 			t.Fatalf("the writer's log: %q", items)
 		}
 	})
+
+	// nginx spread the journey over every process.
+	for _, p := range procs {
+		if !strings.Contains(ngx.AccessLog(), `"`+p.addr()+`"`) {
+			t.Errorf("nginx sent no request to hosted serve --node %s", p.node)
+		}
+	}
+}
+
+type sseEvent struct{ name, data string }
+
+// inboxEvents follows GET /api/inbox/events until the test ends; the
+// channel is closed when the stream ends or the test's timeout passes.
+func inboxEvents(t *testing.T, client *http.Client, base string) <-chan sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/inbox/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET /api/inbox/events: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body.Close()
+		t.Fatalf("GET /api/inbox/events: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	ch := make(chan sseEvent, 16)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		s := bufio.NewScanner(resp.Body)
+		s.Buffer(nil, 1<<20)
+		var ev sseEvent
+		for s.Scan() {
+			switch line := s.Text(); {
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data += strings.TrimPrefix(line, "data: ")
+			case line == "" && ev.name != "":
+				select {
+				case ch <- ev:
+				case <-ctx.Done():
+					return
+				}
+				ev = sseEvent{}
+			}
+		}
+	}()
+	return ch
 }
 
 // hostedEnvelope is execute's structured result.
