@@ -99,6 +99,10 @@ async function main() {
     out.writes.push({ text: text(res), env: res.structuredContent });
   }
   await client.close();
+
+  // The connector's token (scope mcp) does not open the person's API.
+  const api = await fetch(hub + "/api/status", { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+  out.apiStatus = api.status;
 }
 
 main().then(

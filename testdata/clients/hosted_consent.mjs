@@ -9,18 +9,21 @@
 // JSON line {consent, landed, errors}.
 //
 // Environment: BROWSER_EXECUTABLE, PLAYWRIGHT (playwright-core's
-// index.mjs), BROWSER_TIMEOUT_MS; IGNORE_HTTPS_ERRORS=1 trusts the test
-// CA's certificate (Chromium does not read NODE_EXTRA_CA_CERTS).
+// index.mjs), BROWSER_TIMEOUT_MS; CERT_SPKI (the base64 SHA-256 of the
+// test server's public key) trusts its certificate.
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 
 export async function consent(url, redirectPrefix) {
   const { chromium } = await import(process.env.PLAYWRIGHT);
   const timeout = Number(process.env.BROWSER_TIMEOUT_MS || 15000);
-  const browser = await chromium.launch({ executablePath: process.env.BROWSER_EXECUTABLE, headless: true, timeout });
+  // CERT_SPKI: trust exactly the test server's key (Chromium does not
+  // read NODE_EXTRA_CA_CERTS or SSL_CERT_FILE).
+  const args = process.env.CERT_SPKI ? [`--ignore-certificate-errors-spki-list=${process.env.CERT_SPKI}`] : [];
+  const browser = await chromium.launch({ executablePath: process.env.BROWSER_EXECUTABLE, headless: true, timeout, args });
   const errors = [];
   try {
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: process.env.IGNORE_HTTPS_ERRORS === "1" });
+    const ctx = await browser.newContext();
     ctx.setDefaultTimeout(timeout);
     const page = await ctx.newPage();
     page.on("pageerror", (e) => errors.push(`page: ${e.message}`));
