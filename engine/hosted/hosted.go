@@ -400,7 +400,7 @@ func (s *Server) open(t *tenant) error {
 type decideElsewhere struct{}
 
 func (decideElsewhere) Open(context.Context, string, []string) (mcpserver.Page, error) {
-	return mcpserver.Page{Shown: true, Where: "the person's hub dashboard and desktop app show it"}, nil
+	return mcpserver.Page{Shown: true, Only: true, Where: "the person's hub dashboard and desktop app show it"}, nil
 }
 
 func closeStore(st store.Store) {

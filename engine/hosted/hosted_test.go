@@ -160,8 +160,8 @@ func testJourney(t *testing.T, in *infra) {
 	if env == nil || env.Status != "awaiting_approval" || len(env.Pending) != 1 || env.Pending[0].Address != "everything."+write {
 		t.Fatalf("execute (a write) = %+v, want awaiting_approval", env)
 	}
-	if !strings.Contains(text, "dashboard") || strings.Contains(text, "http") {
-		t.Errorf("the pending text should say the person decides in the dashboard, with no address:\n%s", text)
+	if !strings.Contains(text, "dashboard") || strings.Contains(text, "http") || strings.Contains(text, "hub approve") {
+		t.Errorf("the pending text should say the person decides in the dashboard, with no address and no terminal command (a hosted hub's person has none):\n%s", text)
 	}
 	// I2: no MCP path records a decision on a hosted hub: an answer to a
 	// form, as an elicitation result, is refused, and the run still waits.

@@ -198,7 +198,11 @@ func (s *Server) directPage(ctx context.Context, address string, env *hub.Envelo
 		if where == "" {
 			where = "a page opened on the person's screen"
 		}
-		where = upperFirst(where) + " to decide it: tell the person (or they run `" + approveCommand(env.RunID) + "`)"
+		if page.Only {
+			where = upperFirst(where) + " to decide it: tell the person"
+		} else {
+			where = upperFirst(where) + " to decide it: tell the person (or they run `" + approveCommand(env.RunID) + "`)"
+		}
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
 		"awaiting_approval: %s needs a person's decision; it has not run. %s. Once they decided, call %s again with the same arguments for its result (run %s).",

@@ -111,6 +111,9 @@ func pageSummary(env *hub.Envelope, page Page) string {
 		if where == "" {
 			where = "a page opened on the person's screen"
 		}
+		if page.Only {
+			return fmt.Sprintf("awaiting_approval: %s a person's decision. %s to decide: tell the person, then call execute({resume: %q}).", what, upperFirst(where), env.RunID)
+		}
 		return fmt.Sprintf("awaiting_approval: %s a person's decision. %s to decide: tell the person (if they cannot use it, they run `%s` in a terminal), then call execute({resume: %q}).", what, upperFirst(where), approveCommand(env.RunID), env.RunID)
 	}
 	why := page.Why

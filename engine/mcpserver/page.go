@@ -25,4 +25,8 @@ type Page struct {
 	// Why no page was shown, as a clause ("there is no display or browser
 	// on this machine"); empty when Shown.
 	Why string
+	// Only says Where is the person's only way to decide: there is no
+	// terminal with `hub approve` behind this hub (the hosted hub), so the
+	// text names no command.
+	Only bool
 }
