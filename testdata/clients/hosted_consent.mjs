@@ -4,13 +4,14 @@
 // approves at once, and back to the consent page), checks the consent
 // page, clicks Allow, and waits until the browser has loaded the
 // client's redirect (its code delivered). Used by hosted_connector.mjs
-// (the connector's sign-in) and, run as a script, by the e2e test for
-// `hub login`: node hosted_consent.mjs URL REDIRECT-PREFIX, printing one
-// JSON line {consent, landed, errors}.
+// (the connector's sign-in) and, as the browser command `hub login` runs
+// (node hosted_consent.mjs URL [REDIRECT-PREFIX]), by the e2e test: one
+// JSON line {consent, landed, errors} (or {error}) to CONSENT_OUT.
 //
 // Environment: BROWSER_EXECUTABLE, PLAYWRIGHT (playwright-core's
 // index.mjs), BROWSER_TIMEOUT_MS; CERT_SPKI (the base64 SHA-256 of the
 // test server's public key) trusts its certificate.
+import { writeFileSync } from "node:fs";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 
@@ -40,14 +41,22 @@ export async function consent(url, redirectPrefix) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [url, prefix] = process.argv.slice(2);
+  // As a browser command (CAPABILITIES_BROWSER="node hosted_consent.mjs"):
+  // the link is the last argument; the answer goes to CONSENT_OUT when
+  // set (the opener's output goes nowhere), else to stdout.
+  const [url, prefix = "http://127.0.0.1:"] = process.argv.slice(2);
+  const write = (obj) => {
+    const line = JSON.stringify(obj) + "\n";
+    if (process.env.CONSENT_OUT) writeFileSync(process.env.CONSENT_OUT, line);
+    else process.stdout.write(line);
+  };
   consent(url, prefix).then(
     (r) => {
-      process.stdout.write(JSON.stringify(r) + "\n");
+      write(r);
       process.exit(0);
     },
     (e) => {
-      process.stderr.write(`hosted_consent: ${e && e.stack ? e.stack : e}\n`);
+      write({ error: e && e.stack ? e.stack : String(e) });
       process.exit(2);
     },
   );

@@ -161,23 +161,23 @@ func TestHostedJourney(t *testing.T) {
 		cli.ok("", "hub", "add", "--yes", "--namespace", "writer", writer.url)
 		cli.ok(key+"\n", "hub", "add", "--yes", "--namespace", "keyed", "--secret-header", "X-Api-Key", "--secret-stdin", everything)
 
-		// hub login: the authorization URL it prints is opened in Chromium,
-		// which signs in, allows, and lands on the CLI's loopback listener.
+		// hub login opens its authorization URL with the browser command
+		// (CAPABILITIES_BROWSER): Chromium signs in, allows, and lands on
+		// the CLI's loopback listener.
 		idp.next(t, "alice")
+		consentOut := filepath.Join(work, "login-consent.json")
+		out := cli.loginWith(append(browserEnv, "CAPABILITIES_NO_BROWSER=",
+			"CAPABILITIES_BROWSER="+node+" "+filepath.Join(clientsDir(t), "hosted_consent.mjs"), "CONSENT_OUT="+consentOut), base)
 		var consent struct {
-			Consent string
-			Landed  string
-			Errors  []string
+			Consent, Landed, Error string
+			Errors                 []string
 		}
-		out := cli.login(base, func(authURL string) error {
-			c := exec.Command(node, filepath.Join(clientsDir(t), "hosted_consent.mjs"), authURL, "http://127.0.0.1:")
-			c.Env = append(os.Environ(), browserEnv...)
-			b, err := c.Output()
-			if err != nil {
-				return fmt.Errorf("the browser: %w\n%s", err, stderrOf(err))
-			}
-			return json.Unmarshal(b, &consent)
-		})
+		// The CLI is done once the redirect reached it; the browser
+		// command writes its answer as it closes.
+		waitFor(t, "hub login's browser to answer", func() bool { _, err := os.Stat(consentOut); return err == nil })
+		if b, err := os.ReadFile(consentOut); err != nil || json.Unmarshal(b, &consent) != nil || consent.Error != "" {
+			t.Fatalf("hub login's browser: %v %s", err, b)
+		}
 		if !strings.Contains(out, "Signed in to "+base+" as "+tenant) {
 			t.Fatalf("hub login:\n%s", out)
 		}
@@ -767,43 +767,18 @@ func (c *localCLI) ok(stdin string, args ...string) string {
 	return out
 }
 
-// login runs `hub login --no-browser url`, hands the authorization URL it
-// prints to browse (the person's browser), and returns its output.
-func (c *localCLI) login(u string, browse func(authURL string) error) string {
+// loginWith runs `hub login url` with extra environment (its browser
+// command) and returns its output.
+func (c *localCLI) loginWith(env []string, u string) string {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "hub", "login", "--no-browser", u)
-	cmd.Dir, cmd.Env = c.dir, c.env
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	var errOut strings.Builder
-	browsed := make(chan error, 1)
-	s := bufio.NewScanner(stderr)
-	found := false
-	for s.Scan() {
-		line := s.Text()
-		errOut.WriteString(line + "\n")
-		if l := strings.TrimSpace(line); !found && strings.HasPrefix(l, u+"/authorize?") {
-			found = true
-			go func() { browsed <- browse(l) }()
-		}
-	}
-	err = cmd.Wait()
-	if found {
-		if berr := <-browsed; berr != nil {
-			c.t.Fatalf("hub login's browser step: %v", berr)
-		}
-	}
-	if err != nil || !found {
-		c.t.Fatalf("hub login: %v (authorization URL seen: %v)\nstdout:\n%s\nstderr:\n%s", err, found, stdout.String(), errOut.String())
+	cmd := exec.CommandContext(ctx, binPath, "hub", "login", u)
+	cmd.Dir, cmd.Env = c.dir, append(append([]string{}, c.env...), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("hub login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
 }
