@@ -34,6 +34,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/capabilities-sh/capabilities/engine/authserver"
 	"github.com/capabilities-sh/capabilities/engine/hostedlogin"
 	"github.com/capabilities-sh/capabilities/engine/identity"
 	"github.com/capabilities-sh/capabilities/engine/inbox"
@@ -174,14 +175,18 @@ func TestHostedJourney(t *testing.T) {
 		}
 		// The CLI is done once the redirect reached it; the browser
 		// command writes its answer as it closes.
-		waitFor(t, "hub login's browser to answer", func() bool { _, err := os.Stat(consentOut); return err == nil })
-		if b, err := os.ReadFile(consentOut); err != nil || json.Unmarshal(b, &consent) != nil || consent.Error != "" {
-			t.Fatalf("hub login's browser: %v %s", err, b)
+		waitFor(t, "hub login's browser to answer", func() bool {
+			b, err := os.ReadFile(consentOut)
+			return err == nil && json.Unmarshal(b, &consent) == nil
+		})
+		if consent.Error != "" {
+			t.Fatalf("hub login's browser: %s", consent.Error)
 		}
 		if !strings.Contains(out, "Signed in to "+base+" as "+tenant) {
 			t.Fatalf("hub login:\n%s", out)
 		}
-		if !strings.Contains(consent.Consent, "hub") || len(consent.Errors) > 0 {
+		// The consent page says in plain words what scope hub allows.
+		if !strings.Contains(consent.Consent, authserver.DefaultScopeText[authserver.ScopeHub]) || len(consent.Errors) > 0 {
 			t.Errorf("hub login's consent page (errors %q):\n%s", consent.Errors, consent.Consent)
 		}
 
@@ -309,8 +314,11 @@ func TestHostedJourney(t *testing.T) {
 		if err := json.Unmarshal(b, &conn); err != nil {
 			t.Fatalf("hosted_connector.mjs printed %q: %v", b, err)
 		}
-		if !strings.Contains(conn.Consent, "Journey connector") || !strings.Contains(conn.Consent, "127.0.0.1") {
+		if !strings.Contains(conn.Consent, "Journey connector") || !strings.Contains(conn.Consent, "http://127.0.0.1:") {
 			t.Errorf("the consent page does not name the client and its redirect:\n%s", conn.Consent)
+		}
+		if !strings.Contains(conn.Consent, authserver.DefaultScopeText[authserver.ScopeMCP]) || strings.Contains(conn.Consent, authserver.DefaultScopeText[authserver.ScopeHub]) {
+			t.Errorf("the connector's consent page should offer the tools only (scope mcp):\n%s", conn.Consent)
 		}
 		for _, want := range []string{"code_challenge_method=S256", "resource=" + urlEscape(base+"/mcp")} {
 			if !strings.Contains(conn.AuthorizeURL, want) {
