@@ -52,24 +52,37 @@ const hostedProcs = 2
 // TestHostedJourney is issue 41's journey with the real binary and real
 // processes: PostgreSQL, oauth2-mock-server as the identity provider, two
 // `capabilities hosted serve` processes on one database behind nginx
-// running deploy/hosted/nginx.conf with TLS (a test CA; only its ports,
-// certificate files and upstreams changed), --allow-egress 127.0.0.1 for
-// the test's remote sources (server-everything over streamable HTTP, and
-// writer: an MCP server over streamable HTTP keeping its own call log).
+// running deploy/hosted/nginx.conf with TLS (a test CA; its ports,
+// certificate files and upstreams changed, the Host passed with its port,
+// and deploy/nginx's session affinity for /mcp), --allow-egress 127.0.0.1
+// for the test's remote sources (server-everything over streamable HTTP,
+// and writer: an MCP server over streamable HTTP keeping its own log).
 //
-//   - J5: a local hub (its own HOME, the test CA trusted through
+//   - push: a local hub (its own HOME, the test CA trusted through
 //     SSL_CERT_FILE) with three remote sources and one secret runs
-//     `hub login <url>` (the sign-in and consent in Chromium), `hub push
-//     --secrets` (the secret sent after its consent), `hub status` (exit 0,
-//     no drift) and a second push (nothing to push).
-//   - The connector: the TypeScript SDK 1.x client with its OAuth provider
+//     `hub login <url>` (it opens the authorization URL through
+//     CAPABILITIES_BROWSER: Chromium signs in, the consent page says what
+//     scope hub allows, Allow is clicked), `hub push --secrets` (the
+//     secret sent after its consent), `hub status` (exit 0, no drift) and
+//     a second push (nothing to push).
+//   - review: the person accepts the pushed tools' review in the
+//     dashboard in Chromium (review decisions are not pushed).
+//   - connector: the TypeScript SDK 1.x client with its OAuth provider
 //     (NODE_EXTRA_CA_CERTS) registers, is authorized (sign-in and Allow
-//     clicked in Chromium), gets its token, refreshes it, and runs search,
-//     describe and execute on the pushed sources; two writes ask.
-//   - One run is decided in the dashboard in Chromium, the other through
-//     /api/inbox/decide with the login's refreshing client, as the desktop
-//     app does; each run completes (as the hosted hub's /api/status says)
-//     and the writer's own log shows each write made once.
+//     clicked in Chromium; the consent page names it, its redirect and
+//     scope mcp only; PKCE S256, resource), gets its token, refreshes it
+//     (rotated) when the hub refuses a spoiled one, and runs search,
+//     describe and execute on the pushed sources; two writes ask; its
+//     token does not open /api/status.
+//   - dashboard: one run is decided in the dashboard in Chromium; the
+//     hosted hub finishes it by itself.
+//   - desktop: the other is decided as the desktop app does, with hub
+//     login's refreshing client: /api/inbox lists it, the event stream
+//     (through nginx) shows the inbox then "settled", /api/inbox/decide
+//     records it via desktop.
+//
+// Each run completes (as the hosted hub's /api/status says) and the
+// writer's own log shows each write made once, only after its decision.
 func TestHostedJourney(t *testing.T) {
 	node := testenv.Node(t)
 	playwright := testenv.NPMPath(t, "playwright-core/index.mjs")
