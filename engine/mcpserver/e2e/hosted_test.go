@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -704,20 +705,10 @@ func (p *hostedIDP) next(t *testing.T, sub string) {
 // unexported there, changed for an IP address.)
 func testCA(t *testing.T) (dir, caFile, spki string) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caKey, caCert, caDER, err := theTestCA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capabilities e2e test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -760,6 +751,35 @@ func testCA(t *testing.T) (dir, caFile, spki string) {
 	}
 	sum := sha256.Sum256(pub)
 	return dir, filepath.Join(dir, "ca.pem"), base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// theTestCA is one CA for the test process: Go reads SSL_CERT_FILE once
+// per process, so a second run (-count) must meet the same CA.
+var (
+	caOnce  sync.Once
+	caKey   *ecdsa.PrivateKey
+	caCert  *x509.Certificate
+	caDER   []byte
+	caError error
+)
+
+func theTestCA() (*ecdsa.PrivateKey, *x509.Certificate, []byte, error) {
+	caOnce.Do(func() {
+		caKey, caError = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if caError != nil {
+			return
+		}
+		ca := &x509.Certificate{
+			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capabilities e2e test CA"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		}
+		if caDER, caError = x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey); caError != nil {
+			return
+		}
+		caCert, caError = x509.ParseCertificate(caDER)
+	})
+	return caKey, caCert, caDER, caError
 }
 
 // localCLI runs the binary as the person's machine.
