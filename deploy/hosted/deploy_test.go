@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,88 +213,166 @@ func TestContainerfileBuild(t *testing.T) {
 }
 
 // TestNginxServerBlock serves nginx.conf in a real nginx, changed only in
-// its ports, certificate files and upstream address: over TLS (a test CA),
-// the hub sees the client's Host and https as the scheme; answers carry
-// HSTS; an event stream under /mcp passes as it is written; the probes are
-// not served outside.
+// its ports and certificate files, in front of two stand-ins of `hosted
+// serve --node hub1` and `--node hub2` (each answering the older protocol's
+// sessions it opened, and 404 to the others', as the hub does): over TLS (a
+// test CA), the hub sees the client's Host, port included, and https as
+// the scheme; answers carry HSTS; an event stream under /mcp passes as it
+// is written; requests without a session reach both processes; each
+// session's next requests reach the process that opened it (the
+// TypeScript SDK 1.x's sessions), and when that process is gone, another
+// (which answers 404); the probes are not served outside.
 func TestNginxServerBlock(t *testing.T) {
 	conf, err := os.ReadFile("nginx.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	type seen struct{ host, proto, path string }
-	got := make(chan seen, 16)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- seen{r.Host, r.Header.Get("X-Forwarded-Proto"), r.URL.Path}
-		if r.URL.Path == "/mcp" {
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, "data: first\n\n")
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
-			return
-		}
-		io.WriteString(w, "hub")
-	}))
-	defer backend.Close()
+	got := make(chan seen, 64)
+	procs := []*standIn{newStandIn(t, "hub1", got), newStandIn(t, "hub2", got)}
 
 	certs, pool := testCA(t, "hub.example.com")
 	site := func(port int) string {
 		s := string(conf)
 		// The clear-text server (a redirect) needs port 80: left out.
 		s = regexp.MustCompile(`(?s)server \{\s*listen 80;.*?\n\}\n`).ReplaceAllString(s, "")
-		s = strings.Replace(s, "    listen 443 ssl http2;\n", "    listen 127.0.0.1:"+strconv.Itoa(port)+" ssl http2;\n", 1)
-		s = strings.Replace(s, "    listen [::]:443 ssl http2;\n", "", 1)
-		s = strings.Replace(s, "/etc/ssl/hub.example.com.crt", filepath.Join(certs, "hub.crt"), 1)
-		s = strings.Replace(s, "/etc/ssl/hub.example.com.key", filepath.Join(certs, "hub.key"), 1)
-		s = strings.Replace(s, "server 127.0.0.1:8790;", "server "+strings.TrimPrefix(backend.URL, "http://")+";", 1)
+		for _, r := range []struct{ old, new string }{
+			{"    listen 443 ssl http2;\n", "    listen 127.0.0.1:" + strconv.Itoa(port) + " ssl http2;\n"},
+			{"    listen [::]:443 ssl http2;\n", ""},
+			{"/etc/ssl/hub.example.com.crt", filepath.Join(certs, "hub.crt")},
+			{"/etc/ssl/hub.example.com.key", filepath.Join(certs, "hub.key")},
+			{"127.0.0.1:8790;", procs[0].addr + ";"},
+			{"127.0.0.1:8791;", procs[1].addr + ";"},
+			{"127.0.0.1:8790 backup;", procs[0].addr + " backup;"},
+			{"127.0.0.1:8791 backup;", procs[1].addr + " backup;"},
+		} {
+			if !strings.Contains(s, r.old) {
+				t.Fatalf("nginx.conf has no %q, which this test changes (it serves two processes, 127.0.0.1:8790 and :8791, each with its own upstream)", r.old)
+			}
+			s = strings.ReplaceAll(s, r.old, r.new)
+		}
 		return s
 	}
 	n := testenv.StartNginx(t, site)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool},
-		// hub.example.com is this nginx.
+		// hub.example.com, on any port, is this nginx.
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(30*time.Second))
 	defer cancel()
-	get := func(path string) *http.Response {
+	do := func(method, url, session, body string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://hub.example.com"+path, nil)
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s through nginx: %v\n%s", path, err, n.Logs())
+			t.Fatalf("%s %s through nginx: %v\n%s", method, url, err, n.Logs())
 		}
 		return resp
 	}
+	next := func() seen {
+		t.Helper()
+		select {
+		case s := <-got:
+			return s
+		case <-ctx.Done():
+			t.Fatalf("no request reached a process\n%s", n.AccessLog())
+			return seen{}
+		}
+	}
 
-	resp := get("/")
+	resp := do("GET", "https://hub.example.com/", "", "")
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(body) != "hub" || resp.Header.Get("Strict-Transport-Security") == "" {
 		t.Fatalf("GET /: %s %q %v", resp.Status, body, resp.Header)
 	}
-	if s := <-got; s != (seen{"hub.example.com", "https", "/"}) {
+	if s := next(); s.host != "hub.example.com" || s.proto != "https" || s.path != "/" {
 		t.Fatalf("the hub saw %+v; want the client's Host, https", s)
 	}
 
+	// A public URL with a port: the hub checks Host against it, port
+	// included.
+	resp = do("GET", "https://hub.example.com:8443/", "", "")
+	resp.Body.Close()
+	if s := next(); s.host != "hub.example.com:8443" {
+		t.Fatalf("GET https://hub.example.com:8443/: the hub saw Host %q; want hub.example.com:8443 (the port kept)", s.host)
+	}
+
 	// The event stream's first event arrives while the stream is open.
-	resp = get("/mcp")
+	resp = do("GET", "https://hub.example.com/mcp", "", "")
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	resp.Body.Close()
 	if err != nil || line != "data: first\n" {
 		t.Fatalf("the event stream under /mcp: %q %v (buffered by nginx?)", line, err)
 	}
-	if s := <-got; s != (seen{"hub.example.com", "", "/mcp"}) {
+	if s := next(); s.host != "hub.example.com" || s.path != "/mcp" {
 		t.Fatalf("the hub saw %+v", s)
 	}
 
-	resp = get("/readyz")
+	// Older-protocol sessions, as the TypeScript SDK 1.x opens them:
+	// initialize (no session id) goes to any process, which names itself
+	// in the session id; the session's next requests go to it.
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`
+	opened := map[string]int{}
+	for i := 0; i < 6; i++ {
+		resp := do("POST", "https://hub.example.com/mcp", "", initialize)
+		resp.Body.Close()
+		id := resp.Header.Get("Mcp-Session-Id")
+		first := next()
+		if resp.StatusCode != 200 || !strings.HasPrefix(id, first.node+".") {
+			t.Fatalf("initialize: %s, session %q from %s", resp.Status, id, first.node)
+		}
+		opened[first.node]++
+		for j := 0; j < 3; j++ {
+			resp := do("POST", "https://hub.example.com/mcp", id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+			resp.Body.Close()
+			s := next()
+			if resp.StatusCode != 200 || s.node != first.node {
+				t.Fatalf("session %s's request %d: %s from %s; want 200 from %s, which holds it\n%s", id, j+2, resp.Status, s.node, first.node, n.AccessLog())
+			}
+		}
+	}
+	// Stateless (2026-07-28) requests and initializes spread over both.
+	for i := 0; i < 4; i++ {
+		resp := do("POST", "https://hub.example.com/mcp", "", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+		resp.Body.Close()
+		opened[next().node]++
+	}
+	if opened["hub1"] == 0 || opened["hub2"] == 0 {
+		t.Fatalf("requests without a session reached only %v; want both processes", opened)
+	}
+
+	// hub1 is gone: its session's next request reaches hub2 (a backup),
+	// which does not hold it: 404, and the client starts again there.
+	resp = do("POST", "https://hub.example.com/mcp", "", initialize)
+	resp.Body.Close()
+	id := resp.Header.Get("Mcp-Session-Id")
+	if s := next(); s.node != "hub1" {
+		// Round robin: the next one is hub1's.
+		resp = do("POST", "https://hub.example.com/mcp", "", initialize)
+		resp.Body.Close()
+		id = resp.Header.Get("Mcp-Session-Id")
+		if s := next(); s.node != "hub1" {
+			t.Fatalf("two initializes in a row did not reach hub1")
+		}
+	}
+	procs[0].srv.Close()
+	resp = do("POST", "https://hub.example.com/mcp", id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	resp.Body.Close()
+	if s := next(); resp.StatusCode != http.StatusNotFound || s.node != "hub2" {
+		t.Fatalf("hub1 gone, its session's request: %s from %s; want 404 from hub2", resp.Status, s.node)
+	}
+
+	resp = do("GET", "https://hub.example.com/readyz", "", "")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET /readyz from outside: %s; want 404", resp.Status)
@@ -303,6 +382,55 @@ func TestNginxServerBlock(t *testing.T) {
 		t.Fatalf("the probe reached the hub from outside: %+v", s)
 	default:
 	}
+}
+
+// seen is a request as a stand-in process saw it.
+type seen struct{ node, host, proto, path string }
+
+// standIn stands in for `hosted serve --node <node>` behind nginx: GET /mcp
+// is an event stream; POST /mcp's initialize opens a session named
+// "<node>.<random>", a request naming a session it holds is answered, one
+// naming another's 404 (as the hub does); anything else is "hub".
+type standIn struct {
+	node, addr string
+	srv        *httptest.Server
+	mu         sync.Mutex
+	sessions   map[string]bool
+}
+
+func newStandIn(t *testing.T, node string, got chan<- seen) *standIn {
+	p := &standIn{node: node, sessions: map[string]bool{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{node, r.Host, r.Header.Get("X-Forwarded-Proto"), r.URL.Path}
+		switch {
+		case r.URL.Path == "/mcp" && r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case r.URL.Path == "/mcp":
+			body, _ := io.ReadAll(r.Body)
+			id := r.Header.Get("Mcp-Session-Id")
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			switch {
+			case id != "" && !p.sessions[id]:
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			case id == "" && bytes.Contains(body, []byte(`"initialize"`)):
+				id = node + "." + rand.Text()
+				p.sessions[id] = true
+				w.Header().Set("Mcp-Session-Id", id)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		default:
+			io.WriteString(w, "hub")
+		}
+	}))
+	t.Cleanup(p.srv.Close)
+	p.addr = strings.TrimPrefix(p.srv.URL, "http://")
+	return p
 }
 
 // testCA makes a CA and a certificate for host signed by it, written to a
