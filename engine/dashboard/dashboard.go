@@ -26,7 +26,8 @@
 // exist). Decisions are recorded with the channel "dashboard" and the
 // person's tenant as who decided. What only makes sense on the person's own
 // machine is off: importing skills from the agents' folders on this
-// machine, and signing in to a source's OAuth server (its redirect comes
+// machine (GET /api/import lists none, whatever the hub's store; POST is
+// refused), and signing in to a source's OAuth server (its redirect comes
 // back to a loopback address).
 //
 // GET /account shows who is signed in and a button to sign out.
@@ -196,6 +197,13 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/account" && safe:
 		d.account(w, r, acct)
+		return
+	case r.URL.Path == "/api/import" && safe:
+		// The Review screen asks what the agents' folders would import:
+		// the hosted hub reads none, so nothing. Answered here, not by the
+		// console, which first asks the hub for its skills folder, and a
+		// hub over PostgreSQL keeps none (the console answers 500).
+		writeJSON(w, http.StatusOK, console.Imports{Skills: []console.ImportSkill{}})
 		return
 	case r.URL.Path == "/api/import" && !safe:
 		d.refuse(w, r, http.StatusForbidden, "not_hosted", "the hosted hub cannot read your agents' skills folders: import them into your own hub (`capabilities hub import`) and `capabilities hub push`")

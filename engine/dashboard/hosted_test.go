@@ -185,6 +185,13 @@ func TestInTheHostedHub(t *testing.T) {
 	}
 
 	ac, csrf := signIn("alice")
+	// The Review screen asks what the agents' folders would import: on the
+	// hosted hub nothing, though a hub over PostgreSQL keeps no skills
+	// folder (which the console answers 500).
+	var im console.Imports
+	if code := getJSON(t, ac, ts.URL+"/api/import", &im); code != 200 || im.Skills == nil || len(im.Skills) != 0 {
+		t.Fatalf("GET /api/import on a hub in PostgreSQL: %d %+v; want 200 and an empty list", code, im)
+	}
 	var aq console.Approvals
 	if code := getJSON(t, ac, ts.URL+"/api/approvals", &aq); code != 200 || len(aq.Approvals) != 1 || aq.Approvals[0].Run != runID || aq.Approvals[0].Address != write {
 		t.Fatalf("alice's queue: %+v", aq.Approvals)
