@@ -53,9 +53,9 @@ const hostedProcs = 2
 // TestHostedJourney is issue 41's journey with the real binary and real
 // processes: PostgreSQL, oauth2-mock-server as the identity provider, two
 // `capabilities hosted serve` processes on one database behind nginx
-// running deploy/hosted/nginx.conf with TLS (a test CA; its ports,
-// certificate files and upstreams changed, the Host passed with its port,
-// and deploy/nginx's session affinity for /mcp), --allow-egress 127.0.0.1
+// running deploy/hosted/nginx.conf with TLS (a test CA; only its ports
+// and certificate files changed: its session affinity for /mcp and its
+// Host with the port as shipped), --allow-egress 127.0.0.1
 // for the test's remote sources (server-everything over streamable HTTP,
 // and writer: an MCP server over streamable HTTP keeping its own log).
 //
@@ -122,7 +122,7 @@ func TestHostedJourney(t *testing.T) {
 	// nginx first (its port is the public URL), the processes behind it.
 	procs := make([]*hubProc, hostedProcs)
 	for i := range procs {
-		procs[i] = &hubProc{node: fmt.Sprintf("h%d", i+1), home: filepath.Join(work, fmt.Sprintf("srv%d", i+1)), port: testenv.FreePort(t)}
+		procs[i] = &hubProc{node: fmt.Sprintf("hub%d", i+1), home: filepath.Join(work, fmt.Sprintf("srv%d", i+1)), port: testenv.FreePort(t)}
 	}
 	ngx := startHostedNginx(t, certs, procs)
 	t.Cleanup(func() {
@@ -516,63 +516,36 @@ type hostedEnvelope struct {
 	Pending []struct{ ID, Address string }
 }
 
-// startHostedNginx runs deploy/hosted/nginx.conf as committed but for: its
-// ports (the clear-text redirect server needs port 80: left out), the
-// certificate files, the upstream's servers (procs), and the Host sent
-// on: $http_host keeps the port, which the hub checks against its public
-// URL (on port 443, $host is the same). With several processes, /mcp
-// gets the session affinity of deploy/nginx/capabilities.conf, as the
-// hosted file's header says (an upstream per process, the others its
-// backups, chosen by the Mcp-Session-Id's node prefix).
+// startHostedNginx runs deploy/hosted/nginx.conf as committed but for its
+// ports (the clear-text redirect server needs port 80: left out) and
+// certificate files: its two processes, hub1 at 127.0.0.1:8790 and hub2
+// at :8791, are procs (whose --node names are hub1 and hub2).
 func startHostedNginx(t *testing.T, certs string, procs []*hubProc) *testenv.Nginx {
 	t.Helper()
 	conf, err := os.ReadFile(filepath.Join(testenv.Root(t), "deploy", "hosted", "nginx.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var servers, affinity strings.Builder
-	for _, p := range procs {
-		servers.WriteString("server " + p.addr() + ";\n")
-	}
-	mcpPass := "proxy_pass http://capabilities_hosted;\n        proxy_http_version 1.1;\n        proxy_set_header Host $host;\n        proxy_set_header Connection \"\";\n        proxy_buffering off;"
-	if len(procs) > 1 {
-		affinity.WriteString("map $http_mcp_session_id $capabilities_hosted_upstream {\n    default capabilities_hosted;\n")
-		for _, p := range procs {
-			affinity.WriteString(fmt.Sprintf("    \"~^%s\\.\" capabilities_hosted_%s;\n", p.node, p.node))
-		}
-		affinity.WriteString("}\n")
-		for _, p := range procs {
-			affinity.WriteString("upstream capabilities_hosted_" + p.node + " {\n    server " + p.addr() + ";\n")
-			for _, o := range procs {
-				if o != p {
-					affinity.WriteString("    server " + o.addr() + " backup;\n")
-				}
-			}
-			affinity.WriteString("    keepalive 8;\n}\n")
-		}
+	if len(procs) != 2 || procs[0].node != "hub1" || procs[1].node != "hub2" {
+		t.Fatalf("deploy/hosted/nginx.conf serves hub1 and hub2; the test starts %d processes", len(procs))
 	}
 	return testenv.StartNginx(t, func(port int) string {
 		s := string(conf)
 		s = regexp.MustCompile(`(?s)server \{\s*listen 80;.*?\n\}\n`).ReplaceAllString(s, "")
-		if affinity.Len() > 0 {
-			if !strings.Contains(s, mcpPass) {
-				t.Fatalf("deploy/hosted/nginx.conf's location /mcp is not %q any more: update the test", mcpPass)
-			}
-			s = strings.Replace(s, mcpPass, strings.Replace(mcpPass, "http://capabilities_hosted;", "http://$capabilities_hosted_upstream;", 1), 1)
-			s = affinity.String() + s
-		}
-		for old, repl := range map[string]string{
-			"    listen 443 ssl http2;\n":      "    listen 127.0.0.1:" + strconv.Itoa(port) + " ssl http2;\n",
-			"    listen [::]:443 ssl http2;\n": "",
-			"/etc/ssl/hub.example.com.crt":     filepath.Join(certs, "hub.crt"),
-			"/etc/ssl/hub.example.com.key":     filepath.Join(certs, "hub.key"),
-			"server 127.0.0.1:8790;\n":         servers.String(),
-			"proxy_set_header Host $host;":     "proxy_set_header Host $http_host;",
+		for _, r := range []struct{ old, new string }{
+			{"    listen 443 ssl http2;\n", "    listen 127.0.0.1:" + strconv.Itoa(port) + " ssl http2;\n"},
+			{"    listen [::]:443 ssl http2;\n", ""},
+			{"/etc/ssl/hub.example.com.crt", filepath.Join(certs, "hub.crt")},
+			{"/etc/ssl/hub.example.com.key", filepath.Join(certs, "hub.key")},
+			{"127.0.0.1:8790;", procs[0].addr() + ";"},
+			{"127.0.0.1:8791;", procs[1].addr() + ";"},
+			{"127.0.0.1:8790 backup;", procs[0].addr() + " backup;"},
+			{"127.0.0.1:8791 backup;", procs[1].addr() + " backup;"},
 		} {
-			if !strings.Contains(s, old) {
-				t.Fatalf("deploy/hosted/nginx.conf has no %q any more: update the test", old)
+			if !strings.Contains(s, r.old) {
+				t.Fatalf("deploy/hosted/nginx.conf has no %q any more: update the test", r.old)
 			}
-			s = strings.ReplaceAll(s, old, repl)
+			s = strings.ReplaceAll(s, r.old, r.new)
 		}
 		return s
 	})
