@@ -47,7 +47,7 @@ import (
 func TestHostedPushJourney(t *testing.T) {
 	everything := testenv.EverythingHTTP(t)
 	pg := testenv.StartPostgres(t)
-	idp := startHostedIDP(t)
+	idp := testenv.StartIDP(t)
 	ctx := context.Background()
 
 	// The hosted hub.
@@ -125,7 +125,7 @@ func TestHostedPushJourney(t *testing.T) {
 	}
 
 	// hub login: the person signs in as alice in the (scripted) browser.
-	idp.next(t, "alice")
+	idp.NextSubject(t, "alice")
 	tenant := identity.TenantID(idp.Issuer, "alice")
 	out := cli.login(ts.URL, func(authURL string) { consentInBrowser(t, ts, authURL) })
 	if !strings.Contains(out, "Signed in to "+ts.URL+" as "+tenant) {
@@ -343,64 +343,4 @@ func consentInBrowser(t *testing.T, ts *httptest.Server, authURL string) {
 		return
 	}
 	cb.Body.Close()
-}
-
-// hostedIDP is engine/identity/testdata/idp.mjs: oauth2-mock-server as
-// the OpenID provider, whose next ID tokens' subject the test chooses.
-type hostedIDP struct {
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
-
-func startHostedIDP(t *testing.T) *hostedIDP {
-	t.Helper()
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join(testenv.Root(t), "engine", "identity", "testdata", "idp.mjs"))
-	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting oauth2-mock-server: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var p hostedIDP
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &p); err != nil {
-			t.Fatalf("reading the provider's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
-	}
-	return &p
-}
-
-func (p *hostedIDP) next(t *testing.T, sub string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"sub": sub})
-	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("setting the next ID token: %v", err)
-	}
-	resp.Body.Close()
 }

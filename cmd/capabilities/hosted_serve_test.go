@@ -42,7 +42,7 @@ func TestHostedServe(t *testing.T) {
 		t.Fatalf("the capabilities command is not on PATH (testscript.Main puts it there): %v", err)
 	}
 	pg := testenv.StartPostgres(t)
-	idp := startHostedIDP(t)
+	idp := testenv.StartIDP(t)
 	ctx := context.Background()
 	dbURL := pg.NewDatabase(t)
 	if err := postgres.Migrate(ctx, dbURL); err != nil {
@@ -136,7 +136,7 @@ func TestHostedServe(t *testing.T) {
 		v := oauth2.GenerateVerifier()
 		jar, _ := cookiejar.New(nil)
 		browser := &http.Client{Jar: jar, Transport: client.Transport}
-		idp.next(t, sub)
+		idp.NextSubject(t, sub)
 		resp, err := browser.Get(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", base+"/mcp")))
 		if err != nil {
 			t.Fatal(err)

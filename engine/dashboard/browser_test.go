@@ -116,7 +116,7 @@ func clickOnce(t *testing.T, node, chromium, pw, dashboard, run, from string, en
 func approveInChromium(t *testing.T, s *server, tenant string, th *tenantHub, node, chromium, pw, from string) {
 	before := th.upstreamCalls(t)
 	runID := th.pending(t, `return await up.record({item: "clicked"})`)
-	s.idp.next(t, "carol")
+	nextPerson(t, s.idp, "carol")
 
 	got := clickOnce(t, node, chromium, pw, s.srv.URL+"/", runID, from)
 	if from != "" && got.LinkPages == 0 {

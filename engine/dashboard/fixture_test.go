@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -12,7 +11,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,64 +29,11 @@ import (
 	"github.com/capabilities-sh/capabilities/store"
 )
 
-// idp is testdata/idp.mjs: oauth2-mock-server as the OpenID provider.
-type idp struct {
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
-
-func startIDP(t testing.TB) *idp {
+// nextPerson makes the provider's next ID tokens name sub, with an email
+// address and a name made from it.
+func nextPerson(t testing.TB, p *testenv.IDP, sub string) {
 	t.Helper()
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join("testdata", "idp.mjs"))
-	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting oauth2-mock-server: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var p idp
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &p); err != nil {
-			t.Fatalf("reading the provider's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
-	}
-	return &p
-}
-
-// next sets the subject of the provider's next ID tokens.
-func (p *idp) next(t testing.TB, sub string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"sub": sub, "email": sub + "@example.com", "name": sub})
-	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("setting the next ID token: %v", err)
-	}
-	resp.Body.Close()
+	p.Next(t, map[string]any{"sub": sub, "email": sub + "@example.com", "name": sub})
 }
 
 // tenantHub is one tenant's hub in a temporary home with one real upstream,
@@ -183,7 +128,7 @@ func (th *tenantHub) run(t testing.TB, id string) *model.Run {
 type server struct {
 	srv     *httptest.Server
 	handler http.Handler // what srv serves
-	idp     *idp
+	idp     *testenv.IDP
 	rp      *identity.RP
 	offset  atomic.Int64 // added to the session clock
 	logs    *testenv.Buffer
@@ -197,7 +142,7 @@ const sessionTTL = time.Hour
 
 func newServer(t testing.TB) *server {
 	t.Helper()
-	s := &server{idp: startIDP(t), hubs: map[string]*tenantHub{}, opened: map[string]int{}, logs: &testenv.Buffer{}}
+	s := &server{idp: testenv.StartIDP(t), hubs: map[string]*tenantHub{}, opened: map[string]int{}, logs: &testenv.Buffer{}}
 	var handler http.Handler = http.NotFoundHandler()
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(s.srv.Close)
@@ -279,7 +224,7 @@ func (s *server) browser(t testing.TB) *browser {
 // and back, signed in as sub; then reads the CSRF token as the page does.
 func (b *browser) signIn(sub string) {
 	b.t.Helper()
-	b.s.idp.next(b.t, sub)
+	nextPerson(b.t, b.s.idp, sub)
 	resp, err := b.c.Get(b.s.srv.URL + "/")
 	if err != nil {
 		b.t.Fatal(err)

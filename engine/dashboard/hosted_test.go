@@ -51,7 +51,7 @@ func TestInTheHostedHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { root.Close() })
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	everything := testenv.EverythingHTTP(t)
 
 	var h http.Handler = http.NotFoundHandler()
@@ -138,7 +138,7 @@ func TestInTheHostedHub(t *testing.T) {
 		t.Helper()
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Jar: jar, Transport: ts.Client().Transport, Timeout: testenv.Timeout(30 * time.Second)}
-		p.next(t, sub)
+		nextPerson(t, p, sub)
 		resp, err := c.Get(ts.URL + "/")
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +253,7 @@ func TestInTheHostedHub(t *testing.T) {
 		if env.Status != string(model.RunAwaitingApproval) || len(env.Pending) != 1 {
 			t.Fatalf("the write did not wait: %s %+v", env.Status, env.Pending)
 		}
-		p.next(t, "alice")
+		nextPerson(t, p, "alice")
 		got := clickOnce(t, node, chromium, pw, ts.URL+"/", env.RunID, "", "IGNORE_HTTPS_ERRORS=1")
 		if got.Status != 200 || got.Body.Channel != "dashboard" || got.Body.Run != env.RunID || got.Address != write {
 			t.Fatalf("the click's decision: %+v", got)

@@ -63,7 +63,7 @@ func runExecute(b *testing.B, cs *mcp.ClientSession) {
 // (loopback HTTP, the hub's bearer token), both on the same database and
 // the same code, which calls no upstream: the difference is the endpoint.
 func BenchmarkExecuteEndpoint(b *testing.B) {
-	in := &infra{pg: testenv.StartPostgres(b), idp: startIDP(b)}
+	in := &infra{pg: testenv.StartPostgres(b), idp: testenv.StartIDP(b)}
 	e := newEnv(b, in, envOpts{})
 
 	b.Run("hosted-oauth-tls", func(b *testing.B) {
@@ -129,7 +129,7 @@ func benchLocal(b *testing.B, in *infra, sealed bool) {
 // request: Verify (one PostgreSQL lookup by the token's SHA-256), and the
 // whole middleware in front of /mcp (go-sdk's RequireBearerToken, scopes).
 func BenchmarkTokenValidation(b *testing.B) {
-	in := &infra{pg: testenv.StartPostgres(b), idp: startIDP(b)}
+	in := &infra{pg: testenv.StartPostgres(b), idp: testenv.StartIDP(b)}
 	e := newEnv(b, in, envOpts{})
 	c := e.signIn(b, "bench", nil)
 	ctx := context.Background()

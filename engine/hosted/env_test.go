@@ -1,7 +1,6 @@
 package hosted_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -42,74 +40,13 @@ import (
 // the redirect and never follows it.
 const redirect = "http://127.0.0.1:9/callback"
 
-// idp is engine/identity/testdata/idp.mjs: oauth2-mock-server as the
-// OpenID provider, whose next ID tokens' subject a test chooses.
-type idp struct {
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
-
-func startIDP(t testing.TB) *idp {
-	t.Helper()
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join(testenv.Root(t), "engine", "identity", "testdata", "idp.mjs"))
-	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting oauth2-mock-server: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var p idp
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &p); err != nil {
-			t.Fatalf("reading the provider's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
-	}
-	return &p
-}
-
-// next sets the subject of the provider's next ID tokens.
-func (p *idp) next(t testing.TB, sub string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"sub": sub})
-	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("setting the next ID token: %v", err)
-	}
-	resp.Body.Close()
-}
-
 // env is a hosted hub on an httptest TLS server, with PostgreSQL for the
 // OAuth store (and the tenants' stores once store/postgres has tenant
 // views), oauth2-mock-server for sign-in.
 type env struct {
 	srv    *hosted.Server
 	ts     *httptest.Server
-	idp    *idp
+	idp    *testenv.IDP
 	url    string
 	tls    *http.Client // trusts the test server's certificate
 	pool   *pgxpool.Pool
@@ -129,7 +66,7 @@ type envOpts struct {
 // and the identity provider.
 type infra struct {
 	pg  *testenv.Postgres
-	idp *idp
+	idp *testenv.IDP
 }
 
 func newEnv(t testing.TB, in *infra, o envOpts) *env {
@@ -233,7 +170,7 @@ func (e *env) signIn(t testing.TB, sub string, scopes []string) *connector {
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Transport: e.tls.Transport}
-	e.idp.next(t, sub)
+	e.idp.NextSubject(t, sub)
 	resp, err := browser.Get(authURL) // → /signin → the IdP → /signin/callback → /authorize: the consent page
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ import (
 // TestHosted runs the hosted hub's tests on one PostgreSQL server and one
 // identity provider.
 func TestHosted(t *testing.T) {
-	in := &infra{pg: testenv.StartPostgres(t), idp: startIDP(t)}
+	in := &infra{pg: testenv.StartPostgres(t), idp: testenv.StartIDP(t)}
 	for _, c := range []struct {
 		name string
 		f    func(*testing.T, *infra)

@@ -1,8 +1,6 @@
 package identity
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -12,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -22,66 +19,6 @@ import (
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 )
-
-// idp is testdata/idp.mjs: oauth2-mock-server as the OpenID provider.
-type idp struct {
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
-
-func startIDP(t *testing.T) *idp {
-	t.Helper()
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join("testdata", "idp.mjs"))
-	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting oauth2-mock-server: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var p idp
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &p); err != nil {
-			t.Fatalf("reading the provider's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
-	}
-	return &p
-}
-
-// next sets what the provider's next ID tokens say (and resets the rest).
-func (p *idp) next(t *testing.T, claims map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(claims)
-	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("setting the next ID token: %v", err)
-	}
-	resp.Body.Close()
-}
 
 // hub is a test server with the relying party mounted and a page at /
 // saying who is signed in.
@@ -93,7 +30,7 @@ type hub struct {
 
 const ttl = time.Hour
 
-func newHub(t *testing.T, p *idp) *hub {
+func newHub(t *testing.T, p *testenv.IDP) *hub {
 	t.Helper()
 	h := &hub{}
 	var handler http.Handler = http.NotFoundHandler()
@@ -246,9 +183,9 @@ func (b *browser) signIn(t *testing.T, h *hub) page {
 }
 
 func TestSignIn(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
-	p.next(t, map[string]any{"sub": "alice-123", "email": "alice@example.com", "name": "Alice"})
+	p.Next(t, map[string]any{"sub": "alice-123", "email": "alice@example.com", "name": "Alice"})
 
 	// A real browser's way: a cookie jar, every redirect followed.
 	jar, _ := cookiejar.New(nil)
@@ -327,11 +264,11 @@ func TestSignIn(t *testing.T) {
 }
 
 func TestTenants(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
 	tenant := func(sub, email string) string {
 		t.Helper()
-		p.next(t, map[string]any{"sub": sub, "email": email})
+		p.Next(t, map[string]any{"sub": sub, "email": email})
 		b := newBrowser(t)
 		b.signIn(t, h)
 		return b.who(t, h)["tenant"]
@@ -351,7 +288,7 @@ func TestTenants(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
 	for _, tc := range []struct {
 		name       string
@@ -405,7 +342,7 @@ func TestRefusals(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p.next(t, tc.claims)
+			p.Next(t, tc.claims)
 			b := newBrowser(t)
 			cb := b.start(t, h, tc.authorize)
 			if tc.callback != nil {
@@ -422,7 +359,7 @@ func TestRefusals(t *testing.T) {
 	}
 
 	t.Run("sign-in that took too long", func(t *testing.T) {
-		p.next(t, map[string]any{"sub": "alice"})
+		p.Next(t, map[string]any{"sub": "alice"})
 		b := newBrowser(t)
 		cb := b.start(t, h, nil)
 		h.offset.Store(int64(stateTTL + time.Second))
@@ -438,7 +375,7 @@ func TestRefusals(t *testing.T) {
 	})
 
 	t.Run("replayed callback", func(t *testing.T) {
-		p.next(t, map[string]any{"sub": "alice"})
+		p.Next(t, map[string]any{"sub": "alice"})
 		b := newBrowser(t)
 		signin := b.get(t, h.srv.URL+"/signin")
 		var state *http.Cookie
@@ -469,9 +406,9 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestSessionExpires(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
-	p.next(t, map[string]any{"sub": "alice"})
+	p.Next(t, map[string]any{"sub": "alice"})
 	b := newBrowser(t)
 	b.signIn(t, h)
 	h.offset.Store(int64(ttl - time.Minute))
@@ -489,9 +426,9 @@ func TestSessionExpires(t *testing.T) {
 }
 
 func TestForgedCookies(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
-	p.next(t, map[string]any{"sub": "alice"})
+	p.Next(t, map[string]any{"sub": "alice"})
 	b := newBrowser(t)
 	b.signIn(t, h)
 	u, _ := url.Parse(h.srv.URL)
@@ -590,7 +527,7 @@ func TestSafeReturn(t *testing.T) {
 
 // Over https the session cookie is Secure and carries the __Host- prefix.
 func TestSignInOverTLS(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	var handler http.Handler = http.NotFoundHandler()
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -614,7 +551,7 @@ func TestSignInOverTLS(t *testing.T) {
 		_, _ = io.WriteString(w, a.Tenant)
 	})
 	handler = mux
-	p.next(t, map[string]any{"sub": "tls-person"})
+	p.Next(t, map[string]any{"sub": "tls-person"})
 
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Transport: srv.Client().Transport}
@@ -670,9 +607,9 @@ func BenchmarkPerson(b *testing.B) {
 // A page that needs a person (the authorization server's /authorize) sends
 // the browser to sign in and gets it back with its query intact.
 func TestSignInReturns(t *testing.T) {
-	p := startIDP(t)
+	p := testenv.StartIDP(t)
 	h := newHub(t, p)
-	p.next(t, map[string]any{"sub": "carol"})
+	p.Next(t, map[string]any{"sub": "carol"})
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	query := "response_type=code&client_id=c1&redirect_uri=" + url.QueryEscape("https://claude.ai/api/mcp/auth_callback") +

@@ -1,15 +1,12 @@
 package testenv
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // OAuthServer is testdata/upstreams/oauth-resource.mjs: a real OAuth
@@ -31,39 +28,8 @@ func StartOAuthServer(t testing.TB) *OAuthServer {
 	NPMPath(t, "oauth2-mock-server/package.json")
 	cmd := exec.Command(Node(t), filepath.Join(Root(t), "testdata", "upstreams", "oauth-resource.mjs"))
 	cmd.Env = append(os.Environ(), "EVERYTHING_URL="+everything, "NPM_DIR="+filepath.Join(Root(t), "testdata", "npm"))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the OAuth server: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() && stderr.String() != "" {
-			t.Logf("the OAuth server's stderr:\n%s", stderr.String())
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
 	var srv OAuthServer
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &srv); err != nil {
-			t.Fatalf("reading the OAuth server's address %q: %v", l, err)
-		}
-	case <-time.After(Timeout(20 * time.Second)):
-		t.Fatalf("the OAuth server did not start: %s", stderr.String())
-	}
+	startJSONProcess(t, "the OAuth server", cmd, &srv)
 	return &srv
 }
 

@@ -89,7 +89,7 @@ func TestHostedJourney(t *testing.T) {
 	playwright := testenv.NPMPath(t, "playwright-core/index.mjs")
 	chromium := requireChromium(t)
 	pg := testenv.StartPostgres(t)
-	idp := startIDP(t)
+	idp := testenv.StartIDP(t)
 	everything := testenv.EverythingHTTP(t)
 	writer := startWriter(t)
 	ctx := context.Background()
@@ -179,7 +179,7 @@ func TestHostedJourney(t *testing.T) {
 		// hub login opens its authorization URL with the browser command
 		// (CAPABILITIES_BROWSER): Chromium signs in, allows, and lands on
 		// the CLI's loopback listener.
-		idp.next(t, "alice")
+		idp.NextSubject(t, "alice")
 		consentOut := filepath.Join(work, "login-consent.json")
 		out := cli.loginWith(append(browserEnv, "CAPABILITIES_NO_BROWSER=",
 			"CAPABILITIES_BROWSER="+node+" "+filepath.Join(clientsDir(t), "hosted_consent.mjs"), "CONSENT_OUT="+consentOut), base)
@@ -262,7 +262,7 @@ func TestHostedJourney(t *testing.T) {
 		if before.Unreviewed == 0 {
 			t.Fatalf("after the push no tool awaits review: %+v", before)
 		}
-		idp.next(t, "alice")
+		idp.NextSubject(t, "alice")
 		cctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*time.Minute))
 		defer cancel()
 		c := exec.CommandContext(cctx, node, filepath.Join(clientsDir(t), "hosted_review.mjs"), base+"/")
@@ -316,7 +316,7 @@ func TestHostedJourney(t *testing.T) {
 		}
 	}
 	t.Run("connector", func(t *testing.T) {
-		idp.next(t, "alice")
+		idp.NextSubject(t, "alice")
 		cctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*time.Minute))
 		defer cancel()
 		c := exec.CommandContext(cctx, node, filepath.Join(clientsDir(t), "hosted_connector.mjs"))
@@ -381,7 +381,7 @@ func TestHostedJourney(t *testing.T) {
 
 	t.Run("dashboard", func(t *testing.T) {
 		run := conn.Writes[0].Env.RunID
-		idp.next(t, "alice")
+		idp.NextSubject(t, "alice")
 		cctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*time.Minute))
 		defer cancel()
 		c := exec.CommandContext(cctx, node, filepath.Join(testenv.Root(t), "engine", "dashboard", "testdata", "approve.mjs"), base+"/", run)
@@ -608,67 +608,6 @@ func requireChromium(t *testing.T) string {
 	}
 	t.Skip(msg)
 	return ""
-}
-
-// hostedIDP is engine/identity/testdata/idp.mjs: oauth2-mock-server as
-// the OpenID provider, whose next ID tokens' subject the test chooses.
-// (startIDP is a copy of engine/hosted's unexported helper.)
-type hostedIDP struct {
-	Issuer string `json:"issuer"`
-	Admin  string `json:"admin"`
-}
-
-func startIDP(t *testing.T) *hostedIDP {
-	t.Helper()
-	testenv.NPMPath(t, "oauth2-mock-server/package.json")
-	cmd := exec.Command(testenv.Node(t), filepath.Join(testenv.Root(t), "engine", "identity", "testdata", "idp.mjs"))
-	cmd.Env = append(os.Environ(), "NPM_DIR="+filepath.Join(testenv.Root(t), "testdata", "npm"))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr testenv.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting oauth2-mock-server: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var p hostedIDP
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &p); err != nil {
-			t.Fatalf("reading the provider's address %q: %v", l, err)
-		}
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatalf("oauth2-mock-server did not start: %s", stderr.String())
-	}
-	return &p
-}
-
-func (p *hostedIDP) next(t *testing.T, sub string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"sub": sub})
-	resp, err := http.Post(p.Admin+"/next", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("setting the next ID token: %v", err)
-	}
-	resp.Body.Close()
 }
 
 // testCA makes a CA and a certificate for 127.0.0.1 signed by it, in a

@@ -1,6 +1,6 @@
-// An OpenID provider for the sign-in tests: oauth2-mock-server (pinned in
-// testdata/npm), which approves every authorization at once. An admin
-// server lets a test choose what the next ID tokens say:
+// An OpenID provider for the sign-in tests (internal/testenv.StartIDP):
+// oauth2-mock-server (pinned in testdata/npm), which approves every
+// authorization at once. An admin server lets a test choose what the next ID tokens say:
 //   POST /next {"sub", "email", "name", "aud", "nonce", "expIn"}  (each optional)
 // Prints one JSON line when ready: {"issuer": URL, "admin": URL}.
 import http from "node:http";
