@@ -8,16 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"debug/elf"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -230,7 +224,8 @@ func TestNginxServerBlock(t *testing.T) {
 	got := make(chan seen, 64)
 	procs := []*standIn{newStandIn(t, "hub1", got), newStandIn(t, "hub2", got)}
 
-	certs, pool := testCA(t, "hub.example.com")
+	ca := testenv.ProcessCA(t)
+	certs := ca.Issue(t, "hub.example.com").Dir
 	site := func(port int) string {
 		s := string(conf)
 		// The clear-text server (a redirect) needs port 80: left out.
@@ -255,7 +250,7 @@ func TestNginxServerBlock(t *testing.T) {
 	n := testenv.StartNginx(t, site)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port))
 	client := &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool},
+		TLSClientConfig: &tls.Config{RootCAs: ca.Pool()},
 		// hub.example.com, on any port, is this nginx.
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -431,61 +426,4 @@ func newStandIn(t *testing.T, node string, got chan<- seen) *standIn {
 	t.Cleanup(p.srv.Close)
 	p.addr = strings.TrimPrefix(p.srv.URL, "http://")
 	return p
-}
-
-// testCA makes a CA and a certificate for host signed by it, written to a
-// directory nginx's unprivileged user can read; it returns the directory
-// and a pool trusting the CA.
-func testCA(t *testing.T, host string) (string, *x509.CertPool) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capabilities test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir: its parents are root's, mode 700, closed to nginx's
-	// unprivileged user when the test runs as root.
-	dir, err := os.MkdirTemp("", "capabilities-tls-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "hub.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "hub.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return dir, pool
 }

@@ -4,21 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,7 +90,8 @@ func TestHostedJourney(t *testing.T) {
 	// certificate's key (CERT_SPKI, --ignore-certificate-errors-spki-list)
 	// in this test's scripts, and any certificate in engine/dashboard's
 	// approve.mjs (IGNORE_HTTPS_ERRORS=1).
-	certs, caFile, spki := testCA(t)
+	tlsCert := testenv.ProcessCA(t).Issue(t, "127.0.0.1")
+	certs, caFile, spki := tlsCert.Dir, tlsCert.CA, tlsCert.SPKI
 	t.Setenv("SSL_CERT_FILE", caFile)
 
 	dbURL := pg.NewDatabase(t)
@@ -608,90 +598,6 @@ func requireChromium(t *testing.T) string {
 	}
 	t.Skip(msg)
 	return ""
-}
-
-// testCA makes a CA and a certificate for 127.0.0.1 signed by it, in a
-// folder nginx's unprivileged user can read; it returns the folder and the
-// CA's PEM file, and the base64 SHA-256 of the certificate's public key
-// (Chromium's --ignore-certificate-errors-spki-list). (deploy/hosted's,
-// unexported there, changed for an IP address.)
-func testCA(t *testing.T) (dir, caFile, spki string) {
-	t.Helper()
-	caKey, caCert, caDER, err := theTestCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir: its parents are root's, mode 700, closed to nginx's
-	// unprivileged user when the test runs as root.
-	dir, err = os.MkdirTemp("", "capabilities-tls-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string]*pem.Block{
-		"hub.crt": {Type: "CERTIFICATE", Bytes: der},
-		"hub.key": {Type: "PRIVATE KEY", Bytes: keyDER},
-		"ca.pem":  {Type: "CERTIFICATE", Bytes: caDER},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(pub)
-	return dir, filepath.Join(dir, "ca.pem"), base64.StdEncoding.EncodeToString(sum[:])
-}
-
-// theTestCA is one CA for the test process: Go reads SSL_CERT_FILE once
-// per process, so a second run (-count) must meet the same CA.
-var (
-	caOnce  sync.Once
-	caKey   *ecdsa.PrivateKey
-	caCert  *x509.Certificate
-	caDER   []byte
-	caError error
-)
-
-func theTestCA() (*ecdsa.PrivateKey, *x509.Certificate, []byte, error) {
-	caOnce.Do(func() {
-		caKey, caError = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if caError != nil {
-			return
-		}
-		ca := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "capabilities e2e test CA"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		}
-		if caDER, caError = x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey); caError != nil {
-			return
-		}
-		caCert, caError = x509.ParseCertificate(caDER)
-	})
-	return caKey, caCert, caDER, caError
 }
 
 // localCLI runs the binary as the person's machine.
