@@ -48,27 +48,11 @@ func TestApproveInChromium(t *testing.T) {
 	}
 }
 
-// requireChromium finds node, Chromium and playwright-core; without
-// Chromium the test fails when CI=true and is skipped elsewhere, saying
-// what installs it.
+// requireChromium finds node, Chromium (testenv.Chromium: without it the
+// test fails when CI=true and is skipped elsewhere) and playwright-core.
 func requireChromium(t *testing.T) (node, chromium, playwright string) {
 	t.Helper()
-	node = testenv.Node(t)
-	playwright = testenv.NPMPath(t, "playwright-core/index.mjs")
-	for _, name := range []string{"chromium-headless-shell", "chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		msg := "Chromium (Debian's chromium-headless-shell) missing: run scripts/setup.sh --tests"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return node, chromium, playwright
+	return testenv.Node(t), testenv.Chromium(t), testenv.NPMPath(t, "playwright-core/index.mjs")
 }
 
 // clickOnce runs testdata/approve.mjs: Chromium opens dashboard (from

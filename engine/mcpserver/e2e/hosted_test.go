@@ -76,7 +76,7 @@ const hostedProcs = 2
 func TestHostedJourney(t *testing.T) {
 	node := testenv.Node(t)
 	playwright := testenv.NPMPath(t, "playwright-core/index.mjs")
-	chromium := requireChromium(t)
+	chromium := testenv.Chromium(t)
 	pg := testenv.StartPostgres(t)
 	idp := testenv.StartIDP(t)
 	everything := testenv.EverythingHTTP(t)
@@ -581,23 +581,6 @@ func (w *writerServer) items() []string {
 			return w.seen
 		}
 	}
-}
-
-// requireChromium finds Chromium: without it the test fails when CI=true
-// and is skipped elsewhere (as engine/dashboard's tests do).
-func requireChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium-headless-shell", "chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "Chromium (Debian's chromium-headless-shell) missing: run scripts/setup.sh --tests"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
 }
 
 // localCLI runs the binary as the person's machine.
