@@ -1,10 +1,5 @@
 package app
 
-// For the desktop session's scenarios (package app_test).
-var (
-	HostedWithAuth = hostedWithAuth
-	Consent        = consent
-)
-
-// LoginSecrets is where the app reads hub login's tokens.
+// LoginSecrets is where the app reads hub login's tokens (for the desktop
+// session's scenarios, package app_test).
 var LoginSecrets = loginSecrets
