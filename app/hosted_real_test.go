@@ -4,37 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"html"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
-	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
-	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/hosted/hostedtest"
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/engine/identity"
-	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/inbox"
 	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
-	"github.com/capabilities-sh/capabilities/store"
-	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // realHosted is engine/hosted's Server as `hosted serve` mounts it (the
@@ -42,9 +28,7 @@ import (
 // through oauth2-mock-server, served over loopback http (which the hosted
 // hub allows on loopback only) so the desktop app reaches it as is.
 type realHosted struct {
-	URL string
-	Srv *hosted.Server
-	IDP *testenv.IDP
+	*hostedtest.Env
 }
 
 // startRealHosted starts the hosted hub; egress to 127.0.0.1 is allowed
@@ -52,66 +36,11 @@ type realHosted struct {
 // local server.
 func startRealHosted(t testing.TB) *realHosted {
 	t.Helper()
-	ctx := context.Background()
-	pg := testenv.StartPostgres(t)
-	idp := testenv.StartIDP(t)
-	dbURL := pg.NewDatabase(t)
-	if err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
-	root, err := postgres.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	var h http.Handler = http.NotFoundHandler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-
-	secretFile := filepath.Join(t.TempDir(), "idp-secret")
-	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	rp, err := identity.New(ctx, identity.Config{Issuer: idp.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
-		PublicURL: ts.URL, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(root.Pool()), Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek, err := secret.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := egress.Parse([]string{"127.0.0.1/32"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hosted.New(hosted.Config{
-		PublicURL:  ts.URL,
-		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
-		KEK:        kek,
-		Auth:       pgstore.New(root.Pool()),
-		Identity:   rp,
-		ConsentKey: bytes.Repeat([]byte{9}, 32),
-		Egress:     guard,
-		Inbox:      func(h hosted.HubFunc) http.Handler { return inbox.Handler(h) },
-		Logger:     log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	h = srv.Handler()
-	return &realHosted{URL: ts.URL, Srv: srv, IDP: idp}
+	return &realHosted{hostedtest.Start(t, hostedtest.Options{Plain: true, Allow: []string{"127.0.0.1/32"},
+		Config: func(cfg *hosted.Config, _ *hostedtest.Env) {
+			cfg.Inbox = func(h hosted.HubFunc) http.Handler { return inbox.Handler(h) }
+		}})}
 }
-
-// Tenant is the tenant the IdP's subject sub signs in as.
-func (r *realHosted) Tenant(sub string) string { return identity.TenantID(r.IDP.Issuer, sub) }
-
-var consentInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
 
 // browser is the person's browser at hub login's authorization URL: it
 // signs in as the IdP's subject sub (the hosted hub's /signin, the mock
@@ -120,35 +49,12 @@ var consentInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value
 func (r *realHosted) browser(t testing.TB, sub string) func(string) error {
 	r.IDP.NextSubject(t, sub)
 	return func(authURL string) error {
-		jar, _ := cookiejar.New(nil)
-		hc := &http.Client{Jar: jar}
-		res, err := hc.Get(authURL)
+		loc, err := r.Consent(authURL)
 		if err != nil {
 			return err
-		}
-		page, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK || !strings.Contains(string(page), `name="decision"`) {
-			return fmt.Errorf("the consent page after signing in: %s: %s", res.Status, page)
-		}
-		form := url.Values{"decision": {"allow"}}
-		for _, m := range consentInput.FindAllStringSubmatch(string(page), -1) {
-			form.Set(m[1], html.UnescapeString(m[2]))
-		}
-		req, _ := http.NewRequest(http.MethodPost, r.URL+"/authorize", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", r.URL)
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		res, err = hc.Do(req)
-		if err != nil {
-			return err
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusSeeOther {
-			return fmt.Errorf("posting the consent: %s", res.Status)
 		}
 		go func() {
-			if r, err := http.Get(res.Header.Get("Location")); err == nil {
+			if r, err := http.Get(loc); err == nil {
 				r.Body.Close()
 			}
 		}()
@@ -201,7 +107,7 @@ func (r *realHosted) addSource(t testing.TB, tenant, ns, srcURL string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, err := r.Srv.Hub(ctx, tenant)
+	h, err := r.Server.Hub(ctx, tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +132,7 @@ func (r *realHosted) run(t testing.TB, tenant, id string) *model.Run {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, err := r.Srv.Hub(ctx, tenant)
+	h, err := r.Server.Hub(ctx, tenant)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,32 +7,21 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"html"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
-	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/hosted/hostedtest"
 	"github.com/capabilities-sh/capabilities/engine/identity"
-	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/push"
-	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/engine/source"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
-	"github.com/capabilities-sh/capabilities/store"
-	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // TestHostedPushJourney is J5 from the local hub: a hosted hub (engine/hosted
@@ -46,56 +35,14 @@ import (
 // 0); a second push is a no-op. The secret is sealed in the tenant's store.
 func TestHostedPushJourney(t *testing.T) {
 	everything := testenv.EverythingHTTP(t)
-	pg := testenv.StartPostgres(t)
-	idp := testenv.StartIDP(t)
 	ctx := context.Background()
 
 	// The hosted hub.
-	dbURL := pg.NewDatabase(t)
-	if err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
-	root, err := postgres.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	var handler http.Handler = http.NotFoundHandler()
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	secretFile := filepath.Join(t.TempDir(), "idp-secret")
-	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rp, err := identity.New(ctx, identity.Config{Issuer: idp.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
-		PublicURL: ts.URL, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(root.Pool()), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek, err := secret.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := egress.Parse([]string{"127.0.0.1/32"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := hosted.New(hosted.Config{
-		PublicURL:  ts.URL,
-		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
-		KEK:        kek,
-		Auth:       pgstore.New(root.Pool()),
-		Identity:   rp,
-		ConsentKey: bytes.Repeat([]byte{9}, 32),
-		Egress:     guard,
-		Push:       func(hubs hosted.HubFunc) http.Handler { return push.Handler(hubs) },
-		Logger:     slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	handler = srv.Handler()
+	he := hostedtest.Start(t, hostedtest.Options{Allow: []string{"127.0.0.1/32"},
+		Config: func(cfg *hosted.Config, _ *hostedtest.Env) {
+			cfg.Push = func(hubs hosted.HubFunc) http.Handler { return push.Handler(hubs) }
+		}})
+	idp, ts, srv, root := he.IDP, he.TS, he.Server, he.DB
 	certFile := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,7 +74,7 @@ func TestHostedPushJourney(t *testing.T) {
 	// hub login: the person signs in as alice in the (scripted) browser.
 	idp.NextSubject(t, "alice")
 	tenant := identity.TenantID(idp.Issuer, "alice")
-	out := cli.login(ts.URL, func(authURL string) { consentInBrowser(t, ts, authURL) })
+	out := cli.login(ts.URL, func(authURL string) { consentInBrowser(t, he, authURL) })
 	if !strings.Contains(out, "Signed in to "+ts.URL+" as "+tenant) {
 		t.Fatalf("hub login:\n%s", out)
 	}
@@ -299,45 +246,17 @@ func (c *hostedCLI) login(u string, browse func(authURL string)) string {
 	return stdout.String()
 }
 
-var hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
-
 // consentInBrowser is the person's browser: it opens the authorization
 // page (signing in through the identity provider on the way), checks the
 // consent page names the scope hub, allows, and follows the redirect to
 // the CLI's loopback listener.
-func consentInBrowser(t *testing.T, ts *httptest.Server, authURL string) {
-	jar, _ := cookiejar.New(nil)
-	b := &http.Client{Jar: jar, Transport: ts.Client().Transport}
-	resp, err := b.Get(authURL)
+func consentInBrowser(t *testing.T, he *hostedtest.Env, authURL string) {
+	loc, err := he.Consent(authURL, "hub")
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(html.UnescapeString(string(page)), "hub") {
-		t.Errorf("the consent page (%s):\n%s", resp.Status, page)
-		return
-	}
-	form := url.Values{"decision": {"allow"}}
-	for _, m := range hiddenField.FindAllStringSubmatch(string(page), -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
-	req, _ := http.NewRequest("POST", ts.URL+"/authorize", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", ts.URL)
-	b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err = b.Do(req)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("posting the consent: %s", resp.Status)
-		return
-	}
-	cb, err := http.Get(resp.Header.Get("Location"))
+	cb, err := http.Get(loc)
 	if err != nil {
 		t.Errorf("following the redirect to the CLI: %v", err)
 		return

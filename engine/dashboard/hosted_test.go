@@ -5,29 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/console"
 	"github.com/capabilities-sh/capabilities/engine/dashboard"
-	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/hosted/hostedtest"
 	"github.com/capabilities-sh/capabilities/engine/hub"
 	"github.com/capabilities-sh/capabilities/engine/identity"
-	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/model"
-	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
-	"github.com/capabilities-sh/capabilities/store"
-	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // TestInTheHostedHub mounts the dashboard in the real hosted server
@@ -41,66 +32,23 @@ import (
 // the same with a click in headless Chromium.
 func TestInTheHostedHub(t *testing.T) {
 	ctx := context.Background()
-	pg := testenv.StartPostgres(t)
-	dbURL := pg.NewDatabase(t)
-	if err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
-	root, err := postgres.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	p := testenv.StartIDP(t)
 	everything := testenv.EverythingHTTP(t)
-
-	var h http.Handler = http.NotFoundHandler()
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	secretFile := filepath.Join(t.TempDir(), "idp-secret")
-	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rp, err := identity.New(ctx, identity.Config{Issuer: p.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
-		PublicURL: ts.URL, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(root.Pool()), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek, err := secret.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := egress.Parse([]string{"127.0.0.1/32"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dashErr error
-	srv, err := hosted.New(hosted.Config{
-		PublicURL:  ts.URL,
-		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
-		KEK:        kek,
-		Auth:       pgstore.New(root.Pool()),
-		Identity:   rp,
-		ConsentKey: bytes.Repeat([]byte{9}, 32),
-		Egress:     guard,
-		Dashboard: func(hubs hosted.HubFunc) http.Handler {
-			d, err := dashboard.New(dashboard.Config{RP: rp, PublicURL: ts.URL, Hub: hubs})
-			if err != nil {
-				dashErr = err
-				return http.NotFoundHandler()
+	he := hostedtest.Start(t, hostedtest.Options{Allow: []string{"127.0.0.1/32"},
+		Config: func(cfg *hosted.Config, e *hostedtest.Env) {
+			cfg.Dashboard = func(hubs hosted.HubFunc) http.Handler {
+				d, err := dashboard.New(dashboard.Config{RP: e.RP, PublicURL: e.URL, Hub: hubs})
+				if err != nil {
+					dashErr = err
+					return http.NotFoundHandler()
+				}
+				return d
 			}
-			return d
-		},
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+		}})
 	if dashErr != nil {
 		t.Fatal(dashErr)
 	}
-	h = srv.Handler()
+	p, ts, srv := he.IDP, he.TS, he.Server
 
 	// Alice's hub: server-everything, reviewed; a run that writes waits.
 	alice := identity.TenantID(p.Issuer, "alice")

@@ -1,19 +1,11 @@
 package hosted_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"html"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,16 +16,11 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/capabilities-sh/capabilities/engine/authserver/pgstore"
-	"github.com/capabilities-sh/capabilities/engine/egress"
 	"github.com/capabilities-sh/capabilities/engine/hosted"
+	"github.com/capabilities-sh/capabilities/engine/hosted/hostedtest"
 	"github.com/capabilities-sh/capabilities/engine/hub"
-	"github.com/capabilities-sh/capabilities/engine/identity"
-	idstore "github.com/capabilities-sh/capabilities/engine/identity/pgstore"
 	"github.com/capabilities-sh/capabilities/engine/run"
-	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/internal/testenv"
-	"github.com/capabilities-sh/capabilities/store"
-	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // redirect is the connector's redirect URI; the test reads the code from
@@ -44,6 +31,7 @@ const redirect = "http://127.0.0.1:9/callback"
 // OAuth store (and the tenants' stores once store/postgres has tenant
 // views), oauth2-mock-server for sign-in.
 type env struct {
+	he     *hostedtest.Env
 	srv    *hosted.Server
 	ts     *httptest.Server
 	idp    *testenv.IDP
@@ -71,75 +59,19 @@ type infra struct {
 
 func newEnv(t testing.TB, in *infra, o envOpts) *env {
 	t.Helper()
-	ctx := context.Background()
-	pg := in.pg
-	dbURL := pg.NewDatabase(t)
-	if err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
-	root, err := postgres.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	pool := root.Pool()
-	e := &env{idp: in.idp, pool: pool, auth: pgstore.New(pool)}
-	var h http.Handler = http.NotFoundHandler()
-	e.ts = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	t.Cleanup(e.ts.Close)
-	e.url = e.ts.URL
-	e.tls = e.ts.Client()
-	e.tenant = func(sub string) string { return identity.TenantID(e.idp.Issuer, sub) }
-
-	secretFile := filepath.Join(t.TempDir(), "idp-secret")
-	if err := os.WriteFile(secretFile, []byte("hub-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rp, err := identity.New(ctx, identity.Config{Issuer: e.idp.Issuer, ClientID: "hub", ClientSecretFile: secretFile,
-		PublicURL: e.url, Key: bytes.Repeat([]byte{7}, 32), Store: idstore.New(pool), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek, err := secret.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	guard, err := egress.Parse(o.allow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := hosted.Config{
-		PublicURL:  e.url,
-		Stores:     func(_ context.Context, id string) (store.Store, error) { return root.Tenant(id), nil },
-		KEK:        kek,
-		Auth:       e.auth,
-		Identity:   rp,
-		ConsentKey: bytes.Repeat([]byte{9}, 32),
-		Egress:     guard,
-		HubOptions: func(string) hub.Options {
-			return hub.Options{Run: run.Limits{HandleBytes: o.handleBytes}}
-		},
-		IdleTimeout: o.idle,
-		MaxOpen:     o.maxOpen,
-		Logger:      testLogger(t),
-	}
-	if o.mount != nil {
-		o.mount(&cfg)
-	}
-	e.srv, err = hosted.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.srv.Close)
-	h = e.srv.Handler()
-	return e
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
+	he := hostedtest.Start(t, hostedtest.Options{Postgres: in.pg, IDP: in.idp, Allow: o.allow,
+		Config: func(cfg *hosted.Config, _ *hostedtest.Env) {
+			cfg.HubOptions = func(string) hub.Options {
+				return hub.Options{Run: run.Limits{HandleBytes: o.handleBytes}}
+			}
+			cfg.IdleTimeout = o.idle
+			cfg.MaxOpen = o.maxOpen
+			if o.mount != nil {
+				o.mount(cfg)
+			}
+		}})
+	return &env{he: he, srv: he.Server, ts: he.TS, idp: he.IDP, url: he.URL, tls: he.TS.Client(),
+		pool: he.DB.Pool(), auth: he.Auth, tenant: he.Tenant}
 }
 
 // connector is an MCP client app registered with the hosted hub.
@@ -148,8 +80,6 @@ type connector struct {
 	tok *oauth2.Token
 	ts  oauth2.TokenSource // refreshes tok when it expires
 }
-
-var hidden = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
 
 // signIn registers a connector (RFC 7591), authorizes it as the IdP's
 // subject sub (sign-in through oauth2-mock-server, the consent page
@@ -168,35 +98,14 @@ func (e *env) signIn(t testing.TB, sub string, scopes []string) *connector {
 	v := oauth2.GenerateVerifier()
 	authURL := cfg.AuthCodeURL("st-"+sub, oauth2.S256ChallengeOption(v), oauth2.SetAuthURLParam("resource", e.url+"/mcp"))
 
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar, Transport: e.tls.Transport}
 	e.idp.NextSubject(t, sub)
-	resp, err := browser.Get(authURL) // → /signin → the IdP → /signin/callback → /authorize: the consent page
+	location, err := e.he.Consent(authURL, "Test connector", redirect)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	page := html.UnescapeString(string(b))
-	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Test connector") || !strings.Contains(page, redirect) {
-		t.Fatalf("the consent page (%s) does not name the client and its redirect:\n%s", resp.Status, page)
-	}
-	form := url.Values{"decision": {"allow"}}
-	for _, m := range hidden.FindAllStringSubmatch(string(b), -1) {
-		form.Set(m[1], html.UnescapeString(m[2]))
-	}
-	req, _ := http.NewRequest("POST", e.url+"/authorize", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", e.url)
-	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err = browser.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Query().Get("code") == "" {
-		t.Fatalf("consent: %s, Location %q", resp.Status, resp.Header.Get("Location"))
+	loc, _ := url.Parse(location)
+	if loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("consent: Location %q has no code", location)
 	}
 	tok, err := cfg.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(v), oauth2.SetAuthURLParam("resource", e.url+"/mcp"))
 	if err != nil {
