@@ -30,6 +30,17 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // each calls fn with every term of s, in order.
 func (a *analyzer) each(s string, buf []byte, fn func(term string)) []byte {
+	return splitWords(s, buf, a.camel, func(w []byte) {
+		if t := a.term(w); t != "" {
+			fn(t)
+		}
+	})
+}
+
+// splitWords calls fn with each word of s, lower-cased in buf: s split at
+// every non-alphanumeric byte and, when camel is set, at camelCase humps
+// ("getIssueComments", "APIPost") and between letters and digits.
+func splitWords(s string, buf []byte, camel bool, fn func(word []byte)) []byte {
 	i := 0
 	for i < len(s) {
 		for i < len(s) && !(isLower(s[i]) || isUpper(s[i]) || isDigit(s[i])) {
@@ -41,7 +52,7 @@ func (a *analyzer) each(s string, buf []byte, fn func(term string)) []byte {
 			if !(isLower(c) || isUpper(c) || isDigit(c)) {
 				break
 			}
-			if i > start && a.camel {
+			if i > start && camel {
 				p := s[i-1]
 				if isUpper(c) && isLower(p) || // getIssue
 					isUpper(c) && isUpper(p) && i+1 < len(s) && isLower(s[i+1]) || // APIPost
@@ -62,9 +73,7 @@ func (a *analyzer) each(s string, buf []byte, fn func(term string)) []byte {
 			}
 			buf = append(buf, c)
 		}
-		if t := a.term(buf); t != "" {
-			fn(t)
-		}
+		fn(buf)
 	}
 	return buf
 }

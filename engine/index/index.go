@@ -173,6 +173,26 @@ type params struct {
 	// rr · features. rrN 0: none.
 	rr  [numRF]float32
 	rrN int // at most MaxLimit
+
+	// The vector signal (vectors.go): a tool's score gains embW times its
+	// cosine with the query above embMin; the embK tools closest to the
+	// query are candidates (above embMin). A word of GloVe rank r weighs
+	// r/(r+embA); a tool's name words count embName times its
+	// description's. embCenter takes the tools' mean vector away from
+	// every vector. embW 0 and no reranker weight on it: no vectors.
+	embW, embMin, embA, embName float32
+	embK                        int
+	embCenter                   bool
+	// Vector relatives (vectors.go): a query word's vrelK closest index
+	// terms by their words' vectors (cosine ≥ vrelMin) join its relatives
+	// in the second signal at vrel times their cosine. vrel 0: none.
+	vrel, vrelMin float32
+	vrelK         int
+}
+
+// vectors reports whether the index needs word vectors.
+func (p *params) vectors() bool {
+	return wvec != nil && (p.embW != 0 || p.rr[rfEmb] != 0 || p.rr[rfEmbRel] != 0 || p.embK > 0)
 }
 
 // minMaxDF keeps relatives of a small index: the cap on a relative's tools
@@ -259,6 +279,10 @@ type Index struct {
 	names []string // term id → term, during build (expand.go)
 
 	rrDump func(doc int32, f *[numRF]float32) // tests: each reranked candidate's features
+
+	emb     []float32 // each tool's vector (vectors.go), dim apart
+	embMean []float32 // the tools' mean vector, when params.embCenter
+	termRow []int32   // each term's word vector (vectors.go), -1: none; when params.vrel > 0
 
 	relMu    sync.Mutex
 	relCache map[string][]wterm // query word → relatives (relatedTerms)
@@ -429,10 +453,20 @@ func build(tools []model.Tool, opts Options, p params) *Index {
 			ix.post[term] = append(ix.post[term], posting{int32(i), float32(idf * tf / (p.k1 + tf))})
 		}
 	}
+	if p.vectors() {
+		ix.buildVectors()
+	}
+	if wvec != nil && p.vrel > 0 {
+		ix.termRows(tools)
+	}
 	ix.names = nil
 	ix.an.shared = true
 	ix.pool.New = func() any {
-		return &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), best: make([]float32, n)}
+		sc := &scratch{score: make([]float32, n), matched: make([]uint8, n), rel: make([]float32, n), best: make([]float32, n)}
+		if ix.emb != nil {
+			sc.emb = make([]float32, n)
+		}
+		return sc
 	}
 	return ix
 }
@@ -446,12 +480,16 @@ type scratch struct {
 	relT    []int32   // tools with a second-signal score
 	wordT   []int32   // tools one query word's relatives reached
 	cand    []cand
+	emb     []float32 // each tool's cosine with the query (vectors.go)
+	qv      []float32 // the query's vector
 }
 
 type cand struct {
-	doc  int32
-	a, b float32 // BM25F, second signal
-	m    uint8   // the query words it matched (bits)
+	doc   int32
+	a, b  float32 // BM25F, second signal
+	m     uint8   // the query words it matched (bits)
+	e     float32 // cosine with the query (vectors.go), when on
+	byVec bool    // among the params.embK closest to the query
 }
 
 // Hit is one tool found.
@@ -607,9 +645,10 @@ type queryTerm struct {
 // queryTerms returns the index terms a query reaches, how many words it
 // has, and each word's term (by bit; the last bit takes every word after
 // the eighth), whether the index has it or not.
-func (ix *Index) queryTerms(text string) ([]queryTerm, int, [8][]string) {
+func (ix *Index) queryTerms(text string) ([]queryTerm, int, [8][]string, [8]string) {
 	var qt []queryTerm
 	var stems [8][]string
+	var surf [8]string
 	seen := map[string]bool{}
 	words := 0
 	prev := ""
@@ -633,6 +672,9 @@ func (ix *Index) queryTerms(text string) ([]queryTerm, int, [8][]string) {
 		ix.an.each(word, nil, func(term string) {
 			bit := uint8(min(words, 7))
 			words++
+			if surf[bit] == "" {
+				surf[bit] = strings.ToLower(word)
+			}
 			stems[bit] = append(stems[bit], term)
 			add(term, 1, bit)
 			if ix.p.syn > 0 {
@@ -642,7 +684,7 @@ func (ix *Index) queryTerms(text string) ([]queryTerm, int, [8][]string) {
 			}
 		})
 	})
-	return qt, words, stems
+	return qt, words, stems, surf
 }
 
 // eachWord calls fn with each run of letters and digits in s.
@@ -693,6 +735,9 @@ func (ix *Index) relatives(term string, out map[int32]float32) {
 }
 
 func (ix *Index) semantic() bool {
+	if ix.termRow != nil {
+		return true
+	}
 	for _, w := range ix.p.rel {
 		if w > 0 {
 			return true
@@ -775,7 +820,7 @@ const (
 
 func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, listed int, fb Fallback, weak bool) {
 	top = make([]scored, 0, limit)
-	qt, words, stems := ix.queryTerms(text)
+	qt, words, stems, surf := ix.queryTerms(text)
 	sc := ix.pool.Get().(*scratch)
 	defer ix.pool.Put(sc)
 	var reached uint8 // the query words some tool has (or one of their synonyms)
@@ -815,6 +860,11 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 					ix.best(sc, r.id, r.w)
 				}
 			}
+			if ix.termRow != nil && surf[bit] != "" {
+				for _, r := range ix.vectorRelatives(surf[bit]) {
+					ix.best(sc, r.id, r.w)
+				}
+			}
 			f := ix.p.relW
 			if reached&(1<<bit) == 0 {
 				f = ix.p.relMiss
@@ -829,14 +879,34 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			sc.wordT = sc.wordT[:0]
 		}
 	}
-	// Candidates: every tool either signal scored, in the namespace and
-	// not hidden.
+	// The vector signal: every tool's cosine with the query, and the
+	// closest tools as candidates.
+	kth, vec := float32(2), false
+	if ix.emb != nil {
+		kth, vec = ix.vectorScores(sc, text, ns)
+		if vec && kth < 2 {
+			for i, e := range sc.emb {
+				if e >= kth && e > ix.p.embMin && sc.score[i] == 0 && sc.rel[i] == 0 {
+					sc.relT = append(sc.relT, int32(i))
+				}
+			}
+		}
+	}
+	// Candidates: every tool a signal scored, in the namespace and not
+	// hidden.
 	cs := sc.cand[:0]
 	var maxS float32
 	visit := func(i int32) {
 		a, m, b := sc.score[i], sc.matched[i], sc.rel[i]
 		sc.score[i], sc.matched[i], sc.rel[i] = 0, 0, 0
-		if a == 0 && b == 0 || ns != "" && ix.docs[i].ns != ns {
+		var e float32
+		byVec := false
+		if vec {
+			e = sc.emb[i]
+			byVec = e >= kth && e > ix.p.embMin
+			sc.emb[i] = -3 // visited
+		}
+		if a == 0 && b == 0 && !byVec || ns != "" && ix.docs[i].ns != ns {
 			return
 		}
 		if ix.hidden(i) {
@@ -851,7 +921,7 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			b *= c
 		}
 		maxS = max(maxS, a+b)
-		cs = append(cs, cand{doc: i, a: a, b: b, m: m})
+		cs = append(cs, cand{doc: i, a: a, b: b, m: m, e: e, byVec: byVec})
 	}
 	for _, i := range sc.touched {
 		visit(i)
@@ -863,7 +933,7 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 	// A tool only the second signal found must come close to the best.
 	k := 0
 	for _, c := range cs {
-		if c.a > 0 || c.b >= ix.p.relFloor*maxS {
+		if c.a > 0 || c.b >= ix.p.relFloor*maxS || c.byVec {
 			cs[k] = c
 			k++
 		}
@@ -887,6 +957,9 @@ func (ix *Index) rank(text, ns string, limit int) (top []scored, more, hidden, l
 			related = false
 		}
 		s := c.a + c.b
+		if vec && c.e > ix.p.embMin {
+			s += ix.p.embW * (c.e - ix.p.embMin)
+		}
 		if qa != actNone {
 			s *= ix.actF[qa][ix.docs[c.doc].act]
 		}

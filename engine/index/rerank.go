@@ -33,13 +33,15 @@ const (
 	rfRelOnly          // only the second signal found it
 	rfBM25Norm         // its BM25F score over the best candidate's
 	rfRelNorm          // its second signal's score over the best candidate's
+	rfEmb              // its cosine with the query (vectors.go)
+	rfEmbRel           // its cosine over the best candidate's
 	numRF
 )
 
 // rrFeatures are the features of candidate c for a query of words words
 // whose terms are qt, of action qa, the best candidate's score maxS and c's
 // score s.
-func (ix *Index) rrFeatures(c cand, s, maxS, maxA, maxB float32, qt []queryTerm, idfs []float32, words int, qa action, nsMass float32) (f [numRF]float32) {
+func (ix *Index) rrFeatures(c cand, s, maxS, maxA, maxB, maxE float32, qt []queryTerm, idfs []float32, words int, qa action, nsMass float32) (f [numRF]float32) {
 	d := &ix.docs[c.doc]
 	bits := func(ids []int32) (m uint8, n int) {
 		for _, id := range ids {
@@ -81,6 +83,10 @@ func (ix *Index) rrFeatures(c cand, s, maxS, maxA, maxB float32, qt []queryTerm,
 	}
 	if maxB > 0 {
 		f[rfRelNorm] = c.b / maxB
+	}
+	f[rfEmb] = c.e
+	if maxE > 0 {
+		f[rfEmbRel] = c.e / maxE
 	}
 	// idf-weighed share of the query's words in the name: each word's
 	// best term (itself, joined, a synonym)
@@ -150,11 +156,12 @@ func (ix *Index) rerank(sc *scratch, top []scored, cs []cand, qt []queryTerm, wo
 		df := float64(len(ix.post[q.id]))
 		idfs = append(idfs, q.w*float32(math.Log(1+(n-df+0.5)/(df+0.5))))
 	}
-	var total, maxA, maxB float32
+	var total, maxA, maxB, maxE float32
 	for k, t := range top {
 		total += t.score
 		maxA = max(maxA, cs[at[k]].a)
 		maxB = max(maxB, cs[at[k]].b)
+		maxE = max(maxE, cs[at[k]].e)
 	}
 	for k := range top {
 		// the share of the candidates' score in the tool's namespace
@@ -168,7 +175,7 @@ func (ix *Index) rerank(sc *scratch, top []scored, cs []cand, qt []queryTerm, wo
 		if total > 0 {
 			m /= total
 		}
-		f := ix.rrFeatures(cs[at[k]], top[k].score, maxS, maxA, maxB, qt, idfs, words, qa, m)
+		f := ix.rrFeatures(cs[at[k]], top[k].score, maxS, maxA, maxB, maxE, qt, idfs, words, qa, m)
 		if ix.rrDump != nil {
 			ix.rrDump(top[k].doc, &f)
 		}

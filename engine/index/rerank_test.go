@@ -19,6 +19,8 @@ var rrCV = flag.Bool("rrcv", false, "with -rrfit: fit on half the tune half and 
 
 var rrLast [numRF]float32
 
+var rrVec = flag.Bool("rrvec", false, "with -rrfit: the candidates carry their cosine with the query (vectors.go)")
+
 var rrFit = flag.Bool("rrfit", false, "fit the reranker's weights on the own set and the tune half (TestRerankFit)")
 
 // rrRow is one reranked candidate: whether it is a right answer, and its
@@ -93,6 +95,10 @@ func TestRerankFit(t *testing.T) {
 	tuneHalf, _ := intents(t)
 	p := tuned
 	p.rrN = 20
+	if *rrVec {
+		loadVectors(t)
+		p.embW, p.embA, p.embName, p.embMin, p.embCenter = 1e-6, 100, 2, -1, true
+	}
 	own, tun := rrRows(t, tools, p, evalQueries), rrRows(t, tools, p, tuneHalf)
 	var held [][]rrRow
 	if *rrCV {
@@ -267,7 +273,15 @@ func TestRound2Figures(t *testing.T) {
 		t.Skip("logs figures only: run with -v")
 	}
 	tools := testenv.CorpusTools(t)
-	cfgs := round2Configs(t)
+	logFigures(t, tools, round2Configs(t))
+}
+
+// logFigures logs every slice of the own set and the tune half (and with
+// -reporthalf the report half) for each configuration.
+func logFigures(t *testing.T, tools []model.Tool, cfgs []struct {
+	name string
+	p    params
+}) {
 	ixs := make([]*Index, len(cfgs))
 	for i, c := range cfgs {
 		ixs[i] = build(tools, Options{}, c.p)
