@@ -31,16 +31,11 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
-	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"net"
 	"sort"
 	"strconv"
@@ -54,20 +49,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// versionTable is goose's table of applied migrations.
-const versionTable = "capabilities_migrations"
-
-// DefaultLeaseTTL is how long a claim outlives the last renewal of its
-// holder: the time a dead process's claims stay taken.
-const DefaultLeaseTTL = 15 * time.Second
 
 // Store is the store on PostgreSQL. It is safe for concurrent use; every
 // Store on the same database (in this process or another) sees the same
@@ -103,12 +85,6 @@ type shared struct {
 	feed feed // notify.go
 }
 
-type claim struct {
-	view *Store
-	kind store.Kind
-	id   string
-}
-
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Generationer = (*Store)(nil)
@@ -117,40 +93,6 @@ var (
 
 // Option changes how Open opens the store.
 type Option func(*Store)
-
-// LeaseTTL sets how long a claim outlives its holder's last renewal
-// (DefaultLeaseTTL); the holder renews it every third of that. Less than
-// 300 ms is taken as 300 ms.
-func LeaseTTL(d time.Duration) Option {
-	return func(s *Store) { s.sh.leaseTTL = max(d, 300*time.Millisecond) }
-}
-
-// SchemaVersion is the newest schema version this build's migrations
-// make.
-func SchemaVersion() int64 {
-	v, err := latestMigration()
-	if err != nil {
-		panic(err) // the embedded files are part of the build
-	}
-	return v
-}
-
-func latestMigration() (int64, error) {
-	entries, err := fs.ReadDir(migrations, "migrations")
-	if err != nil {
-		return 0, err
-	}
-	var latest int64
-	for _, e := range entries {
-		n, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.ParseInt(n, 10, 64)
-		if !ok || err != nil {
-			return 0, fmt.Errorf("migration %s has no version number", e.Name())
-		}
-		latest = max(latest, v)
-	}
-	return latest, nil
-}
 
 // connect parses url and opens a pool on it, checking that the database
 // answers. Its errors say what to fix.
@@ -219,77 +161,6 @@ func isConnError(err error) bool {
 	return errors.As(err, &ce) || errors.As(err, &ne)
 }
 
-// Migrate brings the database's schema to this build's version (what
-// `capabilities hub init` does), creating it in an empty database. Two
-// processes migrating at once take turns (a session advisory lock). It
-// refuses a database whose schema is newer than this build's.
-func Migrate(ctx context.Context, url string) error {
-	pool, where, err := connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	if err := checkNotNewer(ctx, pool, where); err != nil {
-		return err
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := provider(db)
-	if err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrating the store at %s: %w", where, err)
-	}
-	return nil
-}
-
-// provider is goose's migrator of db with this build's migrations.
-func provider(db *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return nil, fmt.Errorf("migrating the store: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return nil, fmt.Errorf("migrating the store: %w", err)
-	}
-	return p, nil
-}
-
-// dbVersion is the database's schema version; 0 when it has none.
-func dbVersion(ctx context.Context, pool *pgxpool.Pool, where string) (int64, error) {
-	var v *int64
-	err := pool.QueryRow(ctx, `SELECT CASE WHEN to_regclass($1) IS NULL THEN NULL ELSE -1 END`, versionTable).Scan(&v)
-	if err != nil {
-		return 0, describe("reading the store's schema version at "+where, "", err)
-	}
-	if v == nil {
-		return 0, nil
-	}
-	var n int64
-	if err := pool.QueryRow(ctx, `SELECT coalesce(max(version_id), 0) FROM `+versionTable+` WHERE is_applied`).Scan(&n); err != nil {
-		return 0, describe("reading the store's schema version at "+where, "", err)
-	}
-	return n, nil
-}
-
-func checkNotNewer(ctx context.Context, pool *pgxpool.Pool, where string) error {
-	v, err := dbVersion(ctx, pool, where)
-	if err != nil {
-		return err
-	}
-	if mine := SchemaVersion(); v > mine {
-		return fmt.Errorf("opening the store at %s: its schema (version %d) was written by a newer capabilities; this build reads up to version %d: upgrade capabilities, or point the store URL at another database", where, v, mine)
-	}
-	return nil
-}
-
 // Open connects to the store at url (postgres://USER:PASSWORD@HOST:PORT/DB).
 // It refuses a database whose schema is not this build's: older (or none)
 // asks for `capabilities hub init` (Migrate), newer for a newer
@@ -322,98 +193,6 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	go sh.renewLoop()
 	return s, nil
-}
-
-// ValidTenant checks a tenant id: "" (the local or shared hub) or what
-// identity.TenantID makes, "tn_" and 32 characters of lowercase base32.
-func ValidTenant(id string) error {
-	if id == "" {
-		return nil
-	}
-	const prefix, n = "tn_", 32
-	rest, ok := strings.CutPrefix(id, prefix)
-	if !ok {
-		return fmt.Errorf("tenant id %q must be empty (the local hub) or start with %q (as identity.TenantID makes it)", id, prefix)
-	}
-	if len(rest) != n {
-		return fmt.Errorf("tenant id %q must be %q and %d characters, not %d (as identity.TenantID makes it)", id, prefix, n, len(rest))
-	}
-	for i, r := range rest {
-		if !(r >= 'a' && r <= 'z' || r >= '2' && r <= '7') {
-			return fmt.Errorf("tenant id %q has %q at position %d; after %q only lowercase base32 (a-z, 2-7) is allowed (as identity.TenantID makes it)", id, r, len(prefix)+i+1, prefix)
-		}
-	}
-	return nil
-}
-
-// Tenant returns the view of the store that is tenant id's: its records,
-// logs, claims, generation, hub keys, spent tokens and change feed, apart
-// from every other tenant's (Tenant("") is Open's). The view shares this
-// Store's pool, the renewal of its claims and its change feed's
-// connection; closing it releases its own claims and ends its own feeds,
-// never the pool, which closes with Open's Store. An id ValidTenant
-// refuses makes a view whose every call returns that error.
-func (s *Store) Tenant(id string) *Store {
-	v := &Store{sh: s.sh, tenant: id, stopc: make(chan struct{})}
-	if err := ValidTenant(id); err != nil {
-		v.bad = fmt.Errorf("opening the store of a tenant: %w", err)
-		return v
-	}
-	if id != "" {
-		v.lock = id + "/"
-		v.notify = id + "@"
-	}
-	return v
-}
-
-// TenantID is the tenant this view is scoped to ("" for Open's).
-func (s *Store) TenantID() string { return s.tenant }
-
-// Pool is the connection pool every view of this Store shares (the hosted
-// hub's other tables use it too). It closes with Open's Store.
-func (s *Store) Pool() *pgxpool.Pool { return s.sh.pool }
-
-// Close releases this view's claims and ends its change feeds. On Open's
-// Store it also releases every view's claims and closes the connections:
-// every view of it is closed with it.
-func (s *Store) Close() error {
-	sh := s.sh
-	sh.mu.Lock()
-	if s.closed.Load() {
-		sh.mu.Unlock()
-		return nil
-	}
-	s.closed.Store(true)
-	close(s.stopc)
-	var owners []string
-	for o, c := range sh.claims {
-		if s.root || c.view == s {
-			owners = append(owners, o)
-			delete(sh.claims, o)
-		}
-	}
-	if s.root {
-		sh.closed.Store(true)
-	}
-	sh.mu.Unlock()
-	if s.root {
-		close(sh.stop)
-		<-sh.done
-		sh.feed.wait()
-	}
-	var err error
-	if len(owners) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = sh.pool.Exec(ctx, `DELETE FROM holds WHERE owner = ANY($1)`, owners)
-		cancel()
-		if err != nil {
-			err = s.fail("releasing this process's claims", err)
-		}
-	}
-	if s.root {
-		sh.pool.Close()
-	}
-	return err
 }
 
 // Where names the database (host:port/database), for messages.
@@ -627,244 +406,6 @@ func (s *Store) List(ctx context.Context, kind store.Kind) ([]string, error) {
 		ids = []string{}
 	}
 	return ids, nil
-}
-
-func (s *Store) Append(ctx context.Context, kind store.Kind, id string, line []byte) error {
-	if err := s.check(kind, id); err != nil {
-		return err
-	}
-	return s.appendLine(ctx, kind, id, line)
-}
-
-func (s *Store) appendLine(ctx context.Context, kind store.Kind, id string, line []byte) error {
-	if bytes.ContainsAny(line, "\n\r") {
-		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
-	}
-	// One statement, committed (flushed to the write-ahead log, with the
-	// default synchronous_commit) before it returns. It takes the log's
-	// lock (a transaction-scoped advisory lock) before its line gets its
-	// seq, so lines commit in the order of their seq: a reader never sees
-	// a line appear before one it has already read.
-	if _, err := s.sh.pool.Exec(ctx, insertLine, string(kind), id, line, s.tenant, s.lock); err != nil {
-		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
-	}
-	return nil
-}
-
-// insertLine appends a line to the log of the tenant $4 ($5 its lock
-// prefix).
-const insertLine = `WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended('log/' || $5 || $1 || '/' || $2, 0)))
-INSERT INTO log_lines (tenant, kind, id, line) SELECT $4, $1, $2, $3 FROM l`
-
-// writeLine is appendLine without waiting for the drive (Log.Write, the
-// file store's write without fdatasync), in one round trip: committed, so
-// in PostgreSQL when it returns (a hub process that dies leaves it
-// written), and made durable by the next synchronous commit on the
-// database (the log's next Append or Sync, or anyone's), since the
-// write-ahead log is flushed in order.
-func (s *Store) writeLine(ctx context.Context, kind store.Kind, id string, line []byte) error {
-	if bytes.ContainsAny(line, "\n\r") {
-		return fmt.Errorf("appending to %s/%s: a log line must not contain a newline", kind, id)
-	}
-	batch := &pgx.Batch{}
-	batch.Queue(`BEGIN`)
-	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	batch.Queue(insertLine, string(kind), id, line, s.tenant, s.lock)
-	batch.Queue(`COMMIT`)
-	if err := s.sh.pool.SendBatch(ctx, batch).Close(); err != nil {
-		return s.fail(fmt.Sprintf("appending to %s/%s", kind, id), err)
-	}
-	return nil
-}
-
-// syncLog makes every line written so far durable: a transaction that
-// writes to the write-ahead log (a transactional logical message, which
-// nothing reads) commits synchronously, and its flush covers every record
-// before it.
-func (s *Store) syncLog(ctx context.Context, kind store.Kind, id string) error {
-	if _, err := s.sh.pool.Exec(ctx, `SELECT pg_logical_emit_message(true, 'capabilities-sync', '')`); err != nil {
-		return s.fail(fmt.Sprintf("syncing the log of %s/%s", kind, id), err)
-	}
-	return nil
-}
-
-func (s *Store) OpenLog(ctx context.Context, kind store.Kind, id string) (store.Log, error) {
-	if err := s.check(kind, id); err != nil {
-		return nil, err
-	}
-	return &pgLog{s: s, kind: kind, id: id}, nil
-}
-
-// pgLog appends a line a statement. Append commits synchronously (the
-// file store's write and fdatasync), Write without waiting for the drive
-// (its write alone), Sync flushes what Write left.
-type pgLog struct {
-	s    *Store
-	kind store.Kind
-	id   string
-}
-
-func (l *pgLog) Append(line []byte) error {
-	return l.s.appendLine(context.Background(), l.kind, l.id, line)
-}
-
-func (l *pgLog) Write(line []byte) error {
-	return l.s.writeLine(context.Background(), l.kind, l.id, line)
-}
-
-func (l *pgLog) Sync() error { return l.s.syncLog(context.Background(), l.kind, l.id) }
-
-func (l *pgLog) Close() error { return nil }
-
-func (s *Store) ReadLog(ctx context.Context, kind store.Kind, id string) ([][]byte, error) {
-	if err := s.check(kind, id); err != nil {
-		return nil, err
-	}
-	rows, err := s.sh.pool.Query(ctx, `SELECT line FROM log_lines WHERE tenant = $1 AND kind = $2 AND id = $3 ORDER BY seq`, s.tenant, string(kind), id)
-	if err != nil {
-		return nil, s.fail(fmt.Sprintf("reading the log of %s/%s", kind, id), err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-	if err != nil {
-		return nil, s.fail(fmt.Sprintf("reading the log of %s/%s", kind, id), err)
-	}
-	return lines, nil
-}
-
-// Hold takes the claim as a lease: a row of holds that is free, or whose
-// last holder stopped renewing it LeaseTTL ago. A lease, rather than a
-// session advisory lock, because a claim must not tie up a connection of
-// the pool for as long as it is held (a hub holds one per running run), and
-// because it ends by itself, at a time the database's clock decides, when
-// its process dies or loses the database.
-func (s *Store) Hold(ctx context.Context, kind store.Kind, id string) (func(), error) {
-	if err := s.check(kind, id); err != nil {
-		return nil, err
-	}
-	sh := s.sh
-	owner := store.NewID()
-	var got string
-	err := sh.pool.QueryRow(ctx, `INSERT INTO holds (tenant, kind, id, owner, expires_at)
-VALUES ($5, $1, $2, $3, now() + $4 * interval '1 millisecond')
-ON CONFLICT (tenant, kind, id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-	WHERE holds.expires_at < now()
-RETURNING owner`, string(kind), id, owner, sh.leaseTTL.Milliseconds(), s.tenant).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("claiming %s/%s: %w", kind, id, store.ErrBusy)
-	}
-	if err != nil {
-		return nil, s.fail(fmt.Sprintf("claiming %s/%s", kind, id), err)
-	}
-	sh.mu.Lock()
-	if s.closed.Load() {
-		// Closed meanwhile: Close did not see this claim.
-		sh.mu.Unlock()
-		s.releaseNow(kind, id, owner)
-		return nil, fmt.Errorf("claiming %s/%s: the store is closed", kind, id)
-	}
-	sh.claims[owner] = claim{s, kind, id}
-	sh.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			sh.mu.Lock()
-			_, mine := sh.claims[owner]
-			delete(sh.claims, owner)
-			sh.mu.Unlock()
-			if !mine {
-				return // released by Close (or lost to another)
-			}
-			s.releaseNow(kind, id, owner)
-		})
-	}, nil
-}
-
-// releaseNow removes the claim's row.
-func (s *Store) releaseNow(kind store.Kind, id, owner string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	// By the primary key (owner has no index, and a busy hub's
-	// holds table has many dead rows between two vacuums), and
-	// without waiting for the drive: a release lost in a crash of
-	// PostgreSQL leaves the claim to expire (LeaseTTL), as when its
-	// process dies.
-	batch := &pgx.Batch{}
-	batch.Queue(`BEGIN`)
-	batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	batch.Queue(`DELETE FROM holds WHERE tenant = $4 AND kind = $1 AND id = $2 AND owner = $3`, string(kind), id, owner, s.tenant)
-	batch.Queue(`COMMIT`)
-	if err := s.sh.pool.SendBatch(ctx, batch).Close(); err != nil {
-		// The lease expires by itself.
-		slog.Warn("releasing a claim in PostgreSQL (it ends when its lease expires)", "tenant", s.tenant, "record", string(kind)+"/"+id, "err", err)
-	}
-}
-
-func (s *Store) Held(ctx context.Context, kind store.Kind, id string) (bool, error) {
-	if err := s.check(kind, id); err != nil {
-		return true, err
-	}
-	var held bool
-	err := s.sh.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM holds WHERE tenant = $3 AND kind = $1 AND id = $2 AND expires_at >= now())`, string(kind), id, s.tenant).Scan(&held)
-	if err != nil {
-		return true, s.fail(fmt.Sprintf("checking the claim on %s/%s", kind, id), err)
-	}
-	return held, nil
-}
-
-func (s *shared) owners() []string {
-	out := make([]string, 0, len(s.claims))
-	for o := range s.claims {
-		out = append(out, o)
-	}
-	return out
-}
-
-// renewLoop renews this Store's leases every third of LeaseTTL. A lease
-// found taken by another (this process could not renew it in time) is
-// logged and dropped.
-func (s *shared) renewLoop() {
-	defer close(s.done)
-	t := time.NewTicker(s.leaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		owners := s.owners()
-		s.mu.Unlock()
-		if len(owners) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.leaseTTL/3)
-		rows, err := s.pool.Query(ctx, `UPDATE holds SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = ANY($1) RETURNING owner`, owners, s.leaseTTL.Milliseconds())
-		var renewed []string
-		if err == nil {
-			renewed, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		}
-		cancel()
-		if err != nil {
-			slog.Warn("renewing this process's claims in PostgreSQL", "where", s.where, "err", err)
-			continue
-		}
-		if len(renewed) == len(owners) {
-			continue
-		}
-		have := map[string]bool{}
-		for _, o := range renewed {
-			have[o] = true
-		}
-		s.mu.Lock()
-		for _, o := range owners {
-			if c, ok := s.claims[o]; ok && !have[o] {
-				slog.Warn("a claim expired before it could be renewed and is no longer held", "tenant", c.view.tenant, "record", string(c.kind)+"/"+c.id)
-				delete(s.claims, o)
-			}
-		}
-		s.mu.Unlock()
-	}
 }
 
 // Generation reads the tenant's counter row (0 before its first bump).
