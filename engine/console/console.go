@@ -116,7 +116,7 @@ func New(h *hub.Hub, opts Options) *Handler {
 	c.mux.HandleFunc("GET /api/settings", c.settings)
 	c.mux.HandleFunc("POST /api/settings", c.setSettings)
 	c.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})
 	c.mux.HandleFunc("/", c.asset)
 	return c
@@ -144,21 +144,24 @@ func secure(h http.Header) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
-// apiError is the body of every refusal under /api/.
-type apiError struct {
+// Error is the body of every refusal under /api/ (and of engine/inbox's,
+// which answers in the console's shape).
+type Error struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
-func fail(w http.ResponseWriter, status int, code, msg string) {
-	var e apiError
+// Fail answers a refusal: status, and an Error of code and msg as JSON.
+func Fail(w http.ResponseWriter, status int, code, msg string) {
+	var e Error
 	e.Error.Code, e.Error.Message = code, msg
-	writeJSON(w, status, e)
+	WriteJSON(w, status, e)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers status and v as JSON (one line, ending in a newline).
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
@@ -216,7 +219,7 @@ func (c *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if gs := sessionFrom(r.Context()); gs != nil {
 		s.CSRF, s.ExpiresAt = gs.csrf, gs.expires
 	}
-	writeJSON(w, http.StatusOK, s)
+	WriteJSON(w, http.StatusOK, s)
 }
 
 // Approval is one call waiting for a person's decision.
@@ -278,7 +281,7 @@ func (c *Handler) approvals(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, "listing pending approvals", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Approvals{Approvals: list, Interrupted: interrupted})
+	WriteJSON(w, http.StatusOK, Approvals{Approvals: list, Interrupted: interrupted})
 }
 
 // pending lists every call awaiting a decision, and every run interrupted,
@@ -414,7 +417,7 @@ type FullArgs struct {
 func (c *Handler) fullArgs(w http.ResponseWriter, r *http.Request) {
 	runID, callID := r.PathValue("run"), r.PathValue("call")
 	if c.opts.Run != "" && runID != c.opts.Run {
-		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s, not %s", c.opts.Run, runID))
+		Fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s, not %s", c.opts.Run, runID))
 		return
 	}
 	eng, err := c.hub.Runs()
@@ -424,14 +427,14 @@ func (c *Handler) fullArgs(w http.ResponseWriter, r *http.Request) {
 	}
 	args, err := eng.FullArgs(r.Context(), runID, callID)
 	if errors.Is(err, store.ErrNotFound) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s keeps no whole arguments for call %s: its preview shows them all", runID, callID))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s keeps no whole arguments for call %s: its preview shows them all", runID, callID))
 		return
 	}
 	if err != nil {
 		c.internal(w, "reading a call's arguments", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, FullArgs{Args: c.hub.Scrubber().JSON(args)})
+	WriteJSON(w, http.StatusOK, FullArgs{Args: c.hub.Scrubber().JSON(args)})
 }
 
 // Decision is the body of POST /api/approvals/{run}/{call}.
@@ -457,7 +460,7 @@ type Decided struct {
 func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	runID, callID := r.PathValue("run"), r.PathValue("call")
 	if c.opts.Run != "" && runID != c.opts.Run {
-		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page decides only run %s, not %s", c.opts.Run, runID))
+		Fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page decides only run %s, not %s", c.opts.Run, runID))
 		return
 	}
 	var d Decision
@@ -466,7 +469,7 @@ func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	choice, err := approval.ParseChoice(string(d.Choice))
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_choice", err.Error())
+		Fail(w, http.StatusBadRequest, "bad_choice", err.Error())
 		return
 	}
 	ctx := r.Context()
@@ -477,7 +480,7 @@ func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	cur, err := eng.Get(ctx, runID)
 	if errors.Is(err, run.ErrUnknownRun) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", runID))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", runID))
 		return
 	}
 	if err != nil {
@@ -487,35 +490,35 @@ func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	p := cur.PendingItem(callID)
 	switch {
 	case p == nil || (p.Kind != model.PendingApproval && p.Kind != model.PendingInFlight):
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s has no pending call %s", runID, callID))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %s has no pending call %s", runID, callID))
 		return
 	case p.Decision != nil:
-		fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, p.Decision.Choice, p.Decision.Channel))
+		Fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, p.Decision.Choice, p.Decision.Channel))
 		return
 	case cur.Status.Done():
 		status := http.StatusConflict
 		if cur.Status == model.RunExpired {
 			status = http.StatusGone
 		}
-		fail(w, status, string(cur.Status), fmt.Sprintf("run %s is %s: it waits for no decision", runID, cur.Status))
+		Fail(w, status, string(cur.Status), fmt.Sprintf("run %s is %s: it waits for no decision", runID, cur.Status))
 		return
 	case p.Kind == model.PendingInFlight && choice != model.ChoiceOnce && choice != model.ChoiceDeny:
-		fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: choose once (retry) or deny (skip), not %s", callID, choice))
+		Fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: choose once (retry) or deny (skip), not %s", callID, choice))
 		return
 	}
 	updated, err := approval.Record(ctx, c.hub.Store(), approval.Request{RunID: runID, CallID: callID, Choice: choice, Channel: c.opts.Channel, By: c.opts.By, Now: c.opts.Now()})
 	switch {
 	case errors.Is(err, approval.ErrExpired):
-		fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired (the agent can run its code again to ask again)", p.Address, runID))
+		Fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired (the agent can run its code again to ask again)", p.Address, runID))
 		return
 	case errors.Is(err, approval.ErrNotAwaiting):
-		fail(w, http.StatusConflict, "not_awaiting", err.Error())
+		Fail(w, http.StatusConflict, "not_awaiting", err.Error())
 		return
 	case err != nil && updated == nil:
 		// Decided meanwhile through another channel?
 		if again, gerr := eng.Get(ctx, runID); gerr == nil {
 			if q := again.PendingItem(callID); q != nil && q.Decision != nil {
-				fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, q.Decision.Choice, q.Decision.Channel))
+				Fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", callID, runID, q.Decision.Choice, q.Decision.Channel))
 				return
 			}
 		}
@@ -532,10 +535,11 @@ func (c *Handler) decide(w http.ResponseWriter, r *http.Request) {
 			waiting++
 		}
 	}
-	writeJSON(w, http.StatusOK, Decided{
+	WriteJSON(w, http.StatusOK, Decided{
 		Run: runID, Call: callID, Choice: choice, Channel: c.opts.Channel,
 		Status: string(updated.Status), Waiting: waiting, Next: next(runID, p, choice, waiting),
 	})
+
 }
 
 // next says, for the person, what happens after a decision.
@@ -624,7 +628,7 @@ func (c *Handler) review(w http.ResponseWriter, r *http.Request) {
 		}
 		in.Items = append(in.Items, item)
 	}
-	writeJSON(w, http.StatusOK, in)
+	WriteJSON(w, http.StatusOK, in)
 }
 
 // Acceptance is the body of POST /api/review: what the person saw and
@@ -648,7 +652,7 @@ func refuseOnRunPage(w http.ResponseWriter, run, instead string) bool {
 	if run == "" {
 		return false
 	}
-	fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; %s", run, instead))
+	Fail(w, http.StatusForbidden, "read_only", fmt.Sprintf("this page decides run %s only; %s", run, instead))
 	return true
 }
 
@@ -678,13 +682,13 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 	for _, want := range a.Items {
 		i := slices.IndexFunc(cur.Items, func(it hub.ReviewItem) bool { return it.Tool.Address == want.Address })
 		if i < 0 || cur.Items[i].Tool.Contract != want.Contract {
-			fail(w, http.StatusConflict, "changed", fmt.Sprintf("%s changed (or was reviewed) since it was shown; reload the inbox", want.Address))
+			Fail(w, http.StatusConflict, "changed", fmt.Sprintf("%s changed (or was reviewed) since it was shown; reload the inbox", want.Address))
 			return
 		}
 		if want.Action != "" {
 			act, err := policy.ParseAction(string(want.Action))
 			if err != nil {
-				fail(w, http.StatusBadRequest, "bad_action", err.Error())
+				Fail(w, http.StatusBadRequest, "bad_action", err.Error())
 				return
 			}
 			decisions[want.Address] = act
@@ -696,7 +700,7 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 			return c.Namespace == want.Namespace && commandKey(c.Command) == want.Command
 		})
 		if i < 0 {
-			fail(w, http.StatusConflict, "changed", fmt.Sprintf("the command of %s changed (or was consented to) since it was shown; reload the inbox", want.Namespace))
+			Fail(w, http.StatusConflict, "changed", fmt.Sprintf("the command of %s changed (or was consented to) since it was shown; reload the inbox", want.Namespace))
 			return
 		}
 		sel.Commands = append(sel.Commands, cur.Commands[i])
@@ -713,7 +717,7 @@ func (c *Handler) acceptReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("review accepted", "tools", len(sel.Items), "commands", len(sel.Commands), "removed", len(forgot), "channel", c.opts.Channel)
-	writeJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(forgot)})
+	WriteJSON(w, http.StatusOK, Accepted{Accepted: len(sel.Items), Commands: len(sel.Commands), Removed: len(forgot)})
 }
 
 // RunRow is one run in GET /api/runs.
@@ -807,7 +811,7 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	f, limit, err := runFilter(r.URL.Query(), time.Now())
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", err.Error())
+		Fail(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	if limit > 0 && c.opts.Run == "" { // a page about one run lists it, however old
@@ -815,7 +819,7 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := c.hub.ListRuns(ctx, f)
 	if errors.Is(err, hub.ErrUnknownNamespace) {
-		fail(w, http.StatusBadRequest, "bad_request", err.Error())
+		Fail(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	if err != nil {
@@ -833,7 +837,7 @@ func (c *Handler) runs(w http.ResponseWriter, r *http.Request) {
 		row := RunRow{ID: rr.ID, Status: string(rr.Status), Attempts: rr.Attempts, CreatedAt: rr.CreatedAt, UpdatedAt: rr.UpdatedAt, Waiting: waiting(&rr)}
 		out.Runs = append(out.Runs, row)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // Call is one call of a run: its journal line with the person's decision on
@@ -867,7 +871,7 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("run")
 	if c.opts.Run != "" && id != c.opts.Run {
-		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s", c.opts.Run))
+		Fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page shows only run %s", c.opts.Run))
 		return
 	}
 	eng, err := c.hub.Runs()
@@ -877,7 +881,7 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 	}
 	rr, err := eng.Get(ctx, id)
 	if errors.Is(err, run.ErrUnknownRun) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
 		return
 	}
 	if err != nil {
@@ -945,7 +949,7 @@ func (c *Handler) runDetail(w http.ResponseWriter, r *http.Request) {
 			Ms: je.Millis, At: je.At, InFlight: je.Intent, Decision: dec, Repeated: je.Repeated,
 		})
 	}
-	writeJSON(w, http.StatusOK, d)
+	WriteJSON(w, http.StatusOK, d)
 }
 
 // waiting counts the items of a run that wait for a person: none once the
@@ -1040,7 +1044,7 @@ func (c *Handler) sources(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Sources = append(out.Sources, si)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }
 
 // SettingsInfo is GET /api/settings and what POST /api/settings answers:
@@ -1074,8 +1078,9 @@ func (c *Handler) settings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ret := s.Retention()
-	writeJSON(w, http.StatusOK, SettingsInfo{RaiseApprovals: s.RaiseApprovals, Paused: c.hub.Paused(),
+	WriteJSON(w, http.StatusOK, SettingsInfo{RaiseApprovals: s.RaiseApprovals, Paused: c.hub.Paused(),
 		RunRetentionDays: int(ret.Age / (24 * time.Hour)), RunRetentionMB: int(ret.Bytes >> 20)})
+
 }
 
 func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
@@ -1087,11 +1092,11 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ch.RaiseApprovals == nil && ch.Paused == nil && ch.RunRetentionDays == nil && ch.RunRetentionMB == nil {
-		fail(w, http.StatusBadRequest, "bad_request", "name a setting to change: raiseApprovals, paused, runRetentionDays or runRetentionMB")
+		Fail(w, http.StatusBadRequest, "bad_request", "name a setting to change: raiseApprovals, paused, runRetentionDays or runRetentionMB")
 		return
 	}
 	if ch.RunRetentionDays != nil && *ch.RunRetentionDays < 1 || ch.RunRetentionMB != nil && *ch.RunRetentionMB < 1 {
-		fail(w, http.StatusBadRequest, "bad_request", "keep runs at least 1 day and 1 MB")
+		Fail(w, http.StatusBadRequest, "bad_request", "keep runs at least 1 day and 1 MB")
 		return
 	}
 	if ch.RaiseApprovals != nil || ch.RunRetentionDays != nil || ch.RunRetentionMB != nil {
@@ -1110,7 +1115,7 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 			return bad
 		})
 		if bad != nil {
-			fail(w, http.StatusBadRequest, "bad_request", bad.Error())
+			Fail(w, http.StatusBadRequest, "bad_request", bad.Error())
 			return
 		}
 		if err != nil {
@@ -1140,17 +1145,17 @@ func (c *Handler) setSettings(w http.ResponseWriter, r *http.Request) {
 // refusal itself and returns false when the body is not one.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		fail(w, http.StatusUnsupportedMediaType, "bad_request", "send the body as application/json")
+		Fail(w, http.StatusUnsupportedMediaType, "bad_request", "send the body as application/json")
 		return false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("reading the request: %v", err))
+		Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("reading the request: %v", err))
 		return false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		fail(w, http.StatusBadRequest, "bad_request", "reading the request: one JSON object only")
+		Fail(w, http.StatusBadRequest, "bad_request", "reading the request: one JSON object only")
 		return false
 	}
 	return true
@@ -1160,7 +1165,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 func (c *Handler) internal(w http.ResponseWriter, doing string, err error) {
 	msg := c.hub.Scrub(fmt.Sprintf("%s: %v", doing, err))
 	c.log.Warn("console request failed", "err", msg)
-	fail(w, http.StatusInternalServerError, "error", msg)
+	Fail(w, http.StatusInternalServerError, "error", msg)
 }
 
 // commandKey is what the review page consents to a command by: the digest
@@ -1191,7 +1196,7 @@ const resumeWait = 5 * time.Second
 func (c *Handler) runAction(w http.ResponseWriter, r *http.Request, doing string) (*run.Engine, *model.Run) {
 	id := r.PathValue("run")
 	if c.opts.Run != "" && id != c.opts.Run {
-		fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page acts only on run %s, not %s", c.opts.Run, id))
+		Fail(w, http.StatusForbidden, "other_run", fmt.Sprintf("this page acts only on run %s, not %s", c.opts.Run, id))
 		return nil, nil
 	}
 	eng, err := c.hub.Runs()
@@ -1201,7 +1206,7 @@ func (c *Handler) runAction(w http.ResponseWriter, r *http.Request, doing string
 	}
 	rr, err := eng.Get(r.Context(), id)
 	if errors.Is(err, run.ErrUnknownRun) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
+		Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %s", id))
 		return nil, nil
 	}
 	if err != nil {
@@ -1222,7 +1227,7 @@ func (c *Handler) resumeRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st := eng.Effective(r.Context(), rr); st != model.RunInterrupted {
-		fail(w, http.StatusConflict, "not_interrupted", fmt.Sprintf("run %s is %s, not interrupted: there is nothing to resume here", rr.ID, st))
+		Fail(w, http.StatusConflict, "not_interrupted", fmt.Sprintf("run %s is %s, not interrupted: there is nothing to resume here", rr.ID, st))
 		return
 	}
 	type result struct {
@@ -1242,14 +1247,14 @@ func (c *Handler) resumeRun(w http.ResponseWriter, r *http.Request) {
 	case res := <-done:
 		switch {
 		case errors.Is(res.err, run.ErrRunningElsewhere):
-			fail(w, http.StatusConflict, "running_elsewhere", fmt.Sprintf("run %s went on in another process meanwhile (an agent resumed it)", rr.ID))
+			Fail(w, http.StatusConflict, "running_elsewhere", fmt.Sprintf("run %s went on in another process meanwhile (an agent resumed it)", rr.ID))
 		case res.err != nil:
 			c.internal(w, "resuming the run", res.err)
 		default:
-			writeJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: res.env.Status, Next: resumed(res.env)})
+			WriteJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: res.env.Status, Next: resumed(res.env)})
 		}
 	case <-time.After(resumeWait):
-		writeJSON(w, http.StatusAccepted, RunAction{Run: rr.ID, Status: string(model.RunRunning), Next: "The run goes on in the hub; the Runs screen shows how it ends."})
+		WriteJSON(w, http.StatusAccepted, RunAction{Run: rr.ID, Status: string(model.RunRunning), Next: "The run goes on in the hub; the Runs screen shows how it ends."})
 	}
 }
 
@@ -1277,7 +1282,7 @@ func (c *Handler) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rr.Status.Done() {
-		fail(w, http.StatusConflict, string(rr.Status), fmt.Sprintf("run %s is already %s", rr.ID, rr.Status))
+		Fail(w, http.StatusConflict, string(rr.Status), fmt.Sprintf("run %s is already %s", rr.ID, rr.Status))
 		return
 	}
 	env, err := eng.Cancel(r.Context(), rr.ID)
@@ -1286,5 +1291,5 @@ func (c *Handler) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("run cancelled", "run", rr.ID, "channel", c.opts.Channel)
-	writeJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: env.Status, Next: "The run is cancelled: the agent that resumes it is told so."})
+	WriteJSON(w, http.StatusOK, RunAction{Run: rr.ID, Status: env.Status, Next: "The run is cancelled: the agent that resumes it is told so."})
 }

@@ -364,7 +364,7 @@ func (g *Guard) session(r *http.Request) *guardSession {
 func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	g.log.Info("console request refused", "code", code, "method", r.Method, "path", r.URL.Path)
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		fail(w, status, code, msg)
+		Fail(w, status, code, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

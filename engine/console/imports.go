@@ -88,7 +88,7 @@ func (c *Handler) imports(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, "reading the agents' skills", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Imports{Skills: importRows(found)})
+	WriteJSON(w, http.StatusOK, Imports{Skills: importRows(found)})
 }
 
 func (c *Handler) importSkills(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +100,7 @@ func (c *Handler) importSkills(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(ch.Skills) == 0 {
-		fail(w, http.StatusBadRequest, "bad_request", "name the skills to import: {\"skills\": [\"name\", …]}")
+		Fail(w, http.StatusBadRequest, "bad_request", "name the skills to import: {\"skills\": [\"name\", …]}")
 		return
 	}
 	found, st, err := c.findSkills()
@@ -115,10 +115,10 @@ func (c *Handler) importSkills(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if slices.ContainsFunc(found, func(f skill.Found) bool { return f.Name == name }) {
-			fail(w, http.StatusConflict, "changed", fmt.Sprintf("the skill %s is not one to import any more (the hub has it, or another of that name): read the list again", name))
+			Fail(w, http.StatusConflict, "changed", fmt.Sprintf("the skill %s is not one to import any more (the hub has it, or another of that name): read the list again", name))
 			return
 		}
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("no agent's skills folder holds a skill %s", name))
+		Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("no agent's skills folder holds a skill %s", name))
 		return
 	}
 	var done []string
@@ -138,5 +138,5 @@ func (c *Handler) importSkills(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, "reading the agents' skills", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Imported{Imported: done, Skills: importRows(again)})
+	WriteJSON(w, http.StatusOK, Imported{Imported: done, Skills: importRows(again)})
 }

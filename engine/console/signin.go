@@ -109,7 +109,7 @@ func (c *Handler) signInRoutes() {
 			c.internal(w, "listing the sign-ins", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, SignIns{SignIns: list, ReadOnly: s.run != ""})
+		WriteJSON(w, http.StatusOK, SignIns{SignIns: list, ReadOnly: s.run != ""})
 	})
 	c.mux.HandleFunc("POST /api/signin", func(w http.ResponseWriter, r *http.Request) {
 		if refuseOnRunPage(w, s.run, "sign in with `capabilities hub console`, the desktop app or `capabilities hub auth`") {
@@ -124,11 +124,11 @@ func (c *Handler) signInRoutes() {
 		}
 		src, err := c.hub.Source(r.Context(), req.Namespace)
 		if err != nil {
-			fail(w, http.StatusNotFound, "not_found", c.hub.Scrub(err.Error()))
+			Fail(w, http.StatusNotFound, "not_found", c.hub.Scrub(err.Error()))
 			return
 		}
 		if src.URL == "" {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%s is not a remote MCP server: OAuth sign-in is for streamable-HTTP sources (store a credential with `capabilities hub auth %s`)", req.Namespace, req.Namespace))
+			Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%s is not a remote MCP server: OAuth sign-in is for streamable-HTTP sources (store a credential with `capabilities hub auth %s`)", req.Namespace, req.Namespace))
 			return
 		}
 		a := s.start(req)
@@ -137,7 +137,7 @@ func (c *Handler) signInRoutes() {
 		case <-r.Context().Done():
 		case <-time.After(signInURLWait):
 		}
-		writeJSON(w, http.StatusAccepted, s.snapshot(a))
+		WriteJSON(w, http.StatusAccepted, s.snapshot(a))
 	})
 }
 

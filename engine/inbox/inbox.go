@@ -100,11 +100,11 @@ func New(hubFor HubFor, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /api/inbox/events", h.events)
 	h.mux.HandleFunc("POST /api/inbox/decide", h.decide)
 	h.mux.HandleFunc("/api/inbox/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no inbox route %s %s: use GET /api/inbox, GET /api/inbox/events or POST /api/inbox/decide", r.Method, r.URL.Path))
+		console.Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no inbox route %s %s: use GET /api/inbox, GET /api/inbox/events or POST /api/inbox/decide", r.Method, r.URL.Path))
 	})
 	h.mux.HandleFunc("/api/inbox", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET")
-		fail(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s /api/inbox: use GET", r.Method))
+		console.Fail(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s /api/inbox: use GET", r.Method))
 	})
 	return h
 }
@@ -115,27 +115,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// Error is the body of every refusal, in the console's shape.
-type Error struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func fail(w http.ResponseWriter, status int, code, msg string) {
-	var e Error
-	e.Error.Code, e.Error.Message = code, msg
-	writeJSON(w, status, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(true)
-	_ = enc.Encode(v)
-}
+// Error is the body of every refusal: the console's (console.Fail writes
+// it).
+type Error = console.Error
 
 // tenant is the request's tenant and hub, or false once it has answered the
 // refusal: no token (the server mounted this without its middleware), no
@@ -144,18 +126,18 @@ func (h *handler) tenant(w http.ResponseWriter, r *http.Request) (string, *hub.H
 	ti := auth.TokenInfoFromContext(r.Context())
 	if ti == nil || ti.UserID == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer scope="`+Scope+`"`)
-		fail(w, http.StatusUnauthorized, "unauthorized", "this needs a bearer token of a signed-in person: run `capabilities hub login <url>`")
+		console.Fail(w, http.StatusUnauthorized, "unauthorized", "this needs a bearer token of a signed-in person: run `capabilities hub login <url>`")
 		return "", nil, false
 	}
 	if !slices.Contains(ti.Scopes, Scope) {
 		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="`+Scope+`"`)
-		fail(w, http.StatusForbidden, "insufficient_scope", `this token lacks the scope "hub" (the person's own API: inbox and decisions); sign in again with `+"`capabilities hub login <url>`")
+		console.Fail(w, http.StatusForbidden, "insufficient_scope", `this token lacks the scope "hub" (the person's own API: inbox and decisions); sign in again with `+"`capabilities hub login <url>`")
 		return "", nil, false
 	}
 	hb, err := h.hubFor(r.Context(), ti.UserID)
 	if err != nil {
 		h.log.Warn("opening a tenant's hub for the inbox", "tenant", ti.UserID, "err", err)
-		fail(w, http.StatusServiceUnavailable, "unavailable", "the hub is not available right now; try again")
+		console.Fail(w, http.StatusServiceUnavailable, "unavailable", "the hub is not available right now; try again")
 		return "", nil, false
 	}
 	return ti.UserID, hb, true
@@ -197,13 +179,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, hb, tenant, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, in)
+	console.WriteJSON(w, http.StatusOK, in)
 }
 
 func (h *handler) internal(w http.ResponseWriter, hb *hub.Hub, tenant string, err error) {
 	msg := hb.Scrub(err.Error())
 	h.log.Warn("inbox request failed", "tenant", tenant, "err", msg)
-	fail(w, http.StatusInternalServerError, "error", msg)
+	console.Fail(w, http.StatusInternalServerError, "error", msg)
 }
 
 // Decide is the body of POST /api/inbox/decide.
@@ -231,36 +213,36 @@ type Decided struct {
 func readDecide(w http.ResponseWriter, r *http.Request) (Decide, model.Choice, bool) {
 	var d Decide
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		fail(w, http.StatusUnsupportedMediaType, "bad_request", "send the decision as application/json: {\"run\": …, \"call\": …, \"decision\": \"once|run|always|deny\"}")
+		console.Fail(w, http.StatusUnsupportedMediaType, "bad_request", "send the decision as application/json: {\"run\": …, \"call\": …, \"decision\": \"once|run|always|deny\"}")
 		return d, "", false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("reading the decision: %v; send {\"run\": …, \"call\": …, \"decision\": \"once|run|always|deny\"}", err))
+		console.Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("reading the decision: %v; send {\"run\": …, \"call\": …, \"decision\": \"once|run|always|deny\"}", err))
 		return d, "", false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		fail(w, http.StatusBadRequest, "bad_request", "reading the decision: one JSON object only")
+		console.Fail(w, http.StatusBadRequest, "bad_request", "reading the decision: one JSON object only")
 		return d, "", false
 	}
 	for _, f := range []struct{ name, v string }{{"run", d.Run}, {"call", d.Call}} {
 		if f.v == "" {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("the decision names no %s: send {\"run\": …, \"call\": …, \"decision\": …} as GET /api/inbox lists them", f.name))
+			console.Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("the decision names no %s: send {\"run\": …, \"call\": …, \"decision\": …} as GET /api/inbox lists them", f.name))
 			return d, "", false
 		}
 		if err := store.ValidID(f.v); err != nil {
-			fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("the decision's %s %q is not an id: %v", f.name, f.v, err))
+			console.Fail(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("the decision's %s %q is not an id: %v", f.name, f.v, err))
 			return d, "", false
 		}
 	}
 	if d.Decision == "" {
-		fail(w, http.StatusBadRequest, "bad_choice", "the decision is missing: send \"decision\": once (this call), run (this tool for the rest of the run), always or deny")
+		console.Fail(w, http.StatusBadRequest, "bad_choice", "the decision is missing: send \"decision\": once (this call), run (this tool for the rest of the run), always or deny")
 		return d, "", false
 	}
 	choice, err := approval.ParseChoice(d.Decision)
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_choice", "the decision: "+err.Error())
+		console.Fail(w, http.StatusBadRequest, "bad_choice", "the decision: "+err.Error())
 		return d, "", false
 	}
 	return d, choice, true
@@ -287,7 +269,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 	// Unknown, and another tenant's (not in this tenant's store): the same
 	// answer.
 	unknown := func() {
-		fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no pending call %s of run %s: GET /api/inbox lists the calls waiting", d.Call, d.Run))
+		console.Fail(w, http.StatusNotFound, "not_found", fmt.Sprintf("no pending call %s of run %s: GET /api/inbox lists the calls waiting", d.Call, d.Run))
 	}
 	cur, err := eng.Get(ctx, d.Run)
 	if errors.Is(err, run.ErrUnknownRun) || errors.Is(err, store.ErrNotFound) {
@@ -304,31 +286,31 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 		unknown()
 		return
 	case p.Decision != nil:
-		fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", d.Call, d.Run, p.Decision.Choice, p.Decision.Channel))
+		console.Fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", d.Call, d.Run, p.Decision.Choice, p.Decision.Channel))
 		return
 	case cur.Status.Done():
 		status := http.StatusConflict
 		if cur.Status == model.RunExpired {
 			status = http.StatusGone
 		}
-		fail(w, status, string(cur.Status), fmt.Sprintf("run %s is %s: it waits for no decision", d.Run, cur.Status))
+		console.Fail(w, status, string(cur.Status), fmt.Sprintf("run %s is %s: it waits for no decision", d.Run, cur.Status))
 		return
 	case p.Kind == model.PendingInFlight && choice != model.ChoiceOnce && choice != model.ChoiceDeny:
-		fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: decide once (retry) or deny (skip), not %s", d.Call, choice))
+		console.Fail(w, http.StatusBadRequest, "bad_choice", fmt.Sprintf("call %s was in flight when the hub stopped and may have happened: decide once (retry) or deny (skip), not %s", d.Call, choice))
 		return
 	}
 	updated, err := approval.Record(ctx, hb.Store(), approval.Request{RunID: d.Run, CallID: d.Call, Choice: choice, Channel: approval.ChannelDesktop, By: tenant})
 	switch {
 	case errors.Is(err, approval.ErrExpired):
-		fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired", p.Address, d.Run))
+		console.Fail(w, http.StatusGone, "expired", fmt.Sprintf("the approval of %s expired before this decision; run %s is now expired", p.Address, d.Run))
 		return
 	case errors.Is(err, approval.ErrNotAwaiting):
-		fail(w, http.StatusConflict, "not_awaiting", hb.Scrub(err.Error()))
+		console.Fail(w, http.StatusConflict, "not_awaiting", hb.Scrub(err.Error()))
 		return
 	case err != nil:
 		if again, gerr := eng.Get(ctx, d.Run); gerr == nil {
 			if q := again.PendingItem(d.Call); q != nil && q.Decision != nil {
-				fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", d.Call, d.Run, q.Decision.Choice, q.Decision.Channel))
+				console.Fail(w, http.StatusConflict, "decided", fmt.Sprintf("call %s of run %s was already decided (%s via %s)", d.Call, d.Run, q.Decision.Choice, q.Decision.Channel))
 				return
 			}
 		}
@@ -359,7 +341,7 @@ func (h *handler) decide(w http.ResponseWriter, r *http.Request) {
 			waiting++
 		}
 	}
-	writeJSON(w, http.StatusOK, Decided{Run: d.Run, Call: d.Call, Decision: choice, Channel: approval.ChannelDesktop, Status: status, Waiting: waiting})
+	console.WriteJSON(w, http.StatusOK, Decided{Run: d.Run, Call: d.Call, Decision: choice, Channel: approval.ChannelDesktop, Status: status, Waiting: waiting})
 }
 
 // Settled is the data of a "settled" event: a call that no longer waits
