@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -86,6 +87,14 @@ type Config struct {
 	// Nil turns them off. Give it a client that reaches only public
 	// addresses (engine/egress): the URL is chosen by whoever calls.
 	MetadataClient *http.Client
+	// RegisterLimit bounds dynamic client registration per client address
+	// and overall; a zero field takes DefaultRegisterLimit's.
+	RegisterLimit RegisterLimit
+	// TrustedProxies are the peers (reverse proxies) whose X-Forwarded-For
+	// names the client address, for RegisterLimit: its last address, the
+	// one the proxy saw. Nil takes DefaultTrustedProxies (loopback); an
+	// empty slice trusts no peer. From any other peer the header is ignored.
+	TrustedProxies []netip.Prefix
 	// Now is the clock; nil is time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -110,6 +119,8 @@ type Server struct {
 	c      Config
 	issuer *url.URL
 	mux    *http.ServeMux
+	// regLimit limits POST /register.
+	regLimit *registerLimiter
 }
 
 // New checks cfg and returns a Server.
@@ -164,7 +175,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ScopeText == nil {
 		cfg.ScopeText = DefaultScopeText
 	}
-	s := &Server{c: cfg, issuer: u, mux: http.NewServeMux()}
+	if err := cfg.RegisterLimit.fill(); err != nil {
+		return nil, err
+	}
+	if cfg.TrustedProxies == nil {
+		cfg.TrustedProxies = DefaultTrustedProxies
+	}
+	s := &Server{c: cfg, issuer: u, mux: http.NewServeMux(), regLimit: newRegisterLimiter(cfg.RegisterLimit, cfg.Logger)}
 	prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               cfg.Resource,
 		AuthorizationServers:   []string{cfg.Issuer},

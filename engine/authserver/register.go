@@ -110,6 +110,9 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST a JSON client registration")
 		return
 	}
+	if !s.limitRegister(w, r) {
+		return
+	}
 	body, err := readBody(w, r)
 	if err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_client_metadata", err.Error())
