@@ -111,6 +111,7 @@ func TestScripts(t *testing.T) {
 			"sha256":   cmdSHA256,
 			"postgres": cmdPostgres,
 			"pgexec":   cmdPgExec,
+			"pgdump":   cmdPgDump,
 			"capture":  cmdCapture,
 			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
 				d, err := time.ParseDuration(args[0])
@@ -318,9 +319,15 @@ func cmdRunID(ts *testscript.TestScript, neg bool, args []string) {
 // counts.
 func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
-		ts.Fatalf("usage: nosecret VALUE stdout|stderr|PATH…")
+		ts.Fatalf("usage: nosecret VALUE|@FILE stdout|stderr|PATH…")
 	}
 	v := args[0]
+	if f, ok := strings.CutPrefix(v, "@"); ok { // the value a file holds (trimmed)
+		v = strings.TrimSpace(ts.ReadFile(f))
+		if v == "" {
+			ts.Fatalf("nosecret: %s is empty: the check would prove nothing", f)
+		}
+	}
 	jsonEsc, _ := json.Marshal(v)
 	forms := map[string]string{
 		"raw":           v,

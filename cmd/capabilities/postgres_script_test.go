@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,45 @@ func cmdPgExec(ts *testscript.TestScript, neg bool, args []string) {
 	if (err != nil) != neg {
 		ts.Fatalf("pgexec: %v (expected failure: %v)", err, neg)
 	}
+}
+
+// cmdPgDump is `pgdump URL`: every row of every table of the database's
+// public schema, one per line as PostgreSQL writes a row as text (bytea in
+// hex), to stdout, for a script to check what a dump would hold.
+func cmdPgDump(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pgdump URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(30*time.Second))
+	defer cancel()
+	c, err := pgx.Connect(ctx, args[0])
+	if err != nil {
+		ts.Fatalf("pgdump: connecting: %v", err)
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`)
+	if err != nil {
+		ts.Fatalf("pgdump: listing the tables: %v", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		ts.Fatalf("pgdump: listing the tables: %v", err)
+	}
+	var out strings.Builder
+	for _, tb := range tables {
+		rows, err := c.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{tb}.Sanitize()+` t`)
+		if err != nil {
+			ts.Fatalf("pgdump: reading %s: %v", tb, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			ts.Fatalf("pgdump: reading %s: %v", tb, err)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(&out, "%s %s\n", tb, l)
+		}
+	}
+	ts.Stdout().Write([]byte(out.String()))
 }
 
 // scriptTB is the little of testing.TB that testenv.StartPostgres uses,

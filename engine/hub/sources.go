@@ -216,12 +216,12 @@ func (h *Hub) Propose(ctx context.Context, req AddRequest) (*Proposal, error) {
 	return &Proposal{Source: src, Manifest: *m}, nil
 }
 
-// isOwnToken reports whether secret (a credential for a source: a token,
+// isOwnToken reports whether cred (a credential for a source: a token,
 // or "Bearer <token>") is this hub's own bearer token, which `serve --http`
 // keeps in the store directory's http-token with the file store, and in
 // the database with a database store (sharedTokenStore).
-func (h *Hub) isOwnToken(secret string) bool {
-	if secret == "" {
+func (h *Hub) isOwnToken(cred string) bool {
+	if cred == "" {
 		return false
 	}
 	var tok string
@@ -229,7 +229,13 @@ func (h *Hub) isOwnToken(secret string) bool {
 	case sharedTokenStore:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		key, err := st.LookupKey(ctx, "http-token")
+		var keys sharedTokenStore = st
+		if s, ok := h.Secrets().(*secret.Sealed); ok {
+			if p, ok := st.(secret.PlainKeys); ok { // sealed among the secrets (secret.HubKeys)
+				keys = secret.NewHubKeys(s, p)
+			}
+		}
+		key, err := keys.LookupKey(ctx, "http-token")
 		if err != nil {
 			return false // none made yet (or unreadable): nothing to match
 		}
@@ -246,11 +252,11 @@ func (h *Hub) isOwnToken(secret string) bool {
 	if tok == "" {
 		return false
 	}
-	secret = strings.TrimSpace(secret)
-	if len(secret) > 7 && strings.EqualFold(secret[:7], "bearer ") {
-		secret = strings.TrimSpace(secret[7:])
+	cred = strings.TrimSpace(cred)
+	if len(cred) > 7 && strings.EqualFold(cred[:7], "bearer ") {
+		cred = strings.TrimSpace(cred[7:])
 	}
-	return subtle.ConstantTimeCompare([]byte(secret), []byte(tok)) == 1
+	return subtle.ConstantTimeCompare([]byte(cred), []byte(tok)) == 1
 }
 
 // sharedTokenStore is a store that keeps the hub's keys for every process

@@ -430,6 +430,40 @@ func (s *Sealed) Set(ctx context.Context, ref, value string) error {
 	return nil
 }
 
+// create seals value under ref unless ref holds a value already: got is
+// the value ref holds after, created whether it is value. The reference
+// is not checked (a hub key's starts with a dot: HubKeyRefPrefix).
+func (s *Sealed) create(ctx context.Context, ref, value string) (got string, created bool, err error) {
+	hub, version, dk, err := s.current(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	nonce, sealed, err := seal(dk, []byte(value), valueAD(hub, ref, version))
+	if err != nil {
+		return "", false, err
+	}
+	b, err := marshalRecord(valueRecord{Format: valueFormat, Ref: ref, Key: version, Nonce: nonce, Sealed: sealed})
+	if err != nil {
+		return "", false, err
+	}
+	var old []byte
+	err = s.st.Update(ctx, store.Blobs, valueID(ref), func(o []byte) ([]byte, error) {
+		if o != nil {
+			old = slices.Clone(o)
+			return nil, errSkip // sealed meanwhile by another process: theirs stands
+		}
+		return b, nil
+	})
+	switch {
+	case errors.Is(err, errSkip):
+		got, err := s.openValue(ctx, ref, old)
+		return got, false, err
+	case err != nil:
+		return "", false, err
+	}
+	return value, true, nil
+}
+
 // Delete removes ref; an error wrapping ErrNotFound says there was none.
 func (s *Sealed) Delete(ctx context.Context, ref string) error {
 	if err := ValidateRef(ref); err != nil {

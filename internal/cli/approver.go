@@ -98,7 +98,10 @@ func (o *pageOpener) console() (*console.Guard, error) {
 		return nil, fmt.Errorf("starting the approval page: %w", err)
 	}
 	gopts := console.GuardOptions{Logger: o.log}
-	if links, ok := o.hub.Store().(console.Links); ok {
+	if links, shared, err := keysOf(o.ctx, o.hub.Store()); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("starting the approval page: %w", err)
+	} else if shared {
 		// A database store: the page's links work on every hub process
 		// over it, once.
 		gopts.Links = links

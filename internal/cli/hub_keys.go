@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,24 +10,40 @@ import (
 
 	"github.com/capabilities-sh/capabilities/engine/elicit"
 	"github.com/capabilities-sh/capabilities/engine/mcpserver"
+	"github.com/capabilities-sh/capabilities/engine/secret"
 	"github.com/capabilities-sh/capabilities/store"
+	"github.com/capabilities-sh/capabilities/store/postgres"
 )
 
 // The hub's own keys: in this machine's hub folder with the file store, in
-// the database with a database store, so that every hub process over it
-// signs and accepts the same elicitation states and serves with the same
-// bearer token.
+// the database with a database store (sealed there among the hub's secrets
+// when a KEK is set), so that every hub process over it signs and accepts
+// the same elicitation states and serves with the same bearer token.
 
-// sharedKeys is a store that keeps the hub's keys for every process
-// (store/postgres.Store).
-type sharedKeys interface {
-	elicit.Keys
-	HTTPToken(ctx context.Context) (tok string, created bool, err error)
+// keysOf returns the hub's keys when its store keeps them for every process
+// (store/postgres.Store; ok false for the file store): sealed among the
+// hub's secrets when those are sealed under a KEK (docs/secrets-at-rest.md),
+// else in the store's own table.
+func keysOf(ctx context.Context, st store.Store) (k secret.Keys, ok bool, err error) {
+	plain, ok := st.(secret.PlainKeys)
+	if !ok {
+		return nil, false, nil
+	}
+	var hubID string
+	if f, isHub := st.(interface{ Hub() store.Hub }); isHub {
+		hubID = f.Hub().ID
+	}
+	k, err = secret.KeysOf(ctx, st, plain, hubID)
+	return k, true, err
 }
 
 // hubSigner is the signer of elicitation states.
 func hubSigner(ctx context.Context, st hubStore) (*elicit.Signer, error) {
-	if k, ok := st.(sharedKeys); ok {
+	k, shared, err := keysOf(ctx, st)
+	switch {
+	case err != nil:
+		return nil, err
+	case shared:
 		return elicit.LoadSignerFrom(ctx, k)
 	}
 	return elicit.LoadSigner(st.Dir())
@@ -36,9 +53,16 @@ func hubSigner(ctx context.Context, st hubStore) (*elicit.Signer, error) {
 // (created). file is where the file store keeps it, "" when the database
 // does; where says it for messages.
 func hubHTTPToken(ctx context.Context, st hubStore) (tok string, created bool, file, where string, err error) {
-	if k, ok := st.(sharedKeys); ok {
-		tok, created, err = k.HTTPToken(ctx)
-		return tok, created, "", "the hub's database", err
+	k, shared, err := keysOf(ctx, st)
+	switch {
+	case err != nil:
+		return "", false, "", "", err
+	case shared:
+		key, created, err := k.Key(ctx, postgres.KeyHTTPToken, 32)
+		if err != nil {
+			return "", false, "", "", fmt.Errorf("reading the HTTP token: %w", err)
+		}
+		return hex.EncodeToString(key), created, "", "the hub's database", nil
 	}
 	file = filepath.Join(st.Dir(), mcpserver.TokenFile)
 	tok, created, err = mcpserver.HTTPToken(st.Dir())

@@ -77,6 +77,19 @@ func (s *Store) LookupKey(ctx context.Context, name string) ([]byte, error) {
 	return key, nil
 }
 
+// DeleteKey removes the hub's key called name (the sealed keys adopt a
+// key made before the hub's secrets were sealed, then delete it here); no
+// key is no error.
+func (s *Store) DeleteKey(ctx context.Context, name string) error {
+	if err := s.usable("deleting the hub's key " + name); err != nil {
+		return err
+	}
+	if _, err := s.sh.pool.Exec(ctx, `DELETE FROM hub_keys WHERE tenant = $2 AND name = $1`, name, s.tenant); err != nil {
+		return s.fail("deleting the hub's key "+name, err)
+	}
+	return nil
+}
+
 // HTTPToken is the bearer token of every serve --http on this database
 // (hex of 32 random bytes), made on first use; created says this call made
 // it. The file store keeps it in the hub folder instead
