@@ -1,11 +1,13 @@
 package authserver
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +52,7 @@ type RegisterLimit struct {
 // many addresses adds at most 432,000 clients a day (well under a GB in
 // PostgreSQL) instead of as many as the database can write.
 //
-// MaxAddresses: 10,000 (a few MB). With the defaults it is never reached
+// MaxAddresses: 10,000 (about 2.5 MB). With the defaults it is never reached
 // by remembered addresses: an address is remembered only once a
 // registration from it passed, which the overall bucket allows to at most
 // 200 + 5/s × 120 s (the time a drained address takes to fill again) =
@@ -162,26 +164,32 @@ func (l *registerLimiter) take(addr netip.Addr, now time.Time) *refusal {
 	return nil
 }
 
-// remember adds b for key, first forgetting, when MaxAddresses are
-// remembered, every address whose bucket is full (it is as if new), and
-// then, if that freed nothing, the one closest to full.
+// remember adds b for key. When MaxAddresses are remembered, it first
+// forgets every address whose bucket is full (it is as if new), and if that
+// leaves more than 9/10 of MaxAddresses, the ones closest to full down to
+// that: a flood of new addresses costs one sort per MaxAddresses/10 of
+// them, not a scan each.
 func (l *registerLimiter) remember(key netip.Prefix, b *addrBucket, now time.Time) {
 	if len(l.addrs) >= l.cfg.MaxAddresses {
 		full := float64(l.cfg.PerAddressBurst)
-		var fullest netip.Prefix
-		most := -1.0
+		type held struct {
+			key    netip.Prefix
+			tokens float64
+		}
+		var rest []held
 		for k, v := range l.addrs {
 			t := v.lim.TokensAt(now)
 			if t >= full {
 				delete(l.addrs, k)
 				continue
 			}
-			if t > most {
-				fullest, most = k, t
-			}
+			rest = append(rest, held{k, t})
 		}
-		if len(l.addrs) >= l.cfg.MaxAddresses {
-			delete(l.addrs, fullest)
+		if keep := l.cfg.MaxAddresses * 9 / 10; len(rest) > keep {
+			slices.SortFunc(rest, func(a, b held) int { return cmp.Compare(b.tokens, a.tokens) })
+			for _, h := range rest[:len(rest)-keep] {
+				delete(l.addrs, h.key)
+			}
 		}
 	}
 	l.addrs[key] = b
