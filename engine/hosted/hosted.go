@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -97,6 +98,11 @@ type Config struct {
 	// zero): opening one more closes the least recently used idle one
 	// first. Hubs in use are never closed, so more may be open for a while.
 	MaxOpen int
+	// TrustedProxies are the reverse proxies in front: the last address of
+	// their X-Forwarded-For is the client's, for the rate limit of OAuth
+	// client registration (authserver.Config.TrustedProxies). Nil:
+	// loopback, a proxy on the same host.
+	TrustedProxies []netip.Prefix
 	// Node names this process among the hub's replicas in MCP session ids
 	// (mcpserver.Options.Node), for a proxy to route a session by.
 	Node string
@@ -189,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 		Display:        display(cfg.Identity),
 		CSRFKey:        cfg.ConsentKey,
 		MetadataClient: cfg.Egress.Client("client ID metadata document"),
+		TrustedProxies: cfg.TrustedProxies,
 		Logger:         cfg.Logger,
 	})
 	if err != nil {
