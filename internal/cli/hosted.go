@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -59,6 +60,7 @@ type hostedFlags struct {
 	idpIssuer, idpClientID, idpSecretFile string
 	tlsCert, tlsKey, node                 string
 	allow                                 egress.Ranges
+	proxies                               proxyRanges
 	idle, drain                           time.Duration
 	maxOpen                               int
 }
@@ -120,6 +122,7 @@ CAPABILITIES_HOSTED_ALLOW_EGRESS takes ranges separated by commas).`,
 	fl.StringVar(&f.idpClientID, "idp-client-id", "", "the hub's client `ID` at the identity provider (its redirect URI is PUBLIC-URL/signin/callback)")
 	fl.StringVar(&f.idpSecretFile, "idp-client-secret-file", "", "a `FILE` holding the hub's client secret at the identity provider")
 	fl.Var(&f.allow, "allow-egress", "let sources reach this `CIDR` range (or address) besides public addresses, such as 10.0.0.0/8; repeat for more")
+	fl.Var(&f.proxies, "trusted-proxy", "believe X-Forwarded-For (its last address) from this reverse proxy's `CIDR` range (or address), for the rate limit of OAuth client registration; repeat for more (default: loopback, a proxy on the same host)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
 	fl.StringVar(&f.node, "node", "", "this process's `NAME` among the hub's replicas: each MCP session id begins with it, for a proxy to route by")
@@ -315,7 +318,8 @@ func (e *env) serveHosted(ctx context.Context, f *hostedFlags, s *hostedSetup) e
 			}
 			return nil
 		},
-		Logger: e.log,
+		TrustedProxies: f.proxies, // nil (no --trusted-proxy): loopback
+		Logger:         e.log,
 	})
 	if err != nil {
 		return err
@@ -350,6 +354,9 @@ func (e *env) serveHosted(ctx context.Context, f *hostedFlags, s *hostedSetup) e
 	if len(f.allow) > 0 {
 		fmt.Fprintf(e.stderr, "capabilities: sources may also reach %s (--allow-egress)\n", f.allow.String())
 	}
+	if len(f.proxies) > 0 {
+		fmt.Fprintf(e.stderr, "capabilities: X-Forwarded-For names the client when the request comes from %s (--trusted-proxy)\n", f.proxies.String())
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if s.tls != nil {
@@ -376,3 +383,48 @@ func (e *env) serveHosted(ctx context.Context, f *hostedFlags, s *hostedSetup) e
 	}
 	return nil
 }
+
+// proxyRanges is the value of a repeatable --trusted-proxy flag: each Set
+// adds CIDR ranges or addresses, separated by commas or spaces (the form of
+// CAPABILITIES_HOSTED_TRUSTED_PROXY).
+type proxyRanges []netip.Prefix
+
+func (r *proxyRanges) Set(s string) error {
+	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' })
+	if len(fields) == 0 {
+		return errors.New("the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 10.0.0.5")
+	}
+	for _, f := range fields {
+		var p netip.Prefix
+		if strings.Contains(f, "/") {
+			var err error
+			if p, err = netip.ParsePrefix(f); err != nil {
+				return fmt.Errorf("%q is not a CIDR range (such as 10.0.0.0/8 or fd00::/8)", f)
+			}
+			if p != p.Masked() {
+				return fmt.Errorf("%q has bits set past /%d; did you mean %s?", f, p.Bits(), p.Masked())
+			}
+		} else {
+			a, err := netip.ParseAddr(f)
+			if err != nil || a.Zone() != "" {
+				return fmt.Errorf("%q is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/8)", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		*r = append(*r, p)
+	}
+	return nil
+}
+
+func (r *proxyRanges) String() string {
+	if r == nil {
+		return ""
+	}
+	ss := make([]string, len(*r))
+	for i, p := range *r {
+		ss[i] = p.String()
+	}
+	return strings.Join(ss, ",")
+}
+
+func (r *proxyRanges) Type() string { return "CIDR" }
