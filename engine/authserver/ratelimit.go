@@ -274,6 +274,8 @@ func (s *Server) limitRegister(w http.ResponseWriter, r *http.Request) bool {
 	secs := int64(math.Ceil(ref.retry.Seconds()))
 	secs = max(secs, 1)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	// A browser-based client may read it (CORS exposes no other header).
+	w.Header().Set("Access-Control-Expose-Headers", "Retry-After")
 	desc := fmt.Sprintf("too many client registrations from your address (%s); retry in %d s", s.perAddressText(), secs)
 	if !ref.perAddress {
 		desc = fmt.Sprintf("too many client registrations on this server right now; retry in %d s", secs)

@@ -135,8 +135,8 @@ func TestRegisterRateLimit(t *testing.T) {
 					if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 						t.Errorf("step %d: Content-Type %q; want application/json", i, ct)
 					}
-					g += fmt.Sprintf(" %s Retry-After %q", oe.Error, resp.Header.Get("Retry-After"))
-					w += fmt.Sprintf(" temporarily_unavailable Retry-After %q", s.retry)
+					g += fmt.Sprintf(" %s Retry-After %q (exposed: %q)", oe.Error, resp.Header.Get("Retry-After"), resp.Header.Get("Access-Control-Expose-Headers"))
+					w += fmt.Sprintf(" temporarily_unavailable Retry-After %q (exposed: \"Retry-After\")", s.retry)
 				}
 				got, want = append(got, g), append(want, w)
 			}
