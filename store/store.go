@@ -20,6 +20,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"time"
 
 	sjson "github.com/segmentio/encoding/json"
 )
@@ -99,6 +100,15 @@ type Log interface {
 	// Sync makes every line written so far durable.
 	Sync() error
 	Close() error
+}
+
+// Aged is a record as a store that keeps each record's time lists it
+// (store/postgres.Store.Oldest), without reading it: when it was last
+// written (the store's clock) and what it takes, its log included.
+type Aged struct {
+	ID      string
+	Written time.Time
+	Size    int64
 }
 
 // ErrBusy is returned by Hold when the claim is held elsewhere.

@@ -646,6 +646,11 @@ func (e *Engine) Prune(ctx context.Context) (int, error) {
 	if e.opts.Retention != nil {
 		ret = e.opts.Retention(ctx)
 	}
+	e.Flush()
+	if ag, ok := e.store.(agedStore); ok { // nothing kept is counted: nobody reads it
+		p, err := e.pruneAged(ctx, ag, ret, false)
+		return p.Runs, err
+	}
 	p, err := e.PruneRuns(ctx, ret)
 	return p.Runs, err
 }

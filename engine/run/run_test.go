@@ -38,6 +38,12 @@ func newHub(t *testing.T, limits run.Limits, upEnv ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newHubOn(t, st, dir, limits, upEnv...)
+}
+
+// newHubOn is newHub over st (its folder dir, if it has one).
+func newHubOn(t *testing.T, st store.Store, dir string, limits run.Limits, upEnv ...string) *fixture {
+	t.Helper()
 	f := &fixture{dir: dir, calls: filepath.Join(t.TempDir(), "calls.jsonl")}
 	f.h = hub.New(st, hub.Options{Run: limits, Source: source.Options{ConnectTimeout: testenv.Timeout(source.DefaultConnectTimeout)}})
 	t.Cleanup(f.h.Close)

@@ -274,7 +274,7 @@ func (s *Store) Get(ctx context.Context, kind store.Kind, id string, v any) erro
 // the notification's prefix $7, notify.go), sent when the write commits.
 const upsert = `WITH w AS (
 	INSERT INTO records (tenant, kind, id, data) VALUES ($6, $1, $2, $3)
-	ON CONFLICT (tenant, kind, id) DO UPDATE SET data = excluded.data
+	ON CONFLICT (tenant, kind, id) DO UPDATE SET data = excluded.data, written_at = now()
 ), g AS (
 	INSERT INTO generation (tenant, n) SELECT $6, 1 WHERE $4
 	ON CONFLICT (tenant) DO UPDATE SET n = generation.n + 1
