@@ -27,7 +27,10 @@ import (
 // `hub serve --http`, make BENCH_N (1,000) executes between them as fast as
 // they are answered, after 64 to warm up: trivial code (`return 1`) and code
 // making one upstream call. It reports executes/s and the p50/p90/p99
-// latency each client saw, and fails when an execute fails (a
+// latency each client saw, over the whole load and in its steady state
+// (the executes that started once the first 64 were answered: the load
+// starts with all 32 clients sending at the same instant, a burst that
+// queues 32 executes at once), and fails when an execute fails (a
 // timeout_compute included: trivial code queued behind others must wait
 // for its turn, not run out of time).
 //
@@ -76,8 +79,11 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 				b.ReportMetric(ms(r.pct(0.50)), "p50-ms")
 				b.ReportMetric(ms(r.pct(0.90)), "p90-ms")
 				b.ReportMetric(ms(r.pct(0.99)), "p99-ms")
-				b.Logf("%d clients, %d executes of %s: %.0f/s, p50 %.1f p90 %.1f p99 %.1f max %.1f ms, %d failed",
-					clients, total, c.name, r.rate, ms(r.pct(0.50)), ms(r.pct(0.90)), ms(r.pct(0.99)), ms(r.lat[len(r.lat)-1]), len(r.errs))
+				b.ReportMetric(r.steadyRate, "steady-executes/s")
+				b.ReportMetric(ms(r.steadyPct(0.99)), "steady-p99-ms")
+				b.Logf("%d clients, %d executes of %s: %.0f/s, p50 %.1f p90 %.1f p99 %.1f max %.1f ms, %d failed; steady (the %d that started after the first %d answers): %.0f/s, p50 %.1f p90 %.1f p99 %.1f ms",
+					clients, total, c.name, r.rate, ms(r.pct(0.50)), ms(r.pct(0.90)), ms(r.pct(0.99)), ms(r.lat[len(r.lat)-1]), len(r.errs),
+					len(r.steady), 2*clients, r.steadyRate, ms(r.steadyPct(0.50)), ms(r.steadyPct(0.90)), ms(r.steadyPct(0.99)))
 			}
 		})
 	}
@@ -87,6 +93,17 @@ type loadResult struct {
 	lat  []time.Duration // sorted
 	errs []string
 	rate float64 // executes per second
+	// steady is lat of the executes that started once every client had
+	// had two answered, sorted, and steadyRate their rate: the load
+	// without its start, when all the clients send their first execute at
+	// the same instant (a burst no steady load has).
+	steady     []time.Duration
+	steadyRate float64
+}
+
+// steadyPct is the p-th quantile of r.steady.
+func (r loadResult) steadyPct(p float64) time.Duration {
+	return r.steady[int(p*float64(len(r.steady)-1))]
 }
 
 func (r loadResult) pct(p float64) time.Duration { return r.lat[int(p*float64(len(r.lat)-1))] }
@@ -104,6 +121,8 @@ func load(ctx context.Context, b *testing.B, sessions []*mcp.ClientSession, code
 		r    loadResult
 		wg   sync.WaitGroup
 	)
+	type span struct{ start, end time.Duration }
+	var spans []span
 	started := time.Now()
 	for _, cs := range sessions {
 		wg.Go(func() {
@@ -113,6 +132,7 @@ func load(ctx context.Context, b *testing.B, sessions []*mcp.ClientSession, code
 				d := time.Since(t0)
 				mu.Lock()
 				r.lat = append(r.lat, d)
+				spans = append(spans, span{t0.Sub(started), t0.Sub(started) + d})
 				switch {
 				case err != nil:
 					r.errs = append(r.errs, err.Error())
@@ -125,8 +145,25 @@ func load(ctx context.Context, b *testing.B, sessions []*mcp.ClientSession, code
 		})
 	}
 	wg.Wait()
-	r.rate = float64(total) / time.Since(started).Seconds()
+	elapsed := time.Since(started)
+	r.rate = float64(total) / elapsed.Seconds()
 	slices.Sort(r.lat)
+	// Steady: what started after the 2×clients-th answer.
+	ends := make([]time.Duration, len(spans))
+	for i, sp := range spans {
+		ends[i] = sp.end
+	}
+	slices.Sort(ends)
+	if k := 2 * len(sessions); len(ends) > 4*k {
+		cut := ends[k-1]
+		for _, sp := range spans {
+			if sp.start >= cut {
+				r.steady = append(r.steady, sp.end-sp.start)
+			}
+		}
+		slices.Sort(r.steady)
+		r.steadyRate = float64(len(r.steady)) / (elapsed - cut).Seconds()
+	}
 	if len(r.errs) > 0 {
 		b.Fatalf("%d of %d executes of %q failed; first: %s", len(r.errs), total, code, r.errs[0])
 	}
