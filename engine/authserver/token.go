@@ -12,23 +12,30 @@ import (
 	"strings"
 )
 
-func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+// clientForm reads a client's POSTed form (the token and revocation
+// endpoints) and authenticates the client; false when it answered already
+// (a CORS preflight, another method, a bad form, a client refused).
+func (s *Server) clientForm(w http.ResponseWriter, r *http.Request) (Client, bool) {
 	cors(w)
-	w.Header().Set("Cache-Control", "no-store")
 	if r.Method == http.MethodOptions {
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return Client{}, false
 	}
 	if r.Method != http.MethodPost {
 		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST a form")
-		return
+		return Client{}, false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "reading the form: "+err.Error())
-		return
+		return Client{}, false
 	}
-	c, ok := s.authenticateClient(w, r)
+	return s.authenticateClient(w, r)
+}
+
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	c, ok := s.clientForm(w, r)
 	if !ok {
 		return
 	}
@@ -186,21 +193,7 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, clientID, tenant,
 // ---- revocation (RFC 7009) ----
 
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	cors(w)
-	if r.Method == http.MethodOptions {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	if r.Method != http.MethodPost {
-		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "POST a form")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "reading the form: "+err.Error())
-		return
-	}
-	c, ok := s.authenticateClient(w, r)
+	c, ok := s.clientForm(w, r)
 	if !ok {
 		return
 	}

@@ -129,18 +129,18 @@ func (ix *Index) textVec(dst []float32, s string, w float32, buf []byte) (int, [
 // when it is 0.
 func (ix *Index) unit(v []float32) bool {
 	if ix.embMean != nil {
-		var n float64
-		for _, x := range v {
-			n += float64(x * x)
-		}
-		if n == 0 {
+		if !scaleUnit(v) {
 			return false
 		}
-		inv := float32(1 / math.Sqrt(n))
 		for k := range v {
-			v[k] = v[k]*inv - ix.embMean[k]
+			v[k] -= ix.embMean[k]
 		}
 	}
+	return scaleUnit(v)
+}
+
+// scaleUnit scales v to length 1; false when it is 0.
+func scaleUnit(v []float32) bool {
 	var n float64
 	for _, x := range v {
 		n += float64(x * x)
