@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -363,17 +362,7 @@ func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
 		case "stdout", "stderr":
 			check(a, ts.ReadFile(a))
 		default:
-			err := filepath.WalkDir(ts.MkAbs(a), func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				check(p, string(data))
-				return nil
-			})
+			err := testenv.ReadFiles(ts.MkAbs(a), func(p string, data []byte) { check(p, string(data)) })
 			if err != nil {
 				ts.Fatalf("nosecret: %v", err)
 			}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"log/slog"
 
 	"github.com/capabilities-sh/capabilities/engine/approval"
 	"github.com/capabilities-sh/capabilities/engine/console"
@@ -19,7 +18,6 @@ import (
 	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"log/slog"
 )
 
 // TestApprovalPageDecidesAndTheAgentResumes is the page's journey over a
@@ -138,14 +136,7 @@ func TestApprovalPageDecidesAndTheAgentResumes(t *testing.T) {
 	}
 	envJSON, _ := json.Marshal(env)
 	where := map[string]string{"the envelope": string(envJSON), "the hub's log": f.logs.String(), "the console's log": consoleLogs.String()}
-	err = filepath.WalkDir(f.st.Dir(), func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		where[p] = string(data)
-		return err
-	})
+	err = testenv.ReadFiles(f.st.Dir(), func(p string, data []byte) { where[p] = string(data) })
 	if err != nil {
 		t.Fatal(err)
 	}

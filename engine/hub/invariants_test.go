@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -161,29 +159,9 @@ return { r, err };`)
 	assertNoSecret(t, "the envelope", string(b))
 	assertNoSecret(t, "the hub's log", f.logs.String())
 	// The hub writes in the background too (the prune's marker, spare
-	// files): a temporary file renamed away mid-walk is skipped, and the
-	// walk is made twice so that what it was renamed to is read.
-	for range 2 {
-		err = filepath.WalkDir(f.storeDir(t), func(p string, d fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			assertNoSecret(t, p, string(data))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	// files): ReadFiles walks again past a file renamed away mid-walk.
+	if err := testenv.ReadFiles(f.storeDir(t), func(p string, data []byte) { assertNoSecret(t, p, string(data)) }); err != nil {
+		t.Fatal(err)
 	}
 	// hub call (the CLI's path) is scrubbed too.
 	res, err := f.h.Call(ctx, "leaky.leak", nil, "")

@@ -7,11 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/capabilities-sh/capabilities/engine/model"
 	"github.com/capabilities-sh/capabilities/engine/scrub"
 	"github.com/capabilities-sh/capabilities/engine/secret"
+	"github.com/capabilities-sh/capabilities/internal/testenv"
 	"github.com/capabilities-sh/capabilities/store"
 )
 
@@ -70,17 +68,9 @@ func assertNoForm(t *testing.T, where, text string) {
 func assertDirClean(t *testing.T, dir string) {
 	t.Helper()
 	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	err := testenv.ReadFiles(dir, func(p string, data []byte) {
 		n++
 		assertNoForm(t, p, string(data))
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

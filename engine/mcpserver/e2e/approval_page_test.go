@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -143,14 +142,7 @@ func TestApprovalPageOpensWhenTheClientCannotAsk(t *testing.T) {
 	}
 	fb, _ := json.Marshal(out.Final.Structured)
 	places["final envelope"] = string(fb)
-	err = filepath.WalkDir(h.home, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		places[p] = string(b)
-		return err
-	})
+	err = testenv.ReadFiles(h.home, func(p string, b []byte) { places[p] = string(b) })
 	if err != nil {
 		t.Fatal(err)
 	}

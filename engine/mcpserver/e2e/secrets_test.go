@@ -4,9 +4,7 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -222,35 +220,19 @@ return [await leaky.echo({message: "hi"}), await hub.describe("leaky.leakSelf")]
 func noLeakUnder(t *testing.T, dir string) {
 	t.Helper()
 	// A file the hub is writing may be renamed between the listing and
-	// the read (a record's temporary file): the directory is read again,
-	// so the file under its new name is read too.
-	for range 5 {
-		moved := false
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() == "secrets.json" {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if errors.Is(err, fs.ErrNotExist) {
-				moved = true
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if found := leaks(string(b)); len(found) > 0 {
-				t.Errorf("%s holds the credential as %v", path, found)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !moved {
+	// the read (a record's temporary file): ReadFiles reads the directory
+	// again, so the file under its new name is read too.
+	err := testenv.ReadFiles(dir, func(path string, b []byte) {
+		if filepath.Base(path) == "secrets.json" {
 			return
 		}
+		if found := leaks(string(b)); len(found) > 0 {
+			t.Errorf("%s holds the credential as %v", path, found)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("files under %s kept moving while they were read", dir)
 }
 
 // TestInvariantI1StoredCredentialReadBack: a prompt-injected model reads
