@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -12,13 +13,25 @@ import (
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// A port handed out before may not be bound yet (a server still
+		// starting): never hand it out twice in one process.
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatalf("finding a free port: the kernel kept offering ports this process handed out already")
+	return 0
 }
+
+// handedOut are the ports FreePort returned in this process.
+var handedOut sync.Map
 
 // EverythingHTTP starts server-everything in its streamableHttp mode on a
 // loopback port and returns its MCP endpoint URL. The server is stopped when

@@ -102,7 +102,7 @@ http {
 		t.Fatal(err)
 	}
 	for attempt := 0; ; attempt++ {
-		n.Port = freePort(t)
+		n.Port = FreePort(t)
 		if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site(n.Port)), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func StartPostgres(t testing.TB) *Postgres {
 	}
 	_ = os.Remove(pwfile)
 	for attempt := 0; ; attempt++ {
-		p.Port = freePort(t)
+		p.Port = FreePort(t)
 		err := p.start()
 		if err == nil {
 			break
@@ -144,16 +144,6 @@ func postgresUser(t testing.TB) (int, int) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return uid, gid
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (p *Postgres) command(name string, args ...string) *exec.Cmd {
