@@ -90,18 +90,31 @@ type Ranges []netip.Prefix
 
 // Set adds the ranges of s.
 func (r *Ranges) Set(s string) error {
+	ps, err := ParseRanges("--allow-egress", s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, ps...)
+	return nil
+}
+
+// ParseRanges reads the ranges of s, separated by commas or spaces, as the
+// value of flag (its name goes in the errors): the form of --allow-egress
+// and --trusted-proxy, and of their environment variables.
+func ParseRanges(flag, s string) ([]netip.Prefix, error) {
 	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' })
 	if len(fields) == 0 {
-		fields = []string{s} // the empty range's message
+		fields = []string{""} // nothing but separators: the empty range's message
 	}
+	var out []netip.Prefix
 	for _, f := range fields {
-		p, err := ParseRange(f)
+		p, err := parseRange(flag, f)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		*r = append(*r, p)
+		out = append(out, p)
 	}
-	return nil
+	return out, nil
 }
 
 // String lists the ranges, comma-separated.
@@ -130,27 +143,29 @@ func (r *Ranges) Guard() *Guard {
 // ParseRange reads one --allow-egress value: a CIDR range or a single
 // address (a /32 or /128). A range with host bits set ("10.1.2.3/16") is
 // refused, since it likely is a typo for another range.
-func ParseRange(s string) (netip.Prefix, error) {
+func ParseRange(s string) (netip.Prefix, error) { return parseRange("--allow-egress", s) }
+
+func parseRange(flag, s string) (netip.Prefix, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
-		return netip.Prefix{}, errors.New("reading --allow-egress: the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 127.0.0.1")
+		return netip.Prefix{}, fmt.Errorf("reading %s: the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 127.0.0.1", flag)
 	}
 	if !strings.Contains(t, "/") {
 		a, err := netip.ParseAddr(t)
 		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("reading --allow-egress %q: not an IP address or CIDR range (such as 10.0.0.0/8 or 127.0.0.1)", s)
+			return netip.Prefix{}, fmt.Errorf("reading %s %q: not an IP address or CIDR range (such as 10.0.0.0/8 or 127.0.0.1)", flag, s)
 		}
 		if a.Zone() != "" {
-			return netip.Prefix{}, fmt.Errorf("reading --allow-egress %q: an address with a zone cannot be allowed; give it without %%%s", s, a.Zone())
+			return netip.Prefix{}, fmt.Errorf("reading %s %q: an address with a zone cannot be allowed; give it without %%%s", flag, s, a.Zone())
 		}
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	p, err := netip.ParsePrefix(t)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("reading --allow-egress %q: not a CIDR range (such as 10.0.0.0/8 or fd00::/8)", s)
+		return netip.Prefix{}, fmt.Errorf("reading %s %q: not a CIDR range (such as 10.0.0.0/8 or fd00::/8)", flag, s)
 	}
 	if p != p.Masked() {
-		return netip.Prefix{}, fmt.Errorf("reading --allow-egress %q: the address has bits set past /%d; did you mean %s?", s, p.Bits(), p.Masked())
+		return netip.Prefix{}, fmt.Errorf("reading %s %q: the address has bits set past /%d; did you mean %s?", flag, s, p.Bits(), p.Masked())
 	}
 	return p, nil
 }

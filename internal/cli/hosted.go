@@ -390,29 +390,11 @@ func (e *env) serveHosted(ctx context.Context, f *hostedFlags, s *hostedSetup) e
 type proxyRanges []netip.Prefix
 
 func (r *proxyRanges) Set(s string) error {
-	fields := strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' || c == '\n' })
-	if len(fields) == 0 {
-		return errors.New("the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 10.0.0.5")
+	ps, err := egress.ParseRanges("--trusted-proxy", s)
+	if err != nil {
+		return err
 	}
-	for _, f := range fields {
-		var p netip.Prefix
-		if strings.Contains(f, "/") {
-			var err error
-			if p, err = netip.ParsePrefix(f); err != nil {
-				return fmt.Errorf("%q is not a CIDR range (such as 10.0.0.0/8 or fd00::/8)", f)
-			}
-			if p != p.Masked() {
-				return fmt.Errorf("%q has bits set past /%d; did you mean %s?", f, p.Bits(), p.Masked())
-			}
-		} else {
-			a, err := netip.ParseAddr(f)
-			if err != nil || a.Zone() != "" {
-				return fmt.Errorf("%q is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/8)", f)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		*r = append(*r, p)
-	}
+	*r = append(*r, ps...)
 	return nil
 }
 

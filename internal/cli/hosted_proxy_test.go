@@ -15,11 +15,11 @@ func TestProxyRangesSet(t *testing.T) {
 		{[]string{"10.0.0.5"}, "10.0.0.5/32", ""},
 		{[]string{"10.0.0.0/8", "fd00::/8"}, "10.0.0.0/8,fd00::/8", ""},
 		{[]string{"10.0.0.0/8, 192.168.1.2 ::1"}, "10.0.0.0/8,192.168.1.2/32,::1/128", ""},
-		{[]string{"10.1.2.3/16"}, "", `"10.1.2.3/16" has bits set past /16; did you mean 10.1.0.0/16?`},
-		{[]string{"nginx"}, "", `"nginx" is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/8)`},
-		{[]string{"10.0.0.0/40"}, "", `"10.0.0.0/40" is not a CIDR range (such as 10.0.0.0/8 or fd00::/8)`},
-		{[]string{"fe80::1%eth0"}, "", `"fe80::1%eth0" is not an IP address or CIDR range (such as 10.0.0.5 or 10.0.0.0/8)`},
-		{[]string{" , "}, "", "the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 10.0.0.5"},
+		{[]string{"10.1.2.3/16"}, "", `reading --trusted-proxy "10.1.2.3/16": the address has bits set past /16; did you mean 10.1.0.0/16?`},
+		{[]string{"nginx"}, "", `reading --trusted-proxy "nginx": not an IP address or CIDR range (such as 10.0.0.0/8 or 127.0.0.1)`},
+		{[]string{"10.0.0.0/40"}, "", `reading --trusted-proxy "10.0.0.0/40": not a CIDR range (such as 10.0.0.0/8 or fd00::/8)`},
+		{[]string{"fe80::1%eth0"}, "", `reading --trusted-proxy "fe80::1%eth0": an address with a zone cannot be allowed; give it without %eth0`},
+		{[]string{" , "}, "", "reading --trusted-proxy: the range is empty; give a CIDR range such as 10.0.0.0/8 or an address such as 127.0.0.1"},
 	}
 	for _, tt := range tests {
 		var r proxyRanges
